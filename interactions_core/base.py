@@ -1,0 +1,162 @@
+"""Base classes for interaction implementations.
+
+Two ways to write an interaction:
+
+* :class:`BaseInteraction` is verl's base class with consistent signatures. A
+  class written the verl way (``__init__(self, config)``, the four async lifecycle
+  methods keyed by ``instance_id``, its own per-instance dict) subclasses it and
+  runs unchanged.
+* :class:`SessionInteraction` owns the ``instance_id`` bookkeeping for you: you
+  write ``new_session`` (build a small state object), ``respond`` and ``score``
+  (which receive that state), and the base class stores, looks up and drops the
+  state. State therefore lives per session and cannot leak between sessions or
+  outlive ``finalize_interaction``; reusing a live ``instance_id`` is an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from .errors import SessionError
+from .result import InteractionResult
+
+__all__ = ["BaseInteraction", "SessionInteraction", "derive_name"]
+
+
+def derive_name(class_name: str) -> str:
+    """Derive an interaction name from a class name, the way verl does.
+
+    ``"my_pkg.mod.Gsm8kInteraction"`` and ``"Gsm8kInteraction"`` both give
+    ``"gsm8k"``; a class whose name does not end in ``Interaction`` is lowercased.
+    """
+    simple = class_name.rsplit(".", 1)[-1].rsplit(":", 1)[-1]
+    if simple.endswith("Interaction") and len(simple) > len("Interaction"):
+        simple = simple[: -len("Interaction")]
+    return simple.lower()
+
+
+def _new_instance_id() -> str:
+    import uuid  # deferred: only sessions started without an id need it
+
+    return str(uuid.uuid4())
+
+
+class BaseInteraction:
+    """verl's interaction base class, with one signature per lifecycle method.
+
+    Subclasses override :meth:`generate_response` (required) and may override the
+    other three. ``config`` is the entry's ``config:`` mapping with ``name`` added
+    by the loader; when the class declares :attr:`config_schema` (an attrs class)
+    the mapping is validated against it and the parsed object is kept as
+    :attr:`settings`.
+    """
+
+    #: Optional attrs class describing ``config:``; used for validation and ``show``.
+    config_schema: ClassVar[type | None] = None
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        config = dict(config or {})
+        self.config: dict[str, Any] = config
+        self.name: str = str(config.get("name") or derive_name(type(self).__name__))
+        self.settings: Any = None
+        if self.config_schema is not None:
+            from .schema import build_settings
+
+            options = {k: v for k, v in config.items() if k != "name"}
+            self.settings = build_settings(self.config_schema, options, owner=self.name)
+
+    async def start_interaction(self, instance_id: str | None = None, **kwargs: Any) -> str:
+        """Open a session and return its id (a fresh UUID when none is given)."""
+        return instance_id if instance_id is not None else _new_instance_id()
+
+    async def generate_response(
+        self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
+    ) -> InteractionResult:
+        """Judge the latest assistant turn; return feedback, score and whether to stop."""
+        raise NotImplementedError(f"{type(self).__name__} must implement generate_response")
+
+    async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
+        """Score the session so far (0.0 unless overridden)."""
+        return 0.0
+
+    async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
+        """Release everything held for the session."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} name={self.name!r}>"
+
+
+class SessionInteraction(BaseInteraction):
+    """An interaction whose per-session state is managed by the framework.
+
+    Override :meth:`new_session` to build the state from the sample's
+    ``interaction_kwargs``, :meth:`respond` to judge a turn, and optionally
+    :meth:`score` and :meth:`end_session`. Keep the state small (a ``__slots__``
+    class or a tuple): one lives per open session.
+    """
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        super().__init__(config)
+        self._sessions: dict[str, Any] = {}
+
+    # -- what subclasses write -------------------------------------------------
+
+    def new_session(self, **kwargs: Any) -> Any:
+        """Build the state of a new session from the sample's interaction kwargs."""
+        return kwargs
+
+    async def respond(
+        self, state: Any, messages: list[dict[str, Any]], **kwargs: Any
+    ) -> InteractionResult:
+        """Judge the latest assistant turn of the session whose state is given."""
+        raise NotImplementedError(f"{type(self).__name__} must implement respond")
+
+    async def score(self, state: Any, **kwargs: Any) -> float:
+        """Score the session whose state is given (0.0 unless overridden)."""
+        return 0.0
+
+    def end_session(self, state: Any) -> None:
+        """Release resources held by a session's state (nothing by default)."""
+
+    # -- the verl lifecycle, implemented once ------------------------------------
+
+    @property
+    def open_sessions(self) -> int:
+        """Number of sessions started and not yet finalized."""
+        return len(self._sessions)
+
+    def session_state(self, instance_id: str) -> Any:
+        """The state of an open session; :class:`SessionError` when there is none."""
+        try:
+            return self._sessions[instance_id]
+        except KeyError:
+            raise SessionError(
+                f"interaction {self.name!r} has no open session {instance_id!r}: "
+                "call start_interaction first (a finalized session cannot be reused)"
+            ) from None
+
+    async def start_interaction(self, instance_id: str | None = None, **kwargs: Any) -> str:
+        if instance_id is None:
+            instance_id = _new_instance_id()
+        elif instance_id in self._sessions:
+            raise SessionError(
+                f"interaction {self.name!r} already has a live session {instance_id!r}; "
+                "finalize it first or use a fresh instance_id"
+            )
+        self._sessions[instance_id] = self.new_session(**kwargs)
+        return instance_id
+
+    async def generate_response(
+        self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
+    ) -> InteractionResult:
+        return await self.respond(self.session_state(instance_id), messages, **kwargs)
+
+    async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
+        return await self.score(self.session_state(instance_id), **kwargs)
+
+    async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
+        """Drop the session's state; finalizing twice is harmless."""
+        state = self._sessions.pop(instance_id, None)
+        if state is not None:
+            self.end_session(state)

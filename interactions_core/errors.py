@@ -1,0 +1,70 @@
+"""Exception types.
+
+Every error the framework raises derives from :class:`InteractionsError`, so a
+caller can catch the whole family in one place, and the CLI can turn any of them
+into a one-paragraph message instead of a traceback. Several also derive from the
+built-in type verl's callers already catch (``ValueError``, ``KeyError``), so code
+written against verl keeps working.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+class InteractionsError(Exception):
+    """Base class of every error raised by interactions-core."""
+
+
+class ConfigError(InteractionsError, ValueError):
+    """A config (file or mapping) is invalid.
+
+    Carries *every* problem found, not only the first, so a user fixes a config in
+    one round trip. Subclasses ``ValueError`` because verl raises ``ValueError``
+    for a duplicate interaction name and callers may rely on that.
+    """
+
+    def __init__(self, problems: Sequence[str], source: str | None = None) -> None:
+        self.problems = list(problems)
+        self.source = source
+        where = f" in {source}" if source else ""
+        count = len(self.problems)
+        head = f"{count} problem{'s' if count != 1 else ''}{where}:"
+        super().__init__("\n".join([head, *(f"  - {p}" for p in self.problems)]))
+
+
+class UnknownInteractionError(InteractionsError, KeyError):
+    """A name does not match any installed or registered interaction."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class ConflictError(InteractionsError, LookupError):
+    """Two distributions register the same interaction name."""
+
+
+class DisabledError(InteractionsError, LookupError):
+    """An interaction was excluded by ``INTERACTIONS_PLUGINS``/``INTERACTIONS_DISABLE``."""
+
+
+class PluginLoadError(InteractionsError, ImportError):
+    """A plugin could not be imported or did not provide what it declared.
+
+    The original exception is chained as ``__cause__`` so the real failure is
+    never hidden behind the framework's message.
+    """
+
+
+class InteractionValidationError(InteractionsError, TypeError):
+    """An implementation does not match the interaction hook spec."""
+
+
+class SessionError(InteractionsError, RuntimeError):
+    """A session id was misused: reused while live, or used after finalize."""
+
+
+class TrustError(InteractionsError, PermissionError):
+    """Loading was refused by the trust policy (for example dotted class paths)."""

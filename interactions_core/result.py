@@ -1,0 +1,66 @@
+"""The typed result of one interaction turn.
+
+verl's interactions return an untyped 4-tuple ``(should_terminate, content,
+score, extra)``. :class:`InteractionResult` is a named tuple of exactly those four
+fields, so it is immutable, self-describing, and still unpacks the way verl's
+rollout code expects::
+
+    should_terminate, content, score, extra = await interaction.generate_response(...)
+
+Results are immutable, so an interaction can build the ones it returns often (a
+fixed "correct!" message, say) once and hand the same object out every turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+#: An empty, read-only ``extra`` mapping that results can share safely.
+EMPTY_EXTRA: Mapping[str, Any] = MappingProxyType({})
+
+
+class InteractionResult(NamedTuple):
+    """What an interaction answers after an assistant turn."""
+
+    should_terminate: bool
+    """True when the episode is over from the interaction's side."""
+    content: str
+    """Feedback text, appended to the conversation as a ``user`` message."""
+    score: float
+    """Score of this turn; always a float."""
+    extra: Mapping[str, Any] = EMPTY_EXTRA
+    """Free-form metrics or data for the trainer; read-only by convention."""
+
+    @classmethod
+    def coerce(cls, value: Any) -> InteractionResult:
+        """Return ``value`` as an :class:`InteractionResult`, checking its shape.
+
+        Accepts verl-style 4-tuples and lists. Raises ``TypeError`` naming the bad
+        field, so the runtime can report a plugin that returns the wrong types.
+        """
+        if type(value) is cls:
+            return value
+        if not isinstance(value, (tuple, list)) or len(value) != 4:
+            raise TypeError(
+                "generate_response must return (should_terminate, content, score, extra); "
+                f"got {type(value).__name__} {_short(value)}"
+            )
+        terminate, content, score, extra = value
+        if not isinstance(terminate, bool):
+            raise TypeError(f"should_terminate must be a bool, got {type(terminate).__name__}")
+        if not isinstance(content, str):
+            raise TypeError(f"content must be a str, got {type(content).__name__}")
+        if isinstance(score, bool) or not isinstance(score, (int, float)):
+            raise TypeError(f"score must be a float, got {type(score).__name__}")
+        if extra is None:
+            extra = EMPTY_EXTRA
+        elif not isinstance(extra, Mapping):
+            raise TypeError(f"extra must be a mapping, got {type(extra).__name__}")
+        return cls(terminate, content, float(score), extra)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
