@@ -52,7 +52,27 @@ _EXPORTS = {
     "get_registry": "registry",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "BaseInteraction",
+    "ConfigError",
+    "ConflictError",
+    "DisabledError",
+    "InteractionResult",
+    "InteractionValidationError",
+    "InteractionsError",
+    "PluginLoadError",
+    "Registry",
+    "SessionError",
+    "SessionInteraction",
+    "TrustError",
+    "UnknownInteractionError",
+    "__version__",
+    "derive_name",
+    "get_registry",
+    "hookimpl",
+    "load_config",
+    "load_interactions",
+]
 
 
 def __getattr__(name: str) -> object:

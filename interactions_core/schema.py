@@ -63,7 +63,7 @@ def type_name(tp: Any) -> str:
 
 
 def _matches(value: Any, tp: Any) -> bool:
-    if tp is Any or tp is None and value is None:
+    if tp is Any or (tp is None and value is None):
         return True
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
@@ -137,11 +137,11 @@ def build_settings(schema: type, options: Mapping[str, Any], owner: str = "") ->
 
 
 def _default(field: attrs.Attribute) -> Any:
-    default = field.default
+    default: Any = field.default
     if default is attrs.NOTHING:
         return None
     if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-        return default.factory() if not default.takes_self else None  # type: ignore[attr-defined]
+        return None if default.takes_self else default.factory()
     return default
 
 

@@ -1,0 +1,131 @@
+"""The on-disk index cache.
+
+Scanning installed metadata costs milliseconds per hundred distributions on every
+call, and importing ``importlib.metadata`` alone costs several times a bare
+interpreter start. The index of what is installed only changes when something is
+installed or removed, so it is cached, keyed by the interpreter, ``sys.path`` and
+the modification times of the ``sys.path`` entries (installing or removing a
+distribution adds or removes a ``*.dist-info`` folder, which changes its
+directory's mtime).
+
+Design choices:
+
+* ``marshal`` rather than JSON: it is built in, loads in microseconds, and the key
+  already pins the interpreter version whose format it uses.
+* One file per interpreter + ``sys.path``; the full key is stored inside and
+  compared exactly, so a hash collision is only a miss.
+* Writes go to a temporary file in the same folder and are renamed into place
+  (atomic on POSIX), so a concurrent reader sees the old file or the new one,
+  never a partial one.
+* Anything unreadable, corrupt or of another format version is ignored, never
+  trusted; an unwritable folder degrades to no cache with one warning.
+* ``INTERACTIONS_NO_CACHE=1`` turns it off; ``interactions cache clear`` empties it.
+
+This module is on the warm path of ``interactions list``: it imports nothing
+beyond what a bare interpreter has already loaded, plus ``marshal`` and ``zlib``.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+import zlib
+
+__all__ = ["FORMAT", "cache_dir", "clear", "current_key", "enabled", "load", "store"]
+
+#: Bump when the payload layout changes; older files are then ignored.
+FORMAT = 3
+NO_CACHE_VAR = "INTERACTIONS_NO_CACHE"
+
+_warned = False
+
+
+def enabled() -> bool:
+    return os.environ.get(NO_CACHE_VAR, "").strip().lower() not in ("1", "true", "yes", "on")
+
+
+def cache_dir() -> str:
+    """``$XDG_CACHE_HOME/interactions-core`` (default ``~/.cache/interactions-core``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "interactions-core")
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path or ".").st_mtime_ns
+    except OSError:
+        return -1
+
+
+def current_key() -> tuple[object, ...]:
+    """What the index depends on: interpreter, ``sys.path`` and each entry's mtime."""
+    paths = tuple(sys.path)
+    return (FORMAT, sys.executable, sys.version, paths, tuple(_mtime(p) for p in paths))
+
+
+def _file_for(key: tuple[object, ...]) -> str:
+    ident = repr(key[:4]).encode("utf-8", "surrogatepass")
+    return os.path.join(cache_dir(), f"index-{zlib.crc32(ident):08x}.marshal")
+
+
+def load(key: tuple[object, ...]) -> dict | None:
+    """The cached payload for ``key``, or ``None`` when missing, stale or unreadable."""
+    if not enabled():
+        return None
+    try:
+        with open(_file_for(key), "rb") as fh:
+            stored = marshal.load(fh)
+    except Exception:  # missing, truncated, corrupt, another Python's format
+        return None
+    if not isinstance(stored, dict) or stored.get("key") != key:
+        return None
+    payload = stored.get("payload")
+    return payload if isinstance(payload, dict) else None
+
+
+def _warn(message: str) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        sys.stderr.write(f"interactions-core: warning: {message}; continuing without the cache\n")
+
+
+def store(key: tuple[object, ...], payload: dict) -> bool:
+    """Write ``payload`` for ``key`` atomically; return whether it was written."""
+    if not enabled():
+        return False
+    path = _file_for(key)
+    folder = os.path.dirname(path)
+    tmp = f"{path}.{os.getpid()}.{id(payload):x}.tmp"
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with open(tmp, "wb") as fh:
+            marshal.dump({"key": key, "payload": payload}, fh)
+        os.replace(tmp, path)
+        return True
+    except (OSError, ValueError) as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        _warn(f"cannot write the index cache in {folder} ({exc.__class__.__name__}: {exc})")
+        return False
+
+
+def clear() -> int:
+    """Remove every cached index; return how many files were removed."""
+    folder = cache_dir()
+    removed = 0
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    for name in names:
+        if name.startswith("index-"):
+            try:
+                os.unlink(os.path.join(folder, name))
+                removed += 1
+            except OSError:
+                pass
+    return removed

@@ -1,0 +1,29 @@
+"""``interactions cache``: where the index cache lives, and emptying it."""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "cache",
+        help="show or clear the index cache",
+        description="The index of installed plugins is cached per interpreter and sys.path and "
+        "refreshed automatically after installs. Set INTERACTIONS_NO_CACHE=1 to bypass it.",
+    )
+    p.add_argument("action", choices=("path", "clear"), help="print the folder, or empty it")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import _cache
+
+    if args.action == "path":
+        print(_cache.cache_dir())
+    else:
+        removed = _cache.clear()
+        print(f"removed {removed} cached index file{'s' if removed != 1 else ''}")
+    return 0

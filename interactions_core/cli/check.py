@@ -1,0 +1,49 @@
+"""``interactions check CONFIG``: validate a config without running anything."""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "check",
+        help="validate a config file",
+        description="Validate a config: structure, interaction names (with did-you-mean), each "
+        "entry's options against the plugin's schema. Nothing is instantiated. Exit 0 when "
+        "valid, 1 with every problem listed on stderr otherwise.",
+    )
+    p.add_argument("config", metavar="CONFIG", help="path to the YAML config")
+    p.add_argument(
+        "--no-class-paths",
+        action="store_true",
+        help="refuse verl-style dotted class_name paths (same as INTERACTIONS_NO_CLASS_PATHS=1)",
+    )
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+
+    from ..errors import ConfigError
+    from ..loader import load_config
+
+    if args.no_class_paths:
+        os.environ["INTERACTIONS_NO_CLASS_PATHS"] = "1"
+    try:
+        loaded = load_config(args.config)
+    except ConfigError as exc:
+        sys.stderr.write(f"{args.config}: invalid config\n")
+        for problem in exc.problems:
+            sys.stderr.write(f"  {problem}\n")
+        return 1
+    n = len(loaded.entries)
+    print(f"{args.config}: OK, {n} interaction{'s' if n != 1 else ''}")
+    for r in loaded.entries:
+        marker = "  (default)" if r.name == loaded.default else ""
+        print(f"  {r.name}: {r.origin}{marker}")
+    return 0

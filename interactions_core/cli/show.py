@@ -1,0 +1,92 @@
+"""``interactions show NAME``: what one interaction is and how to configure it."""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "show",
+        help="describe one interaction",
+        description="Describe an interaction: its docstring, where it comes from and its config "
+        "schema. NAME may be qualified as distribution:name.",
+    )
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--json", action="store_true", help="print a JSON object")
+    p.set_defaults(run=run)
+
+
+def describe(name: str) -> dict[str, Any]:
+    """Everything ``show`` prints, as data."""
+    import inspect
+
+    from ..registry import get_registry
+    from ..schema import describe as describe_schema
+
+    registry = get_registry()
+    entry = registry.resolve(name)
+    cls = registry.load(entry)
+    schema = getattr(cls, "config_schema", None)
+    fields = describe_schema(schema) if schema is not None else None
+    info = entry.as_dict()
+    info.update(
+        {
+            "path": entry.path,
+            "doc": inspect.getdoc(cls) or "",
+            "defaults": entry.defaults,
+            "description": entry.description,
+            "config_schema": None
+            if fields is None
+            else [
+                {
+                    "name": f.name,
+                    "type": f.type,
+                    "required": f.required,
+                    "default": f.default,
+                    "help": f.help,
+                }
+                for f in fields
+            ],
+        }
+    )
+    return info
+
+
+def run(args: argparse.Namespace) -> int:
+    info = describe(args.name)
+    if args.json:
+        from ._output import print_json
+
+        print_json(info)
+        return 0
+    lines = [
+        f"{info['name']}  ({info['distribution']} {info['version']})".rstrip(),
+        f"  target:  {info['target']}",
+        f"  kind:    {info['kind']}",
+    ]
+    if info["path"]:
+        lines.append(f"  from:    {info['path']}")
+    if info["defaults"]:
+        lines.append(f"  defaults: {info['defaults']}")
+    doc = info["description"] or info["doc"]
+    if doc:
+        lines += ["", *("  " + line if line else "" for line in doc.splitlines())]
+    lines.append("")
+    schema = info["config_schema"]
+    if schema is None:
+        lines.append("config: no schema declared (options are passed through unchecked)")
+    elif not schema:
+        lines.append("config: takes no options")
+    else:
+        lines.append("config:")
+        for f in schema:
+            default = "required" if f["required"] else f"default {f['default']!r}"
+            lines.append(f"  {f['name']}: {f['type']}  ({default})")
+            if f["help"]:
+                lines.append(f"      {f['help']}")
+    print("\n".join(lines))
+    return 0

@@ -1,0 +1,1 @@
+"""Compatibility layers for trainers that already have an interaction API."""

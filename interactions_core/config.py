@@ -1,0 +1,355 @@
+"""Config files: safe YAML with line numbers, and the config's structure.
+
+The format is a superset of verl's::
+
+    default: gsm8k                      # optional
+    interaction:
+      - name: gsm8k                     # alias samples use (interaction_kwargs.name)
+        config: {}                      # plugin = name when neither is given
+      - name: gsm8k_flexible
+        plugin: gsm8k                   # a registered (entry-point) name
+        config: {method: flexible}
+      - name: legacy
+        class_name: my_pkg.mod.MyInteraction   # verl's dotted path
+        config: {}
+
+:func:`parse_config` checks the *structure* only (keys, types, names) and reports
+every problem with its file and line. Resolving names against the installed
+plugins and checking each ``config:`` against its schema is the loader's job
+(:mod:`interactions_core.loader`).
+
+The YAML reader is built on PyYAML's safe loader and walks the node graph itself:
+no tag outside YAML's plain data types is accepted (``!!python/...`` tags are
+refused before anything is constructed), each node is converted once (an alias
+bomb costs what its text costs, not its expansion), duplicate keys are errors,
+and every value remembers its line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = ["MAX_CONFIG_BYTES", "ConfigEntry", "InteractionsConfig", "parse_config", "read_yaml"]
+
+#: Configs are small; a larger file is almost certainly the wrong file.
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+ENTRY_KEYS = ("name", "plugin", "class_name", "config")
+TOP_KEYS = ("interaction", "default")
+
+_PLAIN_TAGS = {
+    "tag:yaml.org,2002:" + t for t in ("str", "int", "float", "bool", "null", "timestamp", "binary")
+}
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+
+Lines = dict[tuple[Any, ...], int]
+
+
+def read_yaml(text: str, source: str = "<config>") -> tuple[Any, Lines]:
+    """Parse one YAML document safely; return ``(data, lines)``.
+
+    ``lines`` maps a path of keys/indexes (``("interaction", 0, "name")``) to the
+    1-based line where that value starts. Raises :class:`ConfigError`.
+    """
+    import yaml
+
+    try:
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f"{source}:{mark.line + 1}" if mark else source
+        raise ConfigError([f"{line}: invalid YAML: {exc.problem or exc.context}"]) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError([f"{source}: invalid YAML: {exc}"]) from None
+    except RecursionError:
+        raise ConfigError([f"{source}: YAML nested too deeply"]) from None
+    if node is None:
+        return None, {}
+    lines: Lines = {}
+    memo: dict[int, Any] = {}
+    constructor = yaml.constructor.SafeConstructor()
+
+    def convert(node: Any, path: tuple[Any, ...], depth: int) -> Any:
+        if depth > 100:
+            raise ConfigError([f"{source}:{node.start_mark.line + 1}: YAML nested too deeply"])
+        lines.setdefault(path, node.start_mark.line + 1)
+        if id(node) in memo:
+            return memo[id(node)]
+        where = f"{source}:{node.start_mark.line + 1}"
+        if isinstance(node, yaml.MappingNode):
+            if node.tag != _MAP_TAG:
+                raise ConfigError(
+                    [
+                        f"{where}: YAML tag {node.tag!r} is not allowed; "
+                        "configs are plain data (no Python objects)"
+                    ]
+                )
+            constructor.flatten_mapping(node)  # resolve '<<' merge keys
+            out: dict[Any, Any] = {}
+            memo[id(node)] = out
+            for key_node, value_node in node.value:
+                key = convert(key_node, (*path, "<key>"), depth + 1)
+                if not isinstance(key, (str, int, float, bool)) and key is not None:
+                    raise ConfigError(
+                        [
+                            f"{source}:{key_node.start_mark.line + 1}: "
+                            f"mapping keys must be plain scalars"
+                        ]
+                    )
+                if key in out:
+                    raise ConfigError(
+                        [f"{source}:{key_node.start_mark.line + 1}: duplicate key {key!r}"]
+                    )
+                out[key] = convert(value_node, (*path, key), depth + 1)
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            if node.tag != _SEQ_TAG:
+                raise ConfigError(
+                    [
+                        f"{where}: YAML tag {node.tag!r} is not allowed; "
+                        "configs are plain data (no Python objects)"
+                    ]
+                )
+            seq: list[Any] = []
+            memo[id(node)] = seq
+            seq.extend(convert(item, (*path, i), depth + 1) for i, item in enumerate(node.value))
+            return seq
+        if node.tag not in _PLAIN_TAGS:
+            raise ConfigError(
+                [
+                    f"{where}: YAML tag {node.tag!r} is not allowed; "
+                    "configs are plain data (no Python objects)"
+                ]
+            )
+        try:
+            value = constructor.construct_object(node)
+        except (yaml.YAMLError, ValueError, TypeError) as exc:
+            raise ConfigError([f"{where}: invalid value: {exc}"]) from None
+        memo[id(node)] = value
+        return value
+
+    try:
+        data = convert(node, (), 0)
+    except RecursionError:
+        raise ConfigError([f"{source}: YAML nested too deeply"]) from None
+    return data, lines
+
+
+class ConfigEntry:
+    """One item of the ``interaction:`` list, structurally valid."""
+
+    __slots__ = (
+        "class_name",
+        "config",
+        "explicit_name",
+        "index",
+        "line",
+        "lines",
+        "name",
+        "plugin",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        name: str | None,
+        plugin: str | None,
+        class_name: str | None,
+        config: dict[str, Any],
+        line: int | None,
+        lines: Lines,
+    ) -> None:
+        self.index = index
+        self.explicit_name = name
+        self.name = name  # filled in from the class or plugin when not explicit
+        self.plugin = plugin
+        self.class_name = class_name
+        self.config = config
+        self.line = line
+        self.lines = lines  # key path within the entry -> line
+
+    def where(self, source: str | None, *key: Any) -> str:
+        line = self.lines.get(key) or self.line
+        loc = f"{source}:{line}" if source and line else (source or "<config>")
+        field = f"interaction[{self.index}]" + "".join(f".{k}" for k in key)
+        return f"{loc}: {field}"
+
+
+class InteractionsConfig:
+    """A structurally valid config: its entries and the optional default name."""
+
+    __slots__ = ("default", "default_line", "entries", "source")
+
+    def __init__(
+        self,
+        entries: list[ConfigEntry],
+        default: str | None,
+        source: str | None,
+        default_line: int | None = None,
+    ):
+        self.entries = entries
+        self.default = default
+        self.source = source
+        self.default_line = default_line
+
+
+def _did_you_mean(key: str, allowed: tuple[str, ...]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _load_source(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Any, Lines, str]:
+    if isinstance(source, Mapping):
+        return dict(source), {}, "<mapping>"
+    path = os.fspath(source)
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                [
+                    f"{path}: file is {size / 1e6:.1f} MB; configs are limited to "
+                    f"{MAX_CONFIG_BYTES // (1024 * 1024)} MiB — is this the right file?"
+                ]
+            )
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise ConfigError([f"cannot read config {path}: {exc.strerror or exc}"]) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            [f"{path}: not UTF-8 text (byte {exc.start}): save it as UTF-8"]
+        ) from None
+    if "\x00" in text:
+        raise ConfigError([f"{path}: contains NUL bytes; it is not a YAML text file"])
+    data, lines = read_yaml(text, path)
+    return data, lines, path
+
+
+def parse_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> InteractionsConfig:
+    """Read and structurally validate a config file path or an in-memory mapping."""
+    data, lines, where = _load_source(source)
+    src = None if where == "<mapping>" else where
+
+    def loc(*path: Any) -> str:
+        line = lines.get(path)
+        if src is None:
+            return "<config>"
+        return f"{src}:{line}" if line else src
+
+    if data is None:
+        raise ConfigError(
+            [f"{loc()}: the config is empty; it needs an 'interaction:' list (see docs/config.md)"]
+        )
+    if not isinstance(data, dict):
+        raise ConfigError(
+            [
+                f"{loc()}: the config must be a mapping with an 'interaction:' list, "
+                f"not a {type(data).__name__}"
+            ]
+        )
+    problems: list[str] = []
+    for key in data:
+        if key not in TOP_KEYS:
+            problems.append(
+                f"{loc(key)}: unknown top-level key {key!r}; allowed keys: "
+                f"{', '.join(TOP_KEYS)}{_did_you_mean(str(key), TOP_KEYS)}"
+            )
+    default = data.get("default")
+    if default is not None and (not isinstance(default, str) or not default.strip()):
+        problems.append(f"{loc('default')}: 'default' must be a non-empty interaction name")
+        default = None
+    if "interaction" not in data:
+        problems.append(f"{loc()}: missing the 'interaction:' list")
+        raise ConfigError(problems)
+    items = data["interaction"]
+    if items is None:
+        items = []
+    if not isinstance(items, list):
+        problems.append(
+            f"{loc('interaction')}: 'interaction' must be a list of entries, "
+            f"not a {type(items).__name__}"
+        )
+        raise ConfigError(problems)
+    entries: list[ConfigEntry] = []
+    for i, item in enumerate(items):
+        base = ("interaction", i)
+        entry_loc = f"{loc(*base)}: interaction[{i}]"
+        if not isinstance(item, dict):
+            problems.append(
+                f"{entry_loc}: each entry must be a mapping with 'name', 'plugin', "
+                f"'class_name' or 'config', not a {type(item).__name__}"
+            )
+            continue
+        ok = True
+        for key in item:
+            if key not in ENTRY_KEYS:
+                ok = False
+                problems.append(
+                    f"{loc(*base, key)}: interaction[{i}]: unknown key {key!r}; "
+                    f"allowed keys: {', '.join(ENTRY_KEYS)}"
+                    f"{_did_you_mean(str(key), ENTRY_KEYS)}"
+                )
+        values: dict[str, str | None] = {}
+        for key in ("name", "plugin", "class_name"):
+            value = item.get(key)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                ok = False
+                problems.append(
+                    f"{loc(*base, key)}: interaction[{i}].{key} must be a "
+                    f"non-empty string, not {value!r}"
+                )
+                value = None
+            values[key] = value.strip() if isinstance(value, str) else None
+        if values["plugin"] and values["class_name"]:
+            ok = False
+            problems.append(
+                f"{loc(*base)}: interaction[{i}]: give either 'plugin' (a registered "
+                "name) or 'class_name' (a dotted path), not both"
+            )
+        if not (values["name"] or values["plugin"] or values["class_name"]):
+            ok = False
+            problems.append(
+                f"{entry_loc}: needs a 'name' (the registered interaction to use) "
+                "or a 'plugin' or 'class_name'"
+            )
+        config = item.get("config", {})
+        if config is None:
+            config = {}
+        if not isinstance(config, dict):
+            ok = False
+            problems.append(
+                f"{loc(*base, 'config')}: interaction[{i}].config must be a mapping, "
+                f"not a {type(config).__name__}"
+            )
+        elif any(not isinstance(k, str) for k in config):
+            ok = False
+            problems.append(f"{loc(*base, 'config')}: interaction[{i}].config keys must be strings")
+        if not ok:
+            continue
+        entry_lines = {p[2:]: ln for p, ln in lines.items() if p[:2] == base}
+        entries.append(
+            ConfigEntry(
+                i,
+                values["name"],
+                values["plugin"],
+                values["class_name"],
+                dict(config),
+                lines.get(base),
+                entry_lines,
+            )
+        )
+    if problems:
+        raise ConfigError(problems)
+    return InteractionsConfig(entries, default, src, lines.get(("default",)))

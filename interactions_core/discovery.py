@@ -1,0 +1,124 @@
+"""Discovery: what is installed, read from package metadata, never by importing it.
+
+:func:`load_index` returns the index of entry points in the groups the core
+knows (interaction classes, hook plugins and policies). On the warm path it comes from the
+on-disk cache (:mod:`interactions_core._cache`) without importing
+``importlib.metadata``; on the cold path it is one metadata scan, then written
+back.
+
+Each record is a plain dict (cheap to cache, cheap to read):
+``group``, ``name``, ``value`` (``module:attr``), ``dist``, ``version``, ``path``
+(where the metadata lives) and ``error`` (``None`` unless the metadata itself is
+unusable: such an entry is listed as broken, the scan goes on).
+
+The same distribution found twice on ``sys.path`` (a ``lib64`` symlink, an
+editable install next to a regular one) is one distribution: the first copy on
+``sys.path`` wins, exactly as it does for imports.
+"""
+
+from __future__ import annotations
+
+from . import _cache
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import re
+
+__all__ = [
+    "GROUPS",
+    "HOOK_GROUP",
+    "INTERACTIONS_GROUP",
+    "PLUGINS_GROUP",
+    "POLICIES_GROUP",
+    "load_index",
+    "save_hooks",
+    "scan",
+]
+
+INTERACTIONS_GROUP = "interactions_core.interactions"
+PLUGINS_GROUP = "interactions_core.plugins"
+#: Policies (the model side of an episode) are discovered the same way.
+POLICIES_GROUP = "interactions_core.policies"
+GROUPS = (INTERACTIONS_GROUP, PLUGINS_GROUP, POLICIES_GROUP)
+#: Pseudo-group of interactions contributed through the ``register_interactions`` hook.
+HOOK_GROUP = "hook"
+
+_VALUE_PATTERN = r"^\s*[A-Za-z_][\w.]*\s*(:\s*[A-Za-z_][\w.]*\s*)?$"
+
+
+def _record(group: str, ep: object, value_re: re.Pattern[str]) -> dict:
+    name = getattr(ep, "name", "")
+    value = getattr(ep, "value", "")
+    dist = getattr(ep, "dist", None)
+    error = None
+    dist_name, version, path = "", "", ""
+    try:
+        if dist is None:
+            raise LookupError("entry point has no distribution")
+        meta = dist.metadata  # type: ignore[attr-defined]
+        dist_name = meta["Name"] or ""
+        version = meta["Version"] or ""
+        path = str(getattr(dist, "_path", "") or "")
+        if not dist_name:
+            raise LookupError("distribution metadata has no Name")
+    except Exception as exc:  # unreadable metadata: list it as broken, keep going
+        error = f"unreadable distribution metadata: {exc.__class__.__name__}: {exc}"
+    if error is None:
+        if not value_re.match(value):
+            error = f"malformed entry point value {value!r}: expected 'module:attribute'"
+        elif group != PLUGINS_GROUP and ":" not in value:
+            error = f"entry point value {value!r} names a module; expected 'module:Class'"
+        elif group != PLUGINS_GROUP and (":" in name or not name.strip()):
+            error = f"invalid interaction name {name!r}: names may not be empty or contain ':'"
+    return {
+        "group": group,
+        "name": name,
+        "value": value.replace(" ", ""),
+        "dist": dist_name,
+        "version": version,
+        "path": path,
+        "error": error,
+    }
+
+
+def scan() -> list[dict]:
+    """Scan installed metadata for the core's entry-point groups (the cold path)."""
+    import re
+    from importlib.metadata import entry_points
+
+    value_re = re.compile(_VALUE_PATTERN)
+    everything = entry_points()
+    records = []
+    for group in GROUPS:
+        for ep in everything.select(group=group):
+            records.append(_record(group, ep, value_re))
+    return records
+
+
+def load_index(use_cache: bool = True) -> dict:
+    """The index payload: ``{"entries": [...], "hooks": {...}}``.
+
+    ``hooks`` maps a hook plugin's id to the interactions it registered, filled
+    in lazily by the registry the first time that plugin is consulted and then
+    saved with the index (see :func:`save_hooks`).
+    """
+    key = _cache.current_key()
+    if use_cache:
+        cached = _cache.load(key)
+        if cached is not None:
+            cached["_key"] = key
+            return cached
+    payload: dict = {"entries": scan(), "hooks": {}}
+    if use_cache:
+        _cache.store(key, payload)
+    payload["_key"] = key
+    return payload
+
+
+def save_hooks(index: dict) -> None:
+    """Persist hook registrations recorded in ``index`` (best effort)."""
+    key = index.get("_key")
+    if key is None:
+        return
+    payload = {k: v for k, v in index.items() if not k.startswith("_")}
+    _cache.store(key, payload)

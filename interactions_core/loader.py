@@ -1,0 +1,158 @@
+"""From a config to interaction instances, all-or-nothing.
+
+:func:`load_config` resolves every entry of a config (registered names through
+the registry, verl's dotted ``class_name`` paths through a plain
+``importlib.import_module``), derives missing names the way verl does, and checks
+each ``config:`` against the plugin's schema. Every problem in every entry is
+collected and raised together as one :class:`~interactions_core.errors.ConfigError`
+with file and line, before any interaction is instantiated, so a failed load
+leaves nothing half-initialised.
+
+:func:`load_interactions` is the one-call version: config in, ordered
+``{name: instance}`` out.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from .base import derive_name
+from .config import ConfigEntry, InteractionsConfig, parse_config
+from .errors import ConfigError, InteractionsError
+from .registry import Registry, get_registry, load_class_path
+
+__all__ = ["LoadedConfig", "ResolvedEntry", "load_config", "load_interactions"]
+
+Source = str | os.PathLike[str] | Mapping[str, Any]
+
+
+class ResolvedEntry:
+    """A config entry with its class found and its options validated."""
+
+    __slots__ = ("cls", "entry", "name", "options", "origin")
+
+    def __init__(
+        self, entry: ConfigEntry, name: str, cls: Any, options: dict[str, Any], origin: str
+    ) -> None:
+        self.entry = entry
+        self.name = name
+        self.cls = cls
+        self.options = options
+        self.origin = origin  # qualified registered name or the dotted path
+
+
+class LoadedConfig:
+    """A fully checked config, ready to instantiate."""
+
+    def __init__(self, config: InteractionsConfig, resolved: list[ResolvedEntry]) -> None:
+        self.source = config.source
+        self.default = config.default
+        self.entries = resolved
+
+    @property
+    def names(self) -> list[str]:
+        return [r.name for r in self.entries]
+
+    def instantiate(self) -> dict[str, Any]:
+        """Create every interaction; on any failure none is returned."""
+        out: dict[str, Any] = {}
+        for r in self.entries:
+            try:
+                out[r.name] = r.cls({**r.options, "name": r.name})
+            except Exception as exc:
+                raise ConfigError(
+                    [
+                        f"{r.entry.where(self.source)}: interaction {r.name!r} ({r.origin}) failed "
+                        f"to initialise: {exc.__class__.__name__}: {exc}"
+                    ],
+                    self.source,
+                ) from exc
+        return out
+
+
+def _resolve_entry(
+    entry: ConfigEntry, registry: Registry, source: str | None, problems: list[str]
+) -> ResolvedEntry | None:
+    defaults: dict[str, Any] = {}
+    if entry.class_name:
+        key: tuple[str, ...] = ("class_name",)
+        try:
+            cls = load_class_path(entry.class_name, registry.selection)
+        except InteractionsError as exc:
+            problems.append(f"{entry.where(source, *key)}: {exc}")
+            return None
+        origin = entry.class_name
+        name = entry.explicit_name or derive_name(entry.class_name)
+    else:
+        plugin = entry.plugin or entry.explicit_name or ""
+        key = ("plugin",) if entry.plugin else ("name",)
+        try:
+            found = registry.resolve(plugin)
+            cls = registry.load(found)
+        except InteractionsError as exc:
+            problems.append(f"{entry.where(source, *key)}: {exc}")
+            return None
+        defaults = dict(found.defaults)
+        origin = found.qualified
+        name = entry.explicit_name or found.name
+    options = {**defaults, **entry.config}
+    options.pop("name", None)
+    schema = getattr(cls, "config_schema", None)
+    if schema is not None:
+        from .schema import check_options
+
+        for option, problem in check_options(schema, options):
+            path = ("config", option) if option else ("config",)
+            problems.append(f"{entry.where(source, *path)}: {problem}")
+    entry.name = name
+    return ResolvedEntry(entry, name, cls, options, origin)
+
+
+def load_config(
+    source: Source, *, registry: Registry | None = None, default: str | None = None
+) -> LoadedConfig:
+    """Parse, resolve and validate ``source``; raise :class:`ConfigError` listing every problem.
+
+    ``default`` overrides the config's ``default:`` key (the CLI's
+    ``--default-interaction``).
+    """
+    config = parse_config(source)
+    if default is not None:
+        config.default = default
+    registry = registry if registry is not None else get_registry()
+    problems: list[str] = []
+    resolved: list[ResolvedEntry] = []
+    seen: dict[str, ConfigEntry] = {}
+    for entry in config.entries:
+        r = _resolve_entry(entry, registry, config.source, problems)
+        if r is None:
+            continue
+        if r.name in seen:
+            first = seen[r.name]
+            problems.append(
+                f"{entry.where(config.source)}: duplicate interaction name {r.name!r} "
+                f"(already used by interaction[{first.index}]); names must be unique"
+            )
+            continue
+        seen[r.name] = entry
+        resolved.append(r)
+    if config.default is not None and config.default not in seen and not problems:
+        import difflib
+
+        close = difflib.get_close_matches(config.default, list(seen), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        line = f"{config.source}:{config.default_line}" if config.default_line else "<config>"
+        problems.append(
+            f"{line}: default {config.default!r} is not one of the configured "
+            f"interactions ({', '.join(seen) or 'none'}){hint}"
+        )
+    if problems:
+        raise ConfigError(problems, config.source)
+    return LoadedConfig(config, resolved)
+
+
+def load_interactions(source: Source, *, registry: Registry | None = None) -> dict[str, Any]:
+    """Load a config (path or mapping) into an ordered ``{name: interaction instance}``."""
+    return load_config(source, registry=registry).instantiate()

@@ -1,0 +1,464 @@
+"""The registry: names -> interaction classes, resolved from the index on demand.
+
+A :class:`Registry` is built from the discovery index (metadata only) and the
+allow/deny :class:`~interactions_core.selection.Selection`. It answers three
+questions, in increasing cost:
+
+1. *What is there?* :meth:`Registry.entries` — from metadata and the cached hook
+   registrations; imports nothing on the warm path.
+2. *Which one is meant?* :meth:`Registry.resolve` — plain or qualified
+   (``distribution:name``) names; unknown names get a did-you-mean, names claimed
+   by two distributions are a :class:`~interactions_core.errors.ConflictError`,
+   disabled ones a :class:`~interactions_core.errors.DisabledError`.
+3. *Give me the class.* :meth:`Registry.load` — imports the module the first time,
+   validates the class against the spec, and remembers success or the failure
+   (a broken plugin stays broken with its original exception as the cause).
+
+:meth:`Registry.from_classes` builds a registry from in-memory classes, so plugin
+authors can test without installing anything.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from . import discovery
+from .errors import (
+    ConflictError,
+    DisabledError,
+    PluginLoadError,
+    TrustError,
+    UnknownInteractionError,
+)
+from .selection import Selection, normalize
+
+__all__ = [
+    "CLASS_PATHS_VAR",
+    "Entry",
+    "Registry",
+    "get_registry",
+    "load_class_path",
+    "reset_registry",
+]
+
+CLASS_PATHS_VAR = "INTERACTIONS_NO_CLASS_PATHS"
+MEMORY_DISTRIBUTION = "<memory>"
+
+
+class Entry:
+    """One interaction the registry knows about, whether or not it loads."""
+
+    __slots__ = (
+        "_cls",
+        "defaults",
+        "description",
+        "distribution",
+        "error",
+        "kind",
+        "name",
+        "path",
+        "plugin",
+        "status",
+        "target",
+        "version",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        distribution: str,
+        version: str,
+        target: str,
+        kind: str = "entry-point",
+        plugin: str | None = None,
+        path: str = "",
+        error: str | None = None,
+        defaults: dict[str, Any] | None = None,
+        description: str | None = None,
+        cls: Any = None,
+    ) -> None:
+        self.name = name
+        self.distribution = distribution
+        self.version = version
+        self.target = target
+        self.kind = kind
+        self.plugin = plugin
+        self.path = path
+        self.error = error
+        self.status = "broken" if error else "ok"
+        self.defaults = defaults or {}
+        self.description = description
+        self._cls = cls
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.distribution}:{self.name}"
+
+    def describe(self) -> str:
+        """``name (distribution version, target)`` for messages."""
+        version = f" {self.version}" if self.version else ""
+        return f"{self.name!r} ({self.distribution}{version}, {self.target})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "version": self.version,
+            "target": self.target,
+            "status": self.status,
+            "error": self.error,
+            "kind": self.kind,
+            "qualified_name": self.qualified,
+        }
+
+    def __repr__(self) -> str:
+        return f"<Entry {self.qualified} {self.status}>"
+
+
+class Registry:
+    """Interactions by name; see the module docstring."""
+
+    def __init__(
+        self,
+        index: dict,
+        selection: Selection | None = None,
+        *,
+        save_index: bool = True,
+    ) -> None:
+        self.index = index
+        self.selection = selection if selection is not None else Selection.from_env()
+        self._save_index = save_index
+        self._host: Any = None  # PluginHost, created only when a hook plugin is consulted
+        self._entries: list[Entry] | None = None
+        self._memory: list[Entry] = []
+
+    # -- construction --------------------------------------------------------
+
+    @classmethod
+    def from_environment(cls, use_cache: bool = True) -> Registry:
+        """The registry of what is installed for this interpreter."""
+        return cls(discovery.load_index(use_cache=use_cache), save_index=use_cache)
+
+    @classmethod
+    def from_classes(
+        cls,
+        classes: dict[str, Any],
+        *,
+        distribution: str = MEMORY_DISTRIBUTION,
+        selection: Selection | None = None,
+    ) -> Registry:
+        """A registry of in-memory classes (for tests): ``{"name": InteractionClass}``."""
+        registry = cls({"entries": [], "hooks": {}}, selection or Selection(), save_index=False)
+        for name, klass in classes.items():
+            registry.add(name, klass, distribution=distribution)
+        return registry
+
+    def add(self, name: str, klass: Any, *, distribution: str = MEMORY_DISTRIBUTION) -> Entry:
+        """Register a class in memory under ``name`` (it takes part in conflicts)."""
+        target = f"{getattr(klass, '__module__', '?')}:{getattr(klass, '__qualname__', klass)}"
+        entry = Entry(name, distribution, "", target, kind="memory", cls=klass)
+        self._memory.append(entry)
+        self._entries = None
+        return entry
+
+    # -- hook plugins --------------------------------------------------------
+
+    @property
+    def plugin_host(self) -> Any:
+        """The :class:`~interactions_core.plugins.PluginHost` (imports pluggy on first use)."""
+        if self._host is None:
+            from .plugins import PluginHost
+
+            self._host = PluginHost(self.index["entries"], self.selection)
+        return self._host
+
+    def _plugin_records(self) -> list[dict]:
+        return [r for r in self.index["entries"] if r["group"] == discovery.PLUGINS_GROUP]
+
+    def _hook_entries(self) -> list[Entry]:
+        """Interactions registered by hook plugins: cached, or collected and cached now."""
+        from .plugins import plugin_id
+
+        out: list[Entry] = []
+        hooks: dict = self.index.setdefault("hooks", {})
+        changed = False
+        for record in self._plugin_records():
+            pid = plugin_id(record)
+            reason = self.selection.excluded(record["name"], record["dist"], pid)
+            cached = hooks.get(pid)
+            if cached is None and reason is None:
+                cached = self._collect_hook_names(pid)
+                hooks[pid] = cached
+                changed = True
+            if cached is None:
+                continue  # disabled and never scanned: we cannot know its names without importing
+            for name, target, description in cached.get("names", []):
+                out.append(
+                    Entry(
+                        name,
+                        record["dist"],
+                        record["version"],
+                        target,
+                        kind="hook",
+                        plugin=pid,
+                        path=record["path"],
+                        description=description,
+                    )
+                )
+        if changed and self._save_index:
+            discovery.save_hooks(self.index)
+        return out
+
+    def _collect_hook_names(self, pid: str) -> dict:
+        host = self.plugin_host
+        registrations = host.collect("register_interactions").get(pid, [])
+        if pid in host.errors:
+            return {"names": [], "error": host.error_message(pid)}
+        return {
+            "names": [[r.name, r.target, r.description] for r in registrations],
+            "error": None,
+        }
+
+    def plugin_problems(self) -> list[Entry]:
+        """Hook plugins that failed to load or register, as broken entries."""
+        out = []
+        from .plugins import plugin_id
+
+        hooks = self.index.get("hooks", {})
+        for record in self._plugin_records():
+            pid = plugin_id(record)
+            error = record.get("error") or (hooks.get(pid) or {}).get("error")
+            if self._host is not None and pid in self._host.errors:
+                error = self._host.error_message(pid)
+            if error:
+                out.append(
+                    Entry(
+                        record["name"],
+                        record["dist"],
+                        record["version"],
+                        record["value"],
+                        kind="plugin",
+                        plugin=pid,
+                        path=record["path"],
+                        error=error,
+                    )
+                )
+        return out
+
+    # -- what is there -------------------------------------------------------
+
+    def entries(self) -> list[Entry]:
+        """Every known interaction with its status, sorted by name then distribution."""
+        if self._entries is not None:
+            return self._entries
+        entries = [
+            Entry(r["name"], r["dist"], r["version"], r["value"], path=r["path"], error=r["error"])
+            for r in self.index["entries"]
+            if r["group"] == discovery.INTERACTIONS_GROUP
+        ]
+        entries.extend(self._hook_entries())
+        entries.extend(self._memory)
+        for entry in entries:
+            reason = self.selection.excluded(
+                entry.name, entry.qualified, entry.distribution, entry.plugin or ""
+            )
+            if reason is not None:
+                entry.status, entry.error = "disabled", reason
+        by_name: dict[str, list[Entry]] = {}
+        for entry in entries:
+            if entry.status != "disabled":
+                by_name.setdefault(entry.name, []).append(entry)
+        for name, claims in by_name.items():
+            dists = sorted({normalize(e.distribution) for e in claims})
+            if len(dists) > 1:
+                for entry in claims:
+                    others = [e.qualified for e in claims if e is not entry]
+                    entry.status = "conflict"
+                    entry.error = (
+                        f"name {name!r} is also registered by {', '.join(others)}; "
+                        f"use a qualified name ({entry.qualified}) or disable one"
+                    )
+        entries.sort(key=lambda e: (e.name, e.distribution))
+        self._entries = entries
+        return entries
+
+    def names(self) -> list[str]:
+        """Names that can be loaded as they are (ok, or broken and not yet known to be)."""
+        return sorted({e.name for e in self.entries() if e.status in ("ok", "broken")})
+
+    # -- which one is meant ---------------------------------------------------
+
+    def resolve(self, name: str) -> Entry:
+        """The entry ``name`` designates; raises a teaching error when there is none."""
+        entries = self.entries()
+        matches = [e for e in entries if e.name == name]
+        if not matches and ":" in name:
+            dist, _, short = name.partition(":")
+            matches = [
+                e
+                for e in entries
+                if e.name == short and normalize(e.distribution) == normalize(dist)
+            ]
+            if matches:
+                entry = matches[0]
+                if entry.status == "disabled":
+                    raise DisabledError(f"interaction {entry.describe()} is {entry.error}")
+                return entry
+        if not matches:
+            raise UnknownInteractionError(self._unknown_message(name))
+        usable = [e for e in matches if e.status != "disabled"]
+        if not usable:
+            entry = matches[0]
+            raise DisabledError(
+                f"interaction {entry.describe()} is {entry.error}; "
+                "change INTERACTIONS_PLUGINS / INTERACTIONS_DISABLE to use it"
+            )
+        if len(usable) > 1:
+            claims = "; ".join(
+                f"{e.distribution} {e.version} ({e.target})".replace("  ", " ") for e in usable
+            )
+            choices = " or ".join(repr(e.qualified) for e in usable)
+            raise ConflictError(
+                f"interaction name {name!r} is registered by {len(usable)} distributions: "
+                f"{claims}. Write the qualified name {choices} in the config or on the "
+                f"command line, or uninstall or disable one (INTERACTIONS_DISABLE="
+                f"{usable[-1].distribution})."
+            )
+        return usable[0]
+
+    def _unknown_message(self, name: str) -> str:
+        import difflib
+
+        known = sorted({e.name for e in self.entries() if e.status != "disabled"})
+        message = f"unknown interaction {name!r}"
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        if close:
+            message += f"; did you mean {' or '.join(repr(c) for c in close)}?"
+        if known:
+            shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
+            message += f" Installed: {shown}."
+        else:
+            message += " No interactions are installed."
+        return message + " Install the plugin that provides it, or see 'interactions list'."
+
+    # -- give me the class ----------------------------------------------------
+
+    def load(self, name_or_entry: str | Entry) -> Any:
+        """The validated class for a name or entry (imported on first use)."""
+        entry = self.resolve(name_or_entry) if isinstance(name_or_entry, str) else name_or_entry
+        if entry._cls is not None:
+            return entry._cls
+        if entry.status == "broken" and entry.error and entry.kind != "memory":
+            raise PluginLoadError(f"interaction {entry.describe()} is broken: {entry.error}")
+        from .validation import validate_interaction_class
+
+        try:
+            klass = self._import(entry)
+        except PluginLoadError as exc:
+            entry.status, entry.error = "broken", str(exc.__cause__ or exc)
+            raise
+        label = f"interaction {entry.describe()}"
+        try:
+            validate_interaction_class(klass, label)
+        except Exception as exc:
+            entry.status, entry.error = "broken", str(exc)
+            raise
+        entry._cls = klass
+        return klass
+
+    def _import(self, entry: Entry) -> Any:
+        if entry.kind == "hook":
+            host = self.plugin_host
+            registrations = host.collect("register_interactions")
+            if entry.plugin in host.errors:
+                raise PluginLoadError(
+                    f"hook plugin {entry.plugin} providing interaction {entry.name!r} failed: "
+                    f"{host.error_message(entry.plugin)}"
+                ) from host.errors[entry.plugin]
+            for reg in registrations.get(entry.plugin or "", []):
+                if reg.name == entry.name:
+                    entry.defaults = reg.defaults
+                    entry.description = reg.description
+                    return reg.obj
+            raise PluginLoadError(
+                f"hook plugin {entry.plugin} no longer registers {entry.name!r}; "
+                "run 'interactions cache clear' if it was upgraded in place"
+            )
+        from .plugins import import_target
+
+        try:
+            return import_target(entry.target)
+        except Exception as exc:
+            raise PluginLoadError(
+                f"interaction {entry.describe()} failed to import: {exc.__class__.__name__}: {exc}"
+            ) from exc
+
+    def check(self) -> list[Entry]:
+        """Import and validate every usable entry; return all entries with updated status."""
+        for entry in self.entries():
+            if entry.status == "ok":
+                try:
+                    self.load(entry)
+                except Exception:
+                    pass  # recorded on the entry
+        return self.entries()
+
+    def create(self, name: str, config: dict[str, Any] | None = None) -> Any:
+        """Instantiate the interaction ``name`` with ``config`` (``name`` added if absent)."""
+        entry = self.resolve(name)
+        klass = self.load(entry)
+        options = {**entry.defaults, **(config or {})}
+        options.setdefault("name", name)
+        return klass(options)
+
+
+def load_class_path(path: str, selection: Selection | None = None) -> Any:
+    """Import a verl-style dotted class path (``pkg.mod.Class``) after the trust checks.
+
+    Refused when ``INTERACTIONS_NO_CLASS_PATHS`` is set (configs are data; only
+    installed distributions are trusted) or when the allow/deny lists exclude the
+    path or its top-level package.
+    """
+    if os.environ.get(CLASS_PATHS_VAR, "").strip().lower() in ("1", "true", "yes", "on"):
+        raise TrustError(
+            f"dotted class path {path!r} refused: {CLASS_PATHS_VAR} is set. Install the "
+            "interaction as a plugin and refer to it by name, or unset the variable."
+        )
+    module_name, dot, attr = path.rpartition(".")
+    if not dot or not module_name or not attr:
+        raise PluginLoadError(f"class_name {path!r} must be a dotted path 'package.module.Class'")
+    reason = (selection or Selection.from_env()).excluded(path, module_name.split(".")[0])
+    if reason is not None:
+        raise DisabledError(f"dotted class path {path!r} is {reason}")
+    from .plugins import import_target
+
+    try:
+        klass = import_target(f"{module_name}:{attr}")
+    except Exception as exc:
+        raise PluginLoadError(
+            f"cannot import class_name {path!r}: {exc.__class__.__name__}: {exc}"
+        ) from exc
+    from .validation import validate_interaction_class
+
+    validate_interaction_class(klass, f"class_name {path!r}")
+    return klass
+
+
+_current: tuple[tuple[object, ...], Registry] | None = None
+
+
+def get_registry() -> Registry:
+    """The process-wide registry, rebuilt when ``sys.path`` or the selection changes."""
+    global _current
+    key = (tuple(sys.path), Selection.from_env().key, os.environ.get("INTERACTIONS_NO_CACHE"))
+    if _current is None or _current[0] != key:
+        _current = (key, Registry.from_environment())
+    return _current[1]
+
+
+def reset_registry() -> None:
+    """Forget the process-wide registry (after installing something in-process)."""
+    global _current
+    _current = None

@@ -1,0 +1,76 @@
+"""Allow- and deny-lists: which installed code may be imported at all.
+
+``INTERACTIONS_PLUGINS`` (allow-list) and ``INTERACTIONS_DISABLE`` (deny-list)
+take comma-separated identities: an interaction name, a qualified
+``distribution:name``, a distribution name, a hook plugin's entry-point name, or a
+dotted class path. An allow-list that is set but empty allows nothing; the
+deny-list always wins. Installing a distribution is the act of trust, and these
+lists let an operator withdraw it without uninstalling anything.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["ALLOW_VAR", "DENY_VAR", "Selection", "normalize"]
+
+ALLOW_VAR = "INTERACTIONS_PLUGINS"
+DENY_VAR = "INTERACTIONS_DISABLE"
+
+
+def normalize(name: str) -> str:
+    """PEP 503 normalisation, so ``Interactions_GSM8K`` matches ``interactions-gsm8k``."""
+    out = name.strip().lower()
+    for ch in "_.":
+        out = out.replace(ch, "-")
+    while "--" in out:
+        out = out.replace("--", "-")
+    return out
+
+
+def _parse(value: str) -> frozenset[str]:
+    items = set()
+    for raw in value.split(","):
+        if raw.strip():
+            items.add(raw.strip())
+            items.add(normalize(raw))
+    return frozenset(items)
+
+
+class Selection:
+    """The allow/deny decision for a set of identities."""
+
+    __slots__ = ("allow", "deny")
+
+    def __init__(self, allow: frozenset[str] | None = None, deny: frozenset[str] = frozenset()):
+        self.allow = allow
+        self.deny = deny
+
+    @classmethod
+    def from_env(cls, environ: os._Environ[str] | dict[str, str] | None = None) -> Selection:
+        env = os.environ if environ is None else environ
+        allow_raw = env.get(ALLOW_VAR)
+        allow = None if allow_raw is None else _parse(allow_raw)
+        return cls(allow, _parse(env.get(DENY_VAR, "")))
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """A hashable summary, for caching things computed under this selection."""
+        return (None if self.allow is None else tuple(sorted(self.allow)), tuple(sorted(self.deny)))
+
+    def _hit(self, items: frozenset[str], identities: tuple[str, ...]) -> bool:
+        return any(i in items or normalize(i) in items for i in identities if i)
+
+    def excluded(self, *identities: str) -> str | None:
+        """Why something known by ``identities`` may not be loaded, or ``None`` if it may."""
+        if self._hit(self.deny, identities):
+            return f"disabled by {DENY_VAR}"
+        if self.allow is not None and not self._hit(self.allow, identities):
+            if not self.allow:
+                return f"{ALLOW_VAR} is set but empty, which allows nothing"
+            return f"not in {ALLOW_VAR}"
+        return None
+
+    def names_allowed(self, identities: tuple[str, ...]) -> bool:
+        """True when the allow-list (if any) names one of ``identities`` explicitly."""
+        return self.allow is None or self._hit(self.allow, identities)

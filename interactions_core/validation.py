@@ -1,0 +1,156 @@
+"""Validation of interaction implementations against the hook spec.
+
+Run once when a class is loaded, so a plugin with a misspelled, missing, non-async
+or wrongly parameterised lifecycle method fails at start-up with a message that
+names the plugin, the method and the signature it must have, instead of an
+``AttributeError`` an hour into a training run. Every problem is reported, not
+only the first.
+
+Rules, per method of :class:`~interactions_core.hookspecs.InteractionSpec`:
+
+* it exists and is an ``async def`` (a coroutine function);
+* its leading positional parameters are the spec's, in order and by name (verl
+  passes them positionally, the runtime may pass them by keyword);
+* it accepts ``**kwargs`` (samples pass arbitrary ``interaction_kwargs``);
+* any extra parameter has a default;
+* ``start_interaction``'s ``instance_id`` has a default (``None`` means "make one").
+
+A subclass of :class:`~interactions_core.base.BaseInteraction` must override
+``generate_response`` (or, for a :class:`~interactions_core.base.SessionInteraction`,
+``respond``); public methods whose names are close to a lifecycle method but not
+equal to one are reported as likely misspellings.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from typing import Any
+
+from .base import BaseInteraction, SessionInteraction
+from .errors import InteractionValidationError
+
+__all__ = ["LIFECYCLE", "expected_signature", "validate_interaction_class"]
+
+LIFECYCLE = ("start_interaction", "generate_response", "calculate_score", "finalize_interaction")
+_SESSION_HOOKS = ("new_session", "respond", "score", "end_session")
+
+_SPEC_PARAMS: dict[str, tuple[str, ...]] = {
+    "start_interaction": ("instance_id",),
+    "generate_response": ("instance_id", "messages"),
+    "calculate_score": ("instance_id",),
+    "finalize_interaction": ("instance_id",),
+    "respond": ("state", "messages"),
+    "score": ("state",),
+}
+
+
+def expected_signature(method: str) -> str:
+    """The signature ``method`` must have, as users should write it."""
+    params = list(_SPEC_PARAMS[method])
+    if method == "start_interaction":
+        params = ["instance_id=None"]
+    return f"async def {method}(self, {', '.join([*params, '**kwargs'])})"
+
+
+def _signature_problems(method: str, func: Any) -> list[str]:
+    problems = []
+    if not inspect.iscoroutinefunction(func):
+        problems.append("is not async (write 'async def')")
+    try:
+        sig = inspect.signature(func)
+    except (TypeError, ValueError):
+        return [*problems, "has no inspectable signature"]
+    params = list(sig.parameters.values())
+    if params and params[0].name in ("self", "cls") and not inspect.ismethod(func):
+        params = params[1:]
+    positional = [
+        p
+        for p in params
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    wanted = _SPEC_PARAMS[method]
+    names = tuple(p.name for p in positional[: len(wanted)])
+    if names != wanted:
+        problems.append(
+            f"takes positional parameters ({', '.join(p.name for p in positional)}); "
+            f"the first must be ({', '.join(wanted)})"
+        )
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        problems.append("does not accept **kwargs")
+    for p in positional[len(wanted) :]:
+        if p.default is inspect.Parameter.empty:
+            problems.append(f"has extra parameter {p.name!r} without a default")
+    for p in params:
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is inspect.Parameter.empty:
+            problems.append(f"has required keyword-only parameter {p.name!r}")
+    first = positional[0] if positional else None
+    if (
+        method == "start_interaction"
+        and first is not None
+        and first.name == "instance_id"
+        and first.default is inspect.Parameter.empty
+    ):
+        problems.append("must give instance_id a default (None: the interaction makes an id)")
+    return problems
+
+
+def _misspellings(cls: type) -> list[str]:
+    known = set(LIFECYCLE) | set(_SESSION_HOOKS)
+    found = []
+    for klass in cls.__mro__:
+        if klass in (BaseInteraction, SessionInteraction, object):
+            continue
+        for attr, value in vars(klass).items():
+            if attr.startswith("_") or attr in known or not callable(value):
+                continue
+            close = difflib.get_close_matches(attr, sorted(known), n=1, cutoff=0.8)
+            if close:
+                found.append(f"method {attr!r} looks like a misspelling of {close[0]!r}")
+    return found
+
+
+def _overrides(cls: type, base: type, method: str) -> bool:
+    return getattr(cls, method, None) is not getattr(base, method)
+
+
+def validate_interaction_class(cls: Any, label: str) -> None:
+    """Raise :class:`InteractionValidationError` listing every way ``cls`` breaks the spec.
+
+    ``label`` says where the class came from (name, distribution, target), so the
+    message points at the plugin to fix.
+    """
+    if not isinstance(cls, type):
+        raise InteractionValidationError(
+            f"{label}: expected an interaction class, got {type(cls).__name__} {cls!r}"
+        )
+    problems: list[str] = []
+    methods: list[str] = list(LIFECYCLE)
+    if issubclass(cls, SessionInteraction) and _overrides(cls, SessionInteraction, "respond"):
+        methods = [*methods, "respond", "score"]
+    elif issubclass(cls, BaseInteraction) and not _overrides(
+        cls, BaseInteraction, "generate_response"
+    ):
+        hook = "respond" if issubclass(cls, SessionInteraction) else "generate_response"
+        problems.append(f"{hook} is not implemented; expected {expected_signature(hook)}")
+    for method in methods:
+        func = getattr(cls, method, None)
+        if func is None:
+            problems.append(f"{method} is missing; expected {expected_signature(method)}")
+            continue
+        for problem in _signature_problems(method, func):
+            problems.append(f"{method} {problem}; expected {expected_signature(method)}")
+    problems.extend(_misspellings(cls))
+    init = getattr(cls, "__init__", None)
+    if init is not None and init is not object.__init__:
+        try:
+            inspect.signature(cls).bind({})
+        except TypeError:
+            problems.append("__init__ must accept the config mapping: __init__(self, config)")
+        except ValueError:
+            pass
+    if problems:
+        body = "\n".join(f"  - {p}" for p in problems)
+        raise InteractionValidationError(
+            f"{label} does not implement the interaction spec:\n{body}"
+        )
