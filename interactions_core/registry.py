@@ -223,6 +223,7 @@ class Registry:
 
     def plugin_problems(self) -> list[Entry]:
         """Hook plugins that failed to load or register, as broken entries."""
+        self.entries()  # collects (or reads cached) registrations, recording failures
         out = []
         from .plugins import plugin_id
 
