@@ -126,13 +126,18 @@ def validate_interaction_class(cls: Any, label: str) -> None:
         )
     problems: list[str] = []
     methods: list[str] = list(LIFECYCLE)
-    if issubclass(cls, SessionInteraction) and _overrides(cls, SessionInteraction, "respond"):
-        methods = [*methods, "respond", "score"]
+    if issubclass(cls, SessionInteraction):
+        if _overrides(cls, SessionInteraction, "respond"):
+            methods += ["respond", "score"]
+        elif not _overrides(cls, SessionInteraction, "generate_response"):
+            problems.append(f"respond is not implemented; expected {expected_signature('respond')}")
     elif issubclass(cls, BaseInteraction) and not _overrides(
         cls, BaseInteraction, "generate_response"
     ):
-        hook = "respond" if issubclass(cls, SessionInteraction) else "generate_response"
-        problems.append(f"{hook} is not implemented; expected {expected_signature(hook)}")
+        problems.append(
+            "generate_response is not implemented; "
+            f"expected {expected_signature('generate_response')}"
+        )
     for method in methods:
         func = getattr(cls, method, None)
         if func is None:
