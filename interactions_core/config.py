@@ -186,7 +186,7 @@ class ConfigEntry:
 class InteractionsConfig:
     """A structurally valid config: its entries and the optional default name."""
 
-    __slots__ = ("default", "default_line", "entries", "source")
+    __slots__ = ("default", "default_line", "entries", "problems", "source")
 
     def __init__(
         self,
@@ -194,8 +194,11 @@ class InteractionsConfig:
         default: str | None,
         source: str | None,
         default_line: int | None = None,
+        problems: list[str] | None = None,
     ):
         self.entries = entries
+        #: Structural problems of entries left out of ``entries``; the loader adds its own.
+        self.problems = problems or []
         self.default = default
         self.source = source
         self.default_line = default_line
@@ -238,7 +241,12 @@ def _load_source(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[An
 
 
 def parse_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> InteractionsConfig:
-    """Read and structurally validate a config file path or an in-memory mapping."""
+    """Read and structurally validate a config file path or an in-memory mapping.
+
+    Raises :class:`ConfigError` when the document as a whole is unusable. Problems
+    confined to single entries are collected in ``problems`` and those entries left
+    out, so the loader can go on checking the others and report everything at once.
+    """
     data, lines, where = _load_source(source)
     src = None if where == "<mapping>" else where
 
@@ -350,6 +358,4 @@ def parse_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> Interact
                 entry_lines,
             )
         )
-    if problems:
-        raise ConfigError(problems)
-    return InteractionsConfig(entries, default, src, lines.get(("default",)))
+    return InteractionsConfig(entries, default, src, lines.get(("default",)), problems)

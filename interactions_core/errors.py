@@ -68,3 +68,16 @@ class SessionError(InteractionsError, RuntimeError):
 
 class TrustError(InteractionsError, PermissionError):
     """Loading was refused by the trust policy (for example dotted class paths)."""
+
+
+class ConformanceError(InteractionsError, AssertionError):
+    """An interaction failed :func:`interactions_core.testing.check_interaction`.
+
+    ``violations`` holds every problem found (not only the first); the message is
+    the readable report. Subclasses ``AssertionError`` so test runners show it as
+    a failed assertion.
+    """
+
+    def __init__(self, message: str, violations: Sequence[object] = ()) -> None:
+        self.violations = list(violations)
+        super().__init__(message)

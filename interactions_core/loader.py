@@ -122,7 +122,7 @@ def load_config(
     if default is not None:
         config.default = default
     registry = registry if registry is not None else get_registry()
-    problems: list[str] = []
+    problems: list[str] = list(config.problems)
     resolved: list[ResolvedEntry] = []
     seen: dict[str, ConfigEntry] = {}
     for entry in config.entries:

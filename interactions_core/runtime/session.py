@@ -1,0 +1,211 @@
+"""Sessions: one interaction, one ``instance_id``, a lifecycle that always ends.
+
+A :class:`Session` owns verl's lifecycle for one conversation::
+
+    start_interaction -> generate_response ... -> calculate_score -> finalize_interaction
+
+and guarantees the last step. Use it as an async context manager and
+``finalize_interaction`` runs on every way out of the block: normal end, an
+exception in the plugin, a timeout, or the task being cancelled::
+
+    async with Session(interaction, timeout=30) as session:
+        await session.start(ground_truth="72")
+        result = await session.respond(messages)
+        score = await session.score()
+
+Every failing call is raised as :class:`~interactions_core.runtime.errors.InteractionCallError`,
+whose message names the interaction, the session id and the method. A per-call
+``timeout`` (seconds, off by default) turns a hung plugin call into such an error.
+
+A :class:`SessionTracker` counts the sessions that are open, so a caller (and the
+test suite) can check that a run left none behind. The episode loop calls the
+interaction directly on its per-turn path and uses a session for the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Mapping
+from typing import Any
+
+from ..result import InteractionResult
+from .errors import InteractionCallError
+
+__all__ = ["Session", "SessionTracker", "call_error"]
+
+_NEW, _OPEN, _CLOSED = 0, 1, 2
+
+
+class SessionTracker:
+    """Counts sessions started, finalized and still open (shared by a run's sessions)."""
+
+    __slots__ = ("finalized", "open", "started")
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.finalized = 0
+        self.open = 0
+
+    def __repr__(self) -> str:
+        return f"<SessionTracker open={self.open} started={self.started}>"
+
+
+def call_error(
+    name: str, instance_id: str, method: str, exc: BaseException, timeout: float | None = None
+) -> InteractionCallError:
+    """The :class:`InteractionCallError` describing ``exc`` raised by ``method``."""
+    if isinstance(exc, InteractionCallError):
+        return exc
+    if isinstance(exc, asyncio.TimeoutError):
+        problem = f"timed out after {timeout:g} s" if timeout else "timed out"
+    else:
+        problem = f"raised {exc.__class__.__name__}: {exc}".rstrip(": ")
+    error = InteractionCallError(name, instance_id, method, problem)
+    error.__cause__ = exc
+    return error
+
+
+async def _call(awaitable: Awaitable[Any], timeout: float | None) -> Any:
+    if timeout is None:
+        return await awaitable
+    return await asyncio.wait_for(awaitable, timeout)
+
+
+class Session:
+    """One conversation with one interaction; see the module docstring.
+
+    ``name`` defaults to the interaction's ``name`` attribute. ``instance_id`` is
+    the id passed to ``start_interaction`` (``None`` lets the interaction choose);
+    ``timeout`` bounds every lifecycle call in seconds (``None``: no bound).
+    """
+
+    __slots__ = ("_kwargs", "_state", "instance_id", "interaction", "name", "timeout", "tracker")
+
+    def __init__(
+        self,
+        interaction: Any,
+        *,
+        name: str | None = None,
+        instance_id: str | None = None,
+        timeout: float | None = None,
+        tracker: SessionTracker | None = None,
+    ) -> None:
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        self.interaction = interaction
+        self.name: str = name if name is not None else str(getattr(interaction, "name", "?"))
+        self.instance_id: str = instance_id or ""
+        self.timeout = timeout
+        self.tracker = tracker
+        self._kwargs: Mapping[str, Any] = {}
+        self._state = _NEW
+
+    @property
+    def is_open(self) -> bool:
+        """True between a successful :meth:`start` and :meth:`finalize`."""
+        return self._state == _OPEN
+
+    def _error(self, method: str, exc: BaseException) -> InteractionCallError:
+        return call_error(self.name, self.instance_id or "<unstarted>", method, exc, self.timeout)
+
+    async def start(self, **kwargs: Any) -> str:
+        """Call ``start_interaction(instance_id, **kwargs)``; return the session id.
+
+        ``kwargs`` (the sample's ``interaction_kwargs``) are remembered and passed
+        again to :meth:`respond` and :meth:`score`, as verl does.
+        """
+        if self._state != _NEW:
+            raise RuntimeError(f"session {self.instance_id!r} was already started")
+        try:
+            returned = await _call(
+                self.interaction.start_interaction(self.instance_id or None, **kwargs),
+                self.timeout,
+            )
+        except Exception as exc:
+            raise self._error("start_interaction", exc) from exc
+        except asyncio.CancelledError:
+            # The plugin may have stored state before the cancel reached it: release it.
+            self._state = _OPEN
+            if self.tracker is not None:
+                self.tracker.started += 1
+                self.tracker.open += 1
+            raise
+        if isinstance(returned, str) and returned:
+            self.instance_id = returned
+        elif not self.instance_id:
+            raise self._error(
+                "start_interaction",
+                TypeError(f"returned {type(returned).__name__}, expected the session id (str)"),
+            )
+        self._kwargs = kwargs
+        self._state = _OPEN
+        if self.tracker is not None:
+            self.tracker.started += 1
+            self.tracker.open += 1
+        return self.instance_id
+
+    def _check_open(self, method: str) -> None:
+        if self._state != _OPEN:
+            state = "not started" if self._state == _NEW else "finalized"
+            raise self._error(method, RuntimeError(f"the session is {state}"))
+
+    async def respond(self, messages: list[dict[str, Any]]) -> InteractionResult:
+        """Call ``generate_response`` on the conversation so far; return a checked result."""
+        self._check_open("generate_response")
+        try:
+            result = await _call(
+                self.interaction.generate_response(self.instance_id, messages, **self._kwargs),
+                self.timeout,
+            )
+            if type(result) is not InteractionResult:
+                result = InteractionResult.coerce(result)
+        except Exception as exc:
+            raise self._error("generate_response", exc) from exc
+        return result
+
+    async def score(self) -> float:
+        """Call ``calculate_score``; the score must be a real number (returned as float)."""
+        self._check_open("calculate_score")
+        try:
+            value = await _call(
+                self.interaction.calculate_score(self.instance_id, **self._kwargs), self.timeout
+            )
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"returned {type(value).__name__}, expected a float")
+        except Exception as exc:
+            raise self._error("calculate_score", exc) from exc
+        return float(value)
+
+    async def finalize(self) -> InteractionCallError | None:
+        """Call ``finalize_interaction`` once; later calls do nothing.
+
+        Never raises for a plugin failure: the error is *returned* (so a caller
+        already handling another exception does not lose it). The session counts
+        as closed afterwards whatever happened (a cancellation that arrives while
+        the plugin's own finalize is suspended interrupts it and is re-raised).
+        """
+        if self._state != _OPEN:
+            return None
+        self._state = _CLOSED
+        tracker = self.tracker
+        try:
+            await _call(self.interaction.finalize_interaction(self.instance_id), self.timeout)
+        except Exception as exc:
+            return self._error("finalize_interaction", exc)
+        finally:
+            if tracker is not None:
+                tracker.open -= 1
+                tracker.finalized += 1
+        return None
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        error = await self.finalize()
+        if error is not None and exc_info[0] is None:
+            raise error
+
+    def __repr__(self) -> str:
+        state = ("new", "open", "closed")[self._state]
+        return f"<Session {self.name!r} {self.instance_id!r} {state}>"

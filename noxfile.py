@@ -1,0 +1,33 @@
+"""Developer sessions: ``nox -s tests`` (3.10-3.13), ``nox -s lint``, ``nox -s bench``."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests", "lint"]
+nox.options.reuse_existing_virtualenvs = True
+
+PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
+
+
+@nox.session(python=PYTHONS)
+def tests(session: nox.Session) -> None:
+    """The whole test suite, with the core and bundled plugins installed editable."""
+    session.install("-r", "requirements-dev.txt")
+    session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff (lint + format check) and mypy on the core and the plugins."""
+    session.install("-r", "requirements-dev.txt", "ruff", "mypy", "types-PyYAML")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """The benchmark suite; writes a Markdown table (see docs/performance.md)."""
+    session.install("-r", "requirements-dev.txt")
+    session.run("python", "benchmarks/run.py", *session.posargs)

@@ -1,0 +1,129 @@
+"""The CLI as users run it: a subprocess, exit codes, JSON shape, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GROUP = "interactions_core.interactions"
+GOOD = """
+from interactions_core import BaseInteraction, InteractionResult
+import attrs
+
+SIDE_EFFECT = __import__("pathlib").Path(__file__).with_name("imported.flag").touch()
+
+@attrs.define
+class Options:
+    rounds: int = attrs.field(default=2, metadata={"help": "how many rounds"})
+
+class AcmeInteraction(BaseInteraction):
+    '''Says ok to everything.'''
+    config_schema = Options
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        return InteractionResult(True, "ok", 1.0)
+"""
+
+
+def cli(*args: str, site: Path | None = None, env: dict[str, str] | None = None):
+    environ = dict(os.environ)
+    if site is not None:
+        environ["PYTHONPATH"] = os.pathsep.join([str(site), environ.get("PYTHONPATH", "")])
+    environ.update(env or {})
+    proc = subprocess.run([sys.executable, "-m", "interactions_core", *args],
+                          capture_output=True, text=True, env=environ, timeout=120)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+@pytest.fixture
+def site(make_dist, site_dir):
+    make_dist("acme-tasks", "1.2", {GROUP: {"acme": "acme_cli:AcmeInteraction"}},
+              {"acme_cli": GOOD})
+    make_dist("acme-broken", "0.1", {GROUP: {"acme_broken": "acme_boom:Nope"}},
+              {"acme_boom": "raise ImportError('no module named numpyy')\n"})
+    return site_dir
+
+
+def test_list_json_shape_and_no_imports(site):
+    proc = cli("list", "--json", site=site)
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["name"]: r for r in json.loads(proc.stdout)}
+    acme = rows["acme"]
+    for key in ("name", "distribution", "version", "target", "status", "error"):
+        assert key in acme
+    assert (acme["distribution"], acme["version"], acme["status"], acme["error"]) == (
+        "acme-tasks", "1.2", "ok", None)
+    assert rows["acme_broken"]["status"] == "ok"  # not known to be broken without --check
+    assert not (site / "imported.flag").exists()  # listing imported no plugin code
+
+
+def test_list_check_marks_broken_and_fails(site):
+    proc = cli("list", "--check", "--json", site=site)
+    assert proc.returncode == 1
+    rows = {r["name"]: r for r in json.loads(proc.stdout)}
+    assert rows["acme"]["status"] == "ok"
+    assert rows["acme_broken"]["status"] == "broken"
+    assert "numpyy" in rows["acme_broken"]["error"]
+
+
+def test_list_table(site):
+    proc = cli("list", site=site)
+    assert proc.returncode == 0
+    header = proc.stdout.splitlines()[0].split()
+    assert header == ["NAME", "DISTRIBUTION", "VERSION", "TARGET", "STATUS"]
+    assert any(line.split()[:3] == ["acme", "acme-tasks", "1.2"] for line in proc.stdout.splitlines())
+
+
+def test_list_respects_allow_list(site):
+    proc = cli("list", "--json", site=site, env={"INTERACTIONS_PLUGINS": ""})
+    assert {r["status"] for r in json.loads(proc.stdout)} <= {"disabled"}
+
+
+def test_show_text_and_json(site):
+    proc = cli("show", "acme", site=site)
+    assert proc.returncode == 0, proc.stderr
+    assert "Says ok to everything." in proc.stdout and "rounds: int" in proc.stdout
+    data = json.loads(cli("show", "acme-tasks:acme", "--json", site=site).stdout)
+    assert data["config_schema"] == [{"name": "rounds", "type": "int", "required": False,
+                                      "default": 2, "help": "how many rounds"}]
+
+
+def test_show_errors_are_one_paragraph(site):
+    proc = cli("show", "acm", site=site)
+    assert proc.returncode == 1 and "did you mean 'acme'" in proc.stderr
+    proc = cli("show", "acme_broken", site=site)
+    assert proc.returncode == 1 and "numpyy" in proc.stderr
+
+
+def test_check_valid_and_invalid(site, tmp_path):
+    good = tmp_path / "good.yaml"
+    good.write_text("default: acme\ninteraction:\n  - name: acme\n    config: {rounds: 3}\n")
+    proc = cli("check", str(good), site=site)
+    assert proc.returncode == 0, proc.stderr
+    assert "OK, 1 interaction" in proc.stdout and "acme-tasks:acme" in proc.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("interaction:\n  - name: acme\n    config: {rounds: many}\n  - name: acmee\n")
+    proc = cli("check", str(bad), site=site)
+    assert proc.returncode == 1
+    assert f"{bad}:3: interaction[0].config.rounds" in proc.stderr
+    assert f"{bad}:4:" in proc.stderr and "did you mean 'acme'" in proc.stderr
+
+
+def test_check_missing_file_and_usage_errors(tmp_path):
+    proc = cli("check", str(tmp_path / "nope.yaml"))
+    assert proc.returncode == 1 and "cannot read config" in proc.stderr
+    assert cli("frobnicate").returncode == 2
+    assert cli().returncode == 2
+
+
+def test_cache_commands(site):
+    cli("list", site=site)
+    path = cli("cache", "path").stdout.strip()
+    assert Path(path).is_dir()
+    assert "removed 1 cached index file" in cli("cache", "clear", site=site).stdout
