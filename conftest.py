@@ -12,11 +12,17 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
 @pytest.fixture(autouse=True)
-def _isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+def _isolated_environment(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+):
     """Give every test its own index cache and no allow/deny lists from the caller's shell."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
-    for var in ("INTERACTIONS_PLUGINS", "INTERACTIONS_DISABLE", "INTERACTIONS_NO_CACHE",
-                "INTERACTIONS_NO_CLASS_PATHS"):
+    for var in (
+        "INTERACTIONS_PLUGINS",
+        "INTERACTIONS_DISABLE",
+        "INTERACTIONS_NO_CACHE",
+        "INTERACTIONS_NO_CLASS_PATHS",
+    ):
         monkeypatch.delenv(var, raising=False)
 
 

@@ -44,7 +44,7 @@ def make_dist(site_dir: Path) -> MakeDist:
         root = where or site_dir
         info = root / f"{name.replace('-', '_')}-{version}.dist-info"
         info.mkdir(parents=True)
-        meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+        meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
         meta += [f"Requires-Dist: {r}" for r in requires or []]
         (info / "METADATA").write_text("\n".join(meta) + "\n")
         lines = []

@@ -35,18 +35,28 @@ def cli(*args: str, site: Path | None = None, env: dict[str, str] | None = None)
     if site is not None:
         environ["PYTHONPATH"] = os.pathsep.join([str(site), environ.get("PYTHONPATH", "")])
     environ.update(env or {})
-    proc = subprocess.run([sys.executable, "-m", "interactions_core", *args],
-                          capture_output=True, text=True, env=environ, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "interactions_core", *args],
+        capture_output=True,
+        text=True,
+        env=environ,
+        timeout=120,
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc
 
 
 @pytest.fixture
 def site(make_dist, site_dir):
-    make_dist("acme-tasks", "1.2", {GROUP: {"acme": "acme_cli:AcmeInteraction"}},
-              {"acme_cli": GOOD})
-    make_dist("acme-broken", "0.1", {GROUP: {"acme_broken": "acme_boom:Nope"}},
-              {"acme_boom": "raise ImportError('no module named numpyy')\n"})
+    make_dist(
+        "acme-tasks", "1.2", {GROUP: {"acme": "acme_cli:AcmeInteraction"}}, {"acme_cli": GOOD}
+    )
+    make_dist(
+        "acme-broken",
+        "0.1",
+        {GROUP: {"acme_broken": "acme_boom:Nope"}},
+        {"acme_boom": "raise ImportError('no module named numpyy')\n"},
+    )
     return site_dir
 
 
@@ -58,7 +68,11 @@ def test_list_json_shape_and_no_imports(site):
     for key in ("name", "distribution", "version", "target", "status", "error"):
         assert key in acme
     assert (acme["distribution"], acme["version"], acme["status"], acme["error"]) == (
-        "acme-tasks", "1.2", "ok", None)
+        "acme-tasks",
+        "1.2",
+        "ok",
+        None,
+    )
     assert rows["acme_broken"]["status"] == "ok"  # not known to be broken without --check
     assert not (site / "imported.flag").exists()  # listing imported no plugin code
 
@@ -77,7 +91,9 @@ def test_list_table(site):
     assert proc.returncode == 0
     header = proc.stdout.splitlines()[0].split()
     assert header == ["NAME", "DISTRIBUTION", "VERSION", "TARGET", "STATUS"]
-    assert any(line.split()[:3] == ["acme", "acme-tasks", "1.2"] for line in proc.stdout.splitlines())
+    assert any(
+        line.split()[:3] == ["acme", "acme-tasks", "1.2"] for line in proc.stdout.splitlines()
+    )
 
 
 def test_list_respects_allow_list(site):
@@ -90,8 +106,15 @@ def test_show_text_and_json(site):
     assert proc.returncode == 0, proc.stderr
     assert "Says ok to everything." in proc.stdout and "rounds: int" in proc.stdout
     data = json.loads(cli("show", "acme-tasks:acme", "--json", site=site).stdout)
-    assert data["config_schema"] == [{"name": "rounds", "type": "int", "required": False,
-                                      "default": 2, "help": "how many rounds"}]
+    assert data["config_schema"] == [
+        {
+            "name": "rounds",
+            "type": "int",
+            "required": False,
+            "default": 2,
+            "help": "how many rounds",
+        }
+    ]
 
 
 def test_show_errors_are_one_paragraph(site):

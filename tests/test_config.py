@@ -40,8 +40,7 @@ class AcmeInteraction(BaseInteraction):
 
 @pytest.fixture
 def acme(make_dist, forget_modules):
-    make_dist("acme-tasks", "1", {GROUP: {"acme": "acme_cfg:AcmeInteraction"}},
-              {"acme_cfg": ACME})
+    make_dist("acme-tasks", "1", {GROUP: {"acme": "acme_cfg:AcmeInteraction"}}, {"acme_cfg": ACME})
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -57,25 +56,34 @@ def problems(source) -> list[str]:
 
 
 def test_named_plugin_alias_and_options(acme, tmp_path):
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
         default: acme_hard
         interaction:
           - name: acme
           - name: acme_hard
             plugin: acme
             config: {level: 3, mode: b}
-        """)
+        """,
+    )
     loaded = load_config(path)
     assert loaded.default == "acme_hard"
     interactions = loaded.instantiate()
     assert list(interactions) == ["acme", "acme_hard"]
     hard = interactions["acme_hard"]
-    assert hard.name == "acme_hard" and hard.config == {"level": 3, "mode": "b", "name": "acme_hard"}
+    assert hard.name == "acme_hard" and hard.config == {
+        "level": 3,
+        "mode": "b",
+        "name": "acme_hard",
+    }
     assert (hard.settings.level, hard.settings.mode) == (3, "b")
 
 
 def test_every_problem_is_reported_with_its_line(acme, tmp_path):
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
         interaction:
           - name: acme
             config:
@@ -85,23 +93,29 @@ def test_every_problem_is_reported_with_its_line(acme, tmp_path):
           - plugin: acme
             nmae: x
           - name: acme
-        """)
+        """,
+    )
     found = problems(path)
     text = "\n".join(found)
     assert f"{path}:4: interaction[0].config.levle: unknown option 'levle'" in text
     assert "allowed options: level, mode" in text
     assert f"{path}:5: interaction[0].config.mode: option 'mode' must be 'a' | 'b'" in text
-    assert f"{path}:6: interaction[1].name: unknown interaction 'acmee'; did you mean 'acme'" in text
+    assert (
+        f"{path}:6: interaction[1].name: unknown interaction 'acmee'; did you mean 'acme'" in text
+    )
     assert f"{path}:8: interaction[2]: unknown key 'nmae'" in text and "did you mean 'name'" in text
     assert "duplicate interaction name 'acme'" in text
 
 
 def test_nothing_is_instantiated_when_any_entry_is_invalid(acme, tmp_path):
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
         interaction:
           - name: acme
           - name: nope_not_installed
-        """)
+        """,
+    )
     with pytest.raises(ConfigError):
         load_interactions(path)
     assert sys.modules["acme_cfg"].CREATED == []
@@ -144,10 +158,13 @@ def test_default_must_name_a_configured_entry(acme, tmp_path):
 
 def test_python_tags_are_refused_without_running_anything(tmp_path):
     marker = tmp_path / "pwned"
-    path = write(tmp_path, f"""
+    path = write(
+        tmp_path,
+        f"""
         interaction:
           - name: !!python/object/apply:os.system ["touch {marker}"]
-        """)
+        """,
+    )
     [problem] = problems(path)
     assert "tag" in problem and "not allowed" in problem
     assert not marker.exists()
@@ -184,13 +201,16 @@ class EchoInteraction(BaseInteraction):
 
 def test_verl_compat_loader_accepts_dotted_class_paths(tmp_path, site_dir, forget_modules):
     (site_dir / "verlish_mod.py").write_text(VERLISH)
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
         interaction:
           - class_name: verlish_mod.EchoInteraction
             config: {anything: 1}
           - name: second
             class_name: verlish_mod.EchoInteraction
-        """)
+        """,
+    )
     interactions = initialize_interactions_from_config(str(path))
     assert list(interactions) == ["echo", "second"]
     assert interactions["echo"].config == {"anything": 1, "name": "echo"}
@@ -198,12 +218,15 @@ def test_verl_compat_loader_accepts_dotted_class_paths(tmp_path, site_dir, forge
 
 def test_verl_duplicate_names_are_value_errors(tmp_path, site_dir, forget_modules):
     (site_dir / "verlish_mod.py").write_text(VERLISH)
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
         interaction:
           - class_name: verlish_mod.EchoInteraction
           - name: echo
             class_name: verlish_mod.EchoInteraction
-        """)
+        """,
+    )
     with pytest.raises(ValueError, match="duplicate interaction name 'echo'"):
         initialize_interactions_from_config(str(path))
 
@@ -232,6 +255,7 @@ def test_mapping_sources_and_in_memory_registries():
             return InteractionResult(True, "hi", 1.0)
 
     registry = Registry.from_classes({"hello": Hello})
-    got = load_interactions({"interaction": [{"name": "hello"}, {"name": "h2", "plugin":
-                                                                  "hello"}]}, registry=registry)
+    got = load_interactions(
+        {"interaction": [{"name": "hello"}, {"name": "h2", "plugin": "hello"}]}, registry=registry
+    )
     assert sorted(got) == ["h2", "hello"]

@@ -35,8 +35,11 @@ def test_listing_reads_metadata_without_importing(make_dist, forget_modules):
     make_dist("acme-tasks", "2.1", {GROUP: {"acme": "acme_mod:Acme"}}, {"acme_mod": GOOD})
     registry = Registry.from_environment()
     [entry] = by_name(registry, "acme")
-    assert (entry.distribution, entry.version, entry.target) == ("acme-tasks", "2.1",
-                                                                 "acme_mod:Acme")
+    assert (entry.distribution, entry.version, entry.target) == (
+        "acme-tasks",
+        "2.1",
+        "acme_mod:Acme",
+    )
     assert entry.status == "ok" and entry.error is None
     assert "acme_mod" not in sys.modules
     cls = registry.load("acme")
@@ -57,8 +60,12 @@ def test_malformed_entry_point_is_broken_and_others_survive(make_dist, forget_mo
 
 
 def test_import_failure_is_isolated_and_chained(make_dist, forget_modules):
-    make_dist("broken-dist", "0.3", {GROUP: {"acme_boom": "broken_mod:Boom"}},
-              {"broken_mod": "raise RuntimeError('kaboom at import')\n"})
+    make_dist(
+        "broken-dist",
+        "0.3",
+        {GROUP: {"acme_boom": "broken_mod:Boom"}},
+        {"broken_mod": "raise RuntimeError('kaboom at import')\n"},
+    )
     make_dist("acme-tasks", "1", {GROUP: {"acme": "acme_mod:Acme"}}, {"acme_mod": GOOD})
     registry = Registry.from_environment()
     with pytest.raises(PluginLoadError) as info:
@@ -86,8 +93,7 @@ def test_same_distribution_twice_on_sys_path_is_not_a_conflict(
 
 def test_conflict_names_both_and_qualified_name_resolves(make_dist, forget_modules):
     make_dist("acme-one", "1", {GROUP: {"acme": "acme_mod:Acme"}}, {"acme_mod": GOOD})
-    make_dist("acme-two", "2", {GROUP: {"acme": "acme_mod2:Acme"}},
-              {"acme_mod2": GOOD})
+    make_dist("acme-two", "2", {GROUP: {"acme": "acme_mod2:Acme"}}, {"acme_mod2": GOOD})
     registry = Registry.from_environment()
     claims = by_name(registry, "acme")
     assert {e.status for e in claims} == {"conflict"}

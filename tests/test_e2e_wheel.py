@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*cmd: str | Path, cwd: Path | None = None) -> str:
-    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, cwd=cwd,
-                          timeout=600)
+    proc = subprocess.run(
+        [str(c) for c in cmd], capture_output=True, text=True, cwd=cwd, timeout=600
+    )
     assert proc.returncode == 0, f"{cmd}\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 
@@ -33,6 +34,7 @@ def test_gsm8k_wheel_in_a_fresh_virtualenv(tmp_path):
     [gsm8k] = [r for r in listed if r["name"] == "gsm8k"]
     assert gsm8k["distribution"] == "interactions-gsm8k" and gsm8k["status"] == "ok"
     assert gsm8k["target"] == "interactions_gsm8k:Gsm8kInteraction"
-    checked = json.loads(run(python, "-m", "interactions_core", "list", "--check", "--json",
-                             cwd=tmp_path))
+    checked = json.loads(
+        run(python, "-m", "interactions_core", "list", "--check", "--json", cwd=tmp_path)
+    )
     assert [r["status"] for r in checked if r["name"] == "gsm8k"] == ["ok"]

@@ -41,9 +41,7 @@ def test_registration_hook_contributes_named_interactions(make_dist, forget_modu
     assert instance.config["task"] == "beta" and instance.name == "suite/beta"
 
 
-def test_hook_registrations_are_cached_so_warm_listing_imports_nothing(
-    make_dist, forget_modules
-):
+def test_hook_registrations_are_cached_so_warm_listing_imports_nothing(make_dist, forget_modules):
     suite_dist(make_dist)
     assert "suite/alpha" in {e.name for e in Registry.from_environment().entries()}
     del sys.modules["hooky_suite"]
@@ -56,8 +54,12 @@ def test_hook_registrations_are_cached_so_warm_listing_imports_nothing(
 
 def test_broken_hook_plugin_is_reported_and_isolated(make_dist, forget_modules):
     suite_dist(make_dist)
-    make_dist("hooky-broken", "1", {PLUGINS: {"bad": "hooky_broken"}},
-              {"hooky_broken": "raise ImportError('missing dependency foo')\n"})
+    make_dist(
+        "hooky-broken",
+        "1",
+        {PLUGINS: {"bad": "hooky_broken"}},
+        {"hooky_broken": "raise ImportError('missing dependency foo')\n"},
+    )
     registry = Registry.from_environment()
     assert {"suite/alpha", "suite/beta"} <= {e.name for e in registry.entries()}
     [problem] = [p for p in registry.plugin_problems() if p.distribution == "hooky-broken"]
@@ -65,13 +67,20 @@ def test_broken_hook_plugin_is_reported_and_isolated(make_dist, forget_modules):
 
 
 def test_hook_that_does_not_match_the_spec_is_refused(make_dist, forget_modules):
-    make_dist("hooky-wrong", "1", {PLUGINS: {"wrong": "hooky_wrong"}}, {"hooky_wrong": """
+    make_dist(
+        "hooky-wrong",
+        "1",
+        {PLUGINS: {"wrong": "hooky_wrong"}},
+        {
+            "hooky_wrong": """
 from interactions_core import hookimpl
 
 @hookimpl
 def register_interactions(register, surprise):
     pass
-"""})
+"""
+        },
+    )
     registry = Registry.from_environment()
     [problem] = [p for p in registry.plugin_problems() if p.distribution == "hooky-wrong"]
     assert "surprise" in problem.error
@@ -86,13 +95,20 @@ def test_disabled_hook_plugin_is_never_imported(make_dist, monkeypatch, forget_m
 
 
 def test_registration_that_raises_fails_loudly_on_use(make_dist, forget_modules):
-    make_dist("hooky-raises", "1", {PLUGINS: {"r": "hooky_raises"}}, {"hooky_raises": """
+    make_dist(
+        "hooky-raises",
+        "1",
+        {PLUGINS: {"r": "hooky_raises"}},
+        {
+            "hooky_raises": """
 from interactions_core import hookimpl
 
 @hookimpl
 def register_interactions(register):
     raise RuntimeError("registry service down")
-"""})
+"""
+        },
+    )
     registry = Registry.from_environment()
     [problem] = [p for p in registry.plugin_problems() if p.distribution == "hooky-raises"]
     assert "registry service down" in problem.error

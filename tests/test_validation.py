@@ -151,7 +151,7 @@ async def test_session_state_is_per_session_and_dropped_on_finalize():
     await c.generate_response(a, [{"role": "assistant", "content": "no"}])
     result = await c.generate_response(a, [{"role": "assistant", "content": "x"}])
     assert result == (True, "turn 2", 1.0, {})
-    terminate, content, score, extra = await c.generate_response(
+    terminate, content, score, _extra = await c.generate_response(
         b, [{"role": "assistant", "content": "y"}]
     )
     assert (terminate, content, score) == (True, "turn 1", 1.0)
@@ -183,8 +183,12 @@ def test_names_follow_verl():
 def test_result_coercion_checks_types():
     assert InteractionResult.coerce((True, "x", 1, None)) == (True, "x", 1.0, {})
     assert type(InteractionResult.coerce([False, "x", 0.5, {}]).score) is float
-    for bad, word in (((1, "x", 1.0, {}), "should_terminate"), ((True, None, 1.0, {}), "content"),
-                      ((True, "x", "1", {}), "score"), ((True, "x"), "got tuple"),
-                      ((True, "x", 1.0, []), "extra")):
+    for bad, word in (
+        ((1, "x", 1.0, {}), "should_terminate"),
+        ((True, None, 1.0, {}), "content"),
+        ((True, "x", "1", {}), "score"),
+        ((True, "x"), "got tuple"),
+        ((True, "x", 1.0, []), "extra"),
+    ):
         with pytest.raises(TypeError, match=word):
             InteractionResult.coerce(bad)
