@@ -82,16 +82,25 @@ class Registration:
 class PluginHost:
     """Loads hook plugins lazily and collects what they register."""
 
-    def __init__(self, records: list[dict], selection: Selection) -> None:
+    def __init__(
+        self,
+        records: list[dict],
+        selection: Selection,
+        provides: dict[str, tuple[str, ...]] | None = None,
+    ) -> None:
         self.records = {plugin_id(r): r for r in records if r["group"] == PLUGINS_GROUP}
         self.selection = selection
+        #: Names each plugin is known (from the index) to register; see Selection.plugin_excluded.
+        self.provides = provides or {}
         self.errors: dict[str, BaseException] = {}
         self._pm: pluggy.PluginManager | None = None
         self._collected: dict[str, dict[str, list[Registration]]] = {}
 
-    def excluded(self, pid: str, extra: tuple[str, ...] = ()) -> str | None:
+    def excluded(self, pid: str) -> str | None:
+        """Why the hook plugin ``pid`` may not be imported, or ``None``."""
         record = self.records[pid]
-        return self.selection.excluded(record["name"], record["dist"], pid, *extra)
+        identities = (record["name"], record["dist"], pid)
+        return self.selection.plugin_excluded(identities, self.provides.get(pid, ()))
 
     @property
     def manager(self) -> pluggy.PluginManager:

@@ -171,7 +171,11 @@ class Registry:
         if self._host is None:
             from .plugins import PluginHost
 
-            self._host = PluginHost(self.index["entries"], self.selection)
+            provides = {
+                pid: tuple(n[0] for n in known.get("names", []))
+                for pid, known in self.index.get("hooks", {}).items()
+            }
+            self._host = PluginHost(self.index["entries"], self.selection, provides)
         return self._host
 
     def _plugin_records(self) -> list[dict]:
@@ -186,8 +190,11 @@ class Registry:
         changed = False
         for record in self._plugin_records():
             pid = plugin_id(record)
-            reason = self.selection.excluded(record["name"], record["dist"], pid)
             cached = hooks.get(pid)
+            provides = tuple(n[0] for n in (cached or {}).get("names", []))
+            reason = self.selection.plugin_excluded(
+                (record["name"], record["dist"], pid), provides
+            )
             if cached is None and reason is None:
                 cached = self._collect_hook_names(pid)
                 hooks[pid] = cached

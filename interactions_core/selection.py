@@ -71,6 +71,14 @@ class Selection:
             return f"not in {ALLOW_VAR}"
         return None
 
-    def names_allowed(self, identities: tuple[str, ...]) -> bool:
-        """True when the allow-list (if any) names one of ``identities`` explicitly."""
-        return self.allow is None or self._hit(self.allow, identities)
+    def plugin_excluded(self, identities: tuple[str, ...], provides: tuple[str, ...]) -> str | None:
+        """Like :meth:`excluded`, for a hook plugin that provides the names ``provides``.
+
+        Allow-listing one interaction a hook plugin registers (``rg/countdown``)
+        allows the plugin itself to be loaded; denying one of its names does not
+        deny the whole plugin (the name itself stays disabled).
+        """
+        reason = self.excluded(*identities)
+        if reason is None or self._hit(self.deny, identities):
+            return reason
+        return None if self.allow and self._hit(self.allow, provides) else reason

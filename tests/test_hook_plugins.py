@@ -130,3 +130,16 @@ def test_loading_a_stale_hook_name_explains_how_to_refresh(make_dist, forget_mod
     registry._entries = None
     with pytest.raises(PluginLoadError, match="cache clear"):
         registry.load("suite/gone")
+
+
+def test_allow_listing_one_hook_name_loads_its_plugin(make_dist, monkeypatch, forget_modules):
+    suite_dist(make_dist)
+    Registry.from_environment().entries()  # the index learns what the plugin registers
+    del sys.modules["hooky_suite"]
+    monkeypatch.setenv("INTERACTIONS_PLUGINS", "suite/alpha")
+    registry = Registry.from_environment()
+    status = {e.name: e.status for e in registry.entries() if e.name.startswith("suite/")}
+    assert status == {"suite/alpha": "ok", "suite/beta": "disabled"}
+    assert registry.create("suite/alpha").config["task"] == "alpha"
+    with pytest.raises(Exception, match="INTERACTIONS_PLUGINS"):
+        registry.create("suite/beta")
