@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import glob
+import os
+
 import nox
+
+# Interpreters installed with pyenv are not on PATH unless activated; make every
+# installed 3.10+ visible so the version matrix runs without manual setup.
+for _bin in sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[0-9].*/bin"))):
+    os.environ["PATH"] = _bin + os.pathsep + os.environ.get("PATH", "")
 
 nox.options.sessions = ["tests", "lint"]
 nox.options.reuse_existing_virtualenvs = True
