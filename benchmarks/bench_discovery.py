@@ -1,0 +1,100 @@
+"""Discovery at scale: listing with 20, 200 and 1,000 installed distributions.
+
+Each environment is a folder of generated ``*.dist-info`` folders put on
+``sys.path`` through ``PYTHONPATH`` (on top of whatever the interpreter's own
+environment holds). Every tenth distribution declares a console script, and
+three declare an interaction, so the scan has entry points to read and a few
+records to build.
+
+* **warm**: ``interactions list`` with a valid index cache in the 1,000 and the
+  20 environment, alternately. Goal: the 1,000 one at most 1.1x the 20 one (the
+  warm path must not depend on how much is installed).
+* **cold**: ``interactions list`` right after an install (the index file is
+  removed before every run, so the scan and the index write both happen)
+  against a bare ``importlib.metadata`` scan of the core's group in the same
+  environment. Goal: at most 1.1x (no overhead beyond the scan itself).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from _common import PYTHON, Row, alternate, clean_env, interactions_command, run_once, scratch
+
+SIZES = (20, 200, 1000)
+WARM_GOAL = 1.1
+COLD_GOAL = 1.1
+WITH_INTERACTIONS = 3
+REPRODUCE = "python benchmarks/run.py --only discovery"
+BARE_SCAN = "import importlib.metadata as m; m.entry_points(group='interactions_core.interactions')"
+
+
+def make_environment(root: Path, size: int) -> Path:
+    """A folder with ``size`` generated distributions; returns it."""
+    site = root / f"site-{size}"
+    site.mkdir(parents=True)
+    step = max(1, size // WITH_INTERACTIONS)
+    for i in range(size):
+        name = f"benchdist-{i:04d}"
+        info = site / f"benchdist_{i:04d}-1.{i}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.{i}\n"
+            f"Summary: generated distribution {i}\nRequires-Python: >=3.10\n"
+            "Classifier: Programming Language :: Python :: 3\n\nA long description.\n"
+        )
+        lines = []
+        if i % 10 == 0:
+            lines += ["[console_scripts]", f"benchtool-{i} = benchmod_{i}.cli:main", ""]
+        if i % step == 0 and i // step < WITH_INTERACTIONS:
+            lines += [
+                "[interactions_core.interactions]",
+                f"bench{i} = benchmod_{i}.interaction:BenchInteraction",
+                "",
+            ]
+        if lines:
+            (info / "entry_points.txt").write_text("\n".join(lines))
+        (info / "RECORD").write_text("")
+    return site
+
+
+def run(repeats: int) -> list[Row]:
+    root = scratch("discovery")
+    cli = [*interactions_command(), "list"]
+    envs = {}
+    for size in SIZES:
+        site = make_environment(root, size)
+        cache = root / f"cache-{size}"
+        envs[size] = (clean_env(PYTHONPATH=str(site), XDG_CACHE_HOME=str(cache)), cache)
+        run_once(cli, envs[size][0])  # warm this environment's index
+
+    rows = []
+    warm = alternate(cli, cli, repeats=repeats, env_a=envs[1000][0], env_b=envs[20][0])
+    rows.append(
+        Row.at_most(
+            "Discovery, warm: `list` with 1,000 dists / with 20",
+            WARM_GOAL,
+            warm.ratio,
+            warm.describe("1,000", "20"),
+            REPRODUCE,
+        )
+    )
+    for size in SIZES:
+        env, cache = envs[size]
+
+        def stale(cache: Path = cache) -> None:
+            shutil.rmtree(cache, ignore_errors=True)
+
+        cold = alternate(cli, [PYTHON, "-c", BARE_SCAN], repeats=repeats, env_a=env, before_a=stale)
+        rows.append(
+            Row.at_most(
+                f"Discovery, cold, {size:,} dists: `list` / bare `entry_points()` scan",
+                COLD_GOAL,
+                cold.ratio,
+                cold.describe("list", "scan"),
+                REPRODUCE,
+            )
+        )
+    shutil.rmtree(root, ignore_errors=True)
+    return rows

@@ -1,0 +1,120 @@
+"""Per-turn overhead: one GSM8K session, framework against hand-written verl style.
+
+A session is ``start_interaction`` (with a ground truth), a wrong turn, a right
+turn and ``finalize_interaction``. The same sessions are driven, inside one
+event loop, through the bundled ``interactions_gsm8k.Gsm8kInteraction`` (the
+verl-compatible instance: typed results, managed session state) and through the
+minimal verl-style class of ``_verl_style.py``; batches alternate and the ratio
+of the medians is reported. Goal: at most 1.0x.
+
+Through the public runtime (when it has landed): the same sessions driven by the
+runtime against calling the instance directly. Goal: at most 1.10x.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from _common import Row, alternate_calls
+from _verl_style import VerlStyleGsm8k
+
+GOAL = 1.0
+RUNTIME_GOAL = 1.10
+SESSIONS = 2000
+REPRODUCE = "python benchmarks/run.py --only turn"
+
+WRONG = [
+    {"role": "user", "content": "Natalia sold clips to 48 of her friends... How many in all?"},
+    {"role": "assistant", "content": "She sold 48 + 48 = 96 clips.\n#### 96"},
+]
+RIGHT = [
+    *WRONG,
+    {"role": "user", "content": "Your response is incorrect! Try again."},
+    {"role": "assistant", "content": "In May she sold 48 / 2 = 24, so 48 + 24 = 72.\n#### 72"},
+]
+
+
+def session_ids(n: int, tag: str) -> list[str]:
+    return [f"{tag}-{i:08d}" for i in range(n)]
+
+
+async def _direct(interaction: object, ids: list[str]) -> float:
+    start_ = interaction.start_interaction  # type: ignore[attr-defined]
+    respond = interaction.generate_response  # type: ignore[attr-defined]
+    finalize = interaction.finalize_interaction  # type: ignore[attr-defined]
+    t0 = time.perf_counter()
+    for iid in ids:
+        await start_(iid, ground_truth="72")
+        wrong = await respond(iid, WRONG)
+        right = await respond(iid, RIGHT)
+        await finalize(iid)
+    elapsed = time.perf_counter() - t0
+    assert wrong[0] is False and right[0] is True and right[2] == 1.0
+    return elapsed
+
+
+def direct_timer(interaction: object, n: int, tag: str) -> Callable[[], float]:
+    ids = session_ids(n, tag)
+
+    def measure() -> float:
+        return asyncio.run(_direct(interaction, ids))
+
+    return measure
+
+
+def runtime_rows(repeats: int, n: int) -> list[Row]:
+    """Runtime vs direct calls, when the runtime exposes an episode entry point."""
+    title = "Per turn: public runtime / direct calls on the instance"
+    goal = f"<= {RUNTIME_GOAL:.2f}x"
+    try:
+        from interactions_core.runtime import Session  # type: ignore[attr-defined]
+    except ImportError:
+        return [Row.skipped(title, goal, "not measured: the runtime has not landed", REPRODUCE)]
+    from interactions_gsm8k import Gsm8kInteraction
+
+    async def through_runtime(interaction: object, ids: list[str]) -> float:
+        t0 = time.perf_counter()
+        for iid in ids:
+            session = Session(interaction, instance_id=iid)
+            async with session:
+                await session.start(ground_truth="72")
+                await session.respond(WRONG)
+                await session.respond(RIGHT)
+        return time.perf_counter() - t0
+
+    a, b = Gsm8kInteraction({"name": "gsm8k"}), Gsm8kInteraction({"name": "gsm8k"})
+    ids = session_ids(n, "rt")
+    timed = alternate_calls(
+        lambda: asyncio.run(through_runtime(a, ids)), direct_timer(b, n, "d"), repeats=repeats
+    )
+    return [
+        Row.at_most(
+            title,
+            RUNTIME_GOAL,
+            timed.ratio,
+            f"{timed.a / n * 1e6:.2f} us / {timed.b / n * 1e6:.2f} us per session",
+            REPRODUCE,
+        )
+    ]
+
+
+def run(repeats: int) -> list[Row]:
+    from interactions_gsm8k import Gsm8kInteraction
+
+    n = SESSIONS
+    ours = direct_timer(Gsm8kInteraction({"name": "gsm8k"}), n, "ours")
+    verl = direct_timer(VerlStyleGsm8k({"name": "gsm8k"}), n, "verl")
+    timed = alternate_calls(ours, verl, repeats=repeats * 2)
+    rows = [
+        Row.at_most(
+            "Per turn: `Gsm8kInteraction` / minimal verl-style class",
+            GOAL,
+            timed.ratio,
+            f"{timed.a / n * 1e6:.2f} us / {timed.b / n * 1e6:.2f} us per session "
+            "(start, wrong turn, right turn, finalize)",
+            REPRODUCE,
+        )
+    ]
+    return rows + runtime_rows(repeats, n)
