@@ -1,0 +1,220 @@
+"""A session driver: play scripted conversations against an interaction.
+
+The driver does what a trainer's rollout loop does, without a model: it opens a
+session, appends each scripted assistant reply to the conversation, asks the
+interaction for feedback, appends that feedback as a ``user`` message, and stops
+when the interaction says so or the script runs out. The session is finalized on
+every way out, including an exception in the interaction::
+
+    driver = SessionDriver(MyInteraction({}))
+    transcript = await driver.play(["#### 41", "#### 42"], ground_truth="42")
+    assert transcript.final_score == 1.0
+
+    async with driver.session(ground_truth="42") as session:
+        result = await session.reply("#### 42")
+        assert result.should_terminate
+
+Every turn result is passed through :meth:`InteractionResult.coerce
+<interactions_core.result.InteractionResult.coerce>`, so a verl-style 4-tuple is
+accepted and a wrongly typed one fails with a message naming the bad field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from ..result import InteractionResult
+
+__all__ = ["DEFAULT_PROMPT", "ScriptedSession", "SessionDriver", "Transcript", "run_sync"]
+
+T = TypeVar("T")
+
+#: The first user message of a scripted conversation when none is given.
+DEFAULT_PROMPT = "Please solve the task and give your final answer."
+
+
+async def maybe_await(value: Any) -> Any:
+    """``await value`` when it is awaitable (a sync lifecycle method returns plain values)."""
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+async def bounded(value: Any, timeout: float | None) -> Any:
+    """:func:`maybe_await` with a time limit in seconds (``None``: none)."""
+    if timeout is None:
+        return await maybe_await(value)
+    return await asyncio.wait_for(maybe_await(value), timeout)
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion from synchronous code and return its result.
+
+    Works with or without a running event loop in the calling thread (inside an
+    ``async`` test the coroutine runs on a private loop in a helper thread).
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        running = False
+    else:
+        running = True
+    if not running:  # outside the except block, so errors carry no misleading context
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="interactions-run-sync")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
+class Transcript:
+    """What happened in one scripted episode."""
+
+    __slots__ = ("final_score", "instance_id", "kwargs", "messages", "results")
+
+    def __init__(self, instance_id: str, kwargs: Mapping[str, Any]) -> None:
+        self.instance_id = instance_id
+        self.kwargs = dict(kwargs)
+        self.messages: list[dict[str, Any]] = []
+        self.results: list[InteractionResult] = []
+        self.final_score: float | None = None
+
+    @property
+    def terminated(self) -> bool:
+        """Whether the interaction ended the episode (rather than the script running out)."""
+        return bool(self.results) and self.results[-1].should_terminate
+
+    @property
+    def turns(self) -> int:
+        return len(self.results)
+
+    @property
+    def scores(self) -> list[float]:
+        """The score of every turn, in order."""
+        return [r.score for r in self.results]
+
+    def __repr__(self) -> str:
+        return (
+            f"<Transcript {self.instance_id!r} turns={self.turns} "
+            f"terminated={self.terminated} final_score={self.final_score!r}>"
+        )
+
+
+class ScriptedSession:
+    """One open session of a :class:`SessionDriver`; created by :meth:`SessionDriver.session`."""
+
+    def __init__(self, interaction: Any, transcript: Transcript, timeout: float | None) -> None:
+        self.interaction = interaction
+        self.transcript = transcript
+        self.timeout = timeout
+
+    @property
+    def instance_id(self) -> str:
+        return self.transcript.instance_id
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation so far (the list passed to ``generate_response``)."""
+        return self.transcript.messages
+
+    @property
+    def terminated(self) -> bool:
+        return self.transcript.terminated
+
+    async def _call(self, awaitable: Awaitable[Any]) -> Any:
+        return await bounded(awaitable, self.timeout)
+
+    async def reply(self, text: Any, **kwargs: Any) -> InteractionResult:
+        """Add an assistant turn with content ``text`` and return the interaction's answer.
+
+        The feedback is appended to :attr:`messages` as a ``user`` turn.
+        """
+        self.messages.append({"role": "assistant", "content": text})
+        raw = await self._call(
+            self.interaction.generate_response(self.instance_id, self.messages, **kwargs)
+        )
+        result = InteractionResult.coerce(raw)
+        self.transcript.results.append(result)
+        self.messages.append({"role": "user", "content": result.content})
+        return result
+
+    async def score(self, **kwargs: Any) -> float:
+        """``calculate_score`` for this session; also recorded as the transcript's final score."""
+        value = await self._call(self.interaction.calculate_score(self.instance_id, **kwargs))
+        self.transcript.final_score = value
+        return value  # type: ignore[no-any-return]
+
+
+class SessionDriver:
+    """Plays scripted conversations against one interaction instance.
+
+    ``timeout`` bounds every lifecycle call in seconds (``None``: no bound), so a
+    hung interaction fails a test instead of hanging it.
+    """
+
+    def __init__(
+        self, interaction: Any, *, prompt: str = DEFAULT_PROMPT, timeout: float | None = 30.0
+    ) -> None:
+        self.interaction = interaction
+        self.prompt = prompt
+        self.timeout = timeout
+
+    @asynccontextmanager
+    async def session(
+        self, instance_id: str | None = None, *, prompt: str | None = None, **kwargs: Any
+    ) -> AsyncIterator[ScriptedSession]:
+        """Open a session with interaction kwargs ``kwargs``; finalize it on exit, always."""
+        iid = await bounded(self.interaction.start_interaction(instance_id, **kwargs), self.timeout)
+        transcript = Transcript(iid, kwargs)
+        transcript.messages.append({"role": "user", "content": prompt or self.prompt})
+        session = ScriptedSession(self.interaction, transcript, self.timeout)
+        try:
+            yield session
+        finally:
+            await session._call(self.interaction.finalize_interaction(iid))
+
+    async def play(
+        self,
+        replies: Iterable[Any],
+        *,
+        instance_id: str | None = None,
+        prompt: str | None = None,
+        **kwargs: Any,
+    ) -> Transcript:
+        """Play one episode: each reply in turn until the interaction terminates.
+
+        Returns the :class:`Transcript`, with ``final_score`` from ``calculate_score``.
+        """
+        async with self.session(instance_id, prompt=prompt, **kwargs) as session:
+            for text in replies:
+                result = await session.reply(text)
+                if result.should_terminate:
+                    break
+            await session.score()
+        return session.transcript
+
+    def play_sync(
+        self,
+        replies: Iterable[Any],
+        *,
+        instance_id: str | None = None,
+        prompt: str | None = None,
+        **kwargs: Any,
+    ) -> Transcript:
+        """:meth:`play` for synchronous tests."""
+        return run_sync(self.play(replies, instance_id=instance_id, prompt=prompt, **kwargs))
