@@ -55,7 +55,9 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("INTERACTIONS_")}
     env.pop("PYTHONPATH", None)
     env.pop("PYTHONSTARTUP", None)
-    env["PYTHONDONTWRITEBYTECODE"] = "0"
+    # Installed code runs from cached bytecode; any value of this variable (even
+    # "0") would make every run recompile what changed since the last install.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(extra)
     return env
 

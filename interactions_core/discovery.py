@@ -31,6 +31,7 @@ __all__ = [
     "PLUGINS_GROUP",
     "POLICIES_GROUP",
     "load_index",
+    "plugin_id",
     "save_hooks",
     "scan",
 ]
@@ -79,6 +80,15 @@ def _record(group: str, ep: object, value_re: re.Pattern[str]) -> dict:
         "path": path,
         "error": error,
     }
+
+
+def plugin_id(record: dict) -> str:
+    """The identity of a hook plugin's record: ``distribution:entry-point-name``.
+
+    The same formula as :func:`interactions_core.plugins.plugin_id`, kept here so
+    that listing (which only reads records) never imports pluggy.
+    """
+    return f"{record['dist']}:{record['name']}"
 
 
 def scan() -> list[dict]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 from . import discovery
 from .errors import (
@@ -33,6 +32,10 @@ from .errors import (
     UnknownInteractionError,
 )
 from .selection import Selection, normalize
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # ``typing`` is not imported at run time: this module is on the warm path
+    from typing import Any
 
 __all__ = [
     "CLASS_PATHS_VAR",
@@ -183,8 +186,7 @@ class Registry:
 
     def _hook_entries(self) -> list[Entry]:
         """Interactions registered by hook plugins: cached, or collected and cached now."""
-        from .plugins import plugin_id
-
+        plugin_id = discovery.plugin_id
         out: list[Entry] = []
         hooks: dict = self.index.setdefault("hooks", {})
         changed = False
@@ -192,9 +194,7 @@ class Registry:
             pid = plugin_id(record)
             cached = hooks.get(pid)
             provides = tuple(n[0] for n in (cached or {}).get("names", []))
-            reason = self.selection.plugin_excluded(
-                (record["name"], record["dist"], pid), provides
-            )
+            reason = self.selection.plugin_excluded((record["name"], record["dist"], pid), provides)
             if cached is None and reason is None:
                 cached = self._collect_hook_names(pid)
                 hooks[pid] = cached
@@ -232,8 +232,7 @@ class Registry:
         """Hook plugins that failed to load or register, as broken entries."""
         self.entries()  # collects (or reads cached) registrations, recording failures
         out = []
-        from .plugins import plugin_id
-
+        plugin_id = discovery.plugin_id
         hooks = self.index.get("hooks", {})
         for record in self._plugin_records():
             pid = plugin_id(record)
@@ -374,6 +373,10 @@ class Registry:
             entry.status, entry.error = "broken", str(exc)
             raise
         entry._cls = klass
+        if entry.path:  # a plugin declaring other core versions gets a clear warning
+            from .compat.versions import warn_if_incompatible
+
+            warn_if_incompatible(entry.distribution, entry.version, entry.path, entry.name)
         return klass
 
     def _import(self, entry: Entry) -> Any:

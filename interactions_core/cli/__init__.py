@@ -10,23 +10,23 @@ they ask for one with ``INTERACTIONS_DEBUG=1``.
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS = ("list", "show", "check", "cache")
+COMMANDS = ("list", "show", "check", "run", "data", "cache")
 
 
 def build_parser() -> argparse.ArgumentParser:
     import argparse
+    import importlib
 
     from .. import __version__
 
@@ -43,6 +43,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _ListArgs:
+    """What argparse would build for ``list`` or ``list --json``."""
+
+    __slots__ = ("check", "command", "json")
+
+    def __init__(self, json: bool) -> None:
+        self.command = "list"
+        self.json = json
+        self.check = False
+
+
+def _fast_list(args: list[str]) -> _ListArgs | None:
+    """The arguments of ``list`` / ``list --json``, or ``None`` for anything else.
+
+    ``interactions list`` is the command users and scripts run most, and argparse
+    (with the ``re``, ``gettext`` and ``shutil`` it imports) costs more than
+    the rest of a warm listing together; so these two exact forms skip it. Every
+    other command line, including abbreviations and ``--help``, goes to argparse.
+    """
+    if args == ["list"]:
+        return _ListArgs(json=False)
+    if args == ["list", "--json"]:
+        return _ListArgs(json=True)
+    return None
+
+
 def _fail(message: str, code: int) -> int:
     sys.stderr.write(f"interactions: error: {message}\n")
     return code
@@ -51,17 +77,23 @@ def _fail(message: str, code: int) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the process exit code."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    fast = _fast_list(args_list)
+    if fast is not None:
+        from .list import run
+
+        return _dispatch(run, fast)
     parser = build_parser()
     args = parser.parse_args(args_list)
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    from ..errors import InteractionsError
+    return _dispatch(args.run, args)
 
+
+def _dispatch(run: Callable[[argparse.Namespace], int], args: object) -> int:
+    """Run a subcommand, turning every failure into a message and an exit code."""
     try:
-        return int(args.run(args) or 0)
-    except InteractionsError as exc:
-        return _fail(str(exc), 1)
+        return int(run(args) or 0)  # type: ignore[arg-type]
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     except BrokenPipeError:
@@ -71,7 +103,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OSError:
             pass
         return 0
-    except Exception as exc:  # a bug, ours or a plugin's: say so, briefly
+    except Exception as exc:
+        from ..errors import InteractionsError  # imported only when something failed
+
+        if isinstance(exc, InteractionsError):
+            return _fail(str(exc), 1)
+        # A bug, ours or a plugin's: say so, briefly.
         if os.environ.get("INTERACTIONS_DEBUG"):
             raise
         return _fail(
