@@ -1,0 +1,130 @@
+"""``interactions data``: list dataset builders, or run one and write its rows."""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    import argparse
+
+    p = sub.add_parser(
+        "data",
+        help="list dataset builders, or build a dataset",
+        description="Without BUILDER, list the dataset builders plugins provide. With one, "
+        "run it and write its rows (verl's sample shape) to --output: JSONL, or parquet with "
+        "pyarrow. Options after BUILDER are the builder's own, written --name value; "
+        "'interactions data BUILDER --help' lists them.",
+    )
+    p.add_argument("builder", metavar="BUILDER", nargs="?", help="the builder to run")
+    p.add_argument("--output", "-o", metavar="FILE", help="where to write the rows")
+    p.add_argument("--format", choices=("jsonl", "parquet"), help="output format (default: suffix)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
+    p.add_argument("--limit", type=int, metavar="N", help="write the first N rows only")
+    p.add_argument("--json", action="store_true", help="list builders as JSON")
+    p.add_argument("options", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    p.set_defaults(run=run)
+
+
+def _split(rest: list[str], args: argparse.Namespace) -> list[str]:
+    """Pick the command's own flags out of what follows BUILDER; return the builder's."""
+    own_value = {"--output": "output", "-o": "output", "--format": "format", "--limit": "limit"}
+    own_flag = {"--overwrite": "overwrite", "--json": "json"}
+    out: list[str] = []
+    i = 0
+    while i < len(rest):
+        token = rest[i]
+        key, eq, value = token.partition("=")
+        if key in own_value:
+            if not eq:
+                if i + 1 >= len(rest):
+                    from ..errors import ConfigError
+
+                    raise ConfigError([f"{key} needs a value"])
+                value = rest[i + 1]
+                i += 1
+            setattr(args, own_value[key], int(value) if key == "--limit" else value)
+        elif token in own_flag:
+            setattr(args, own_flag[token], True)
+        else:
+            out.append(token)
+        i += 1
+    return out
+
+
+def _list(as_json: bool) -> int:
+    from ..runtime.builders import list_builders
+
+    builders = list_builders()
+    if as_json:
+        from ._output import print_json
+
+        print_json([b.as_dict() for b in builders])
+        return 0
+    if not builders:
+        print("No dataset builders installed. Plugins provide them (see docs/run.md).")
+        return 0
+    from ._output import table
+
+    print(
+        table(
+            ("name", "distribution", "description"),
+            [[b.name, b.distribution, b.description] for b in builders],
+        )
+    )
+    return 0
+
+
+def _help(info: object) -> int:
+    import inspect
+
+    from ..runtime.builders import BuilderInfo, builder_options
+
+    assert isinstance(info, BuilderInfo)
+    lines = [f"{info.name}  ({info.plugin})", ""]
+    doc = inspect.getdoc(info.builder)
+    if doc:
+        lines += ["  " + line if line else "" for line in doc.splitlines()] + [""]
+    lines.append("options:")
+    for name, param in builder_options(info.builder).items():
+        default = info.defaults.get(name, param.default)
+        shown = "required" if default is param.empty else f"default {default!r}"
+        lines.append(f"  --{name.replace('_', '-')}  ({shown})")
+    print("\n".join(lines))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    import itertools
+
+    from ..errors import ConfigError, InteractionsError
+    from ..runtime.builders import get_builder, parse_cli_options, run_builder
+    from ..runtime.datasets import refuse_existing, write_rows
+
+    if not args.builder:
+        return _list(args.json)
+    rest = _split(list(args.options or []), args)
+    info = get_builder(args.builder)
+    if "--help" in rest or "-h" in rest:
+        return _help(info)
+    options = parse_cli_options(rest)
+    if not args.output:
+        raise ConfigError(["--output FILE is required (where to write the rows)"])
+    refuse_existing(args.output, args.overwrite)
+    rows = run_builder(info, options)
+    if args.limit is not None:
+        rows = itertools.islice(rows, max(args.limit, 0))
+    try:
+        count = write_rows(rows, args.output, format=args.format, overwrite=args.overwrite)
+    except (ValueError, TypeError, OSError) as exc:
+        if isinstance(exc, InteractionsError):
+            raise
+        raise ConfigError(
+            [f"builder {info.name!r} failed: {exc.__class__.__name__}: {exc}"]
+        ) from exc
+    sys.stderr.write(f"wrote {count} row{'s' if count != 1 else ''} to {args.output}\n")
+    return 0

@@ -1,0 +1,342 @@
+"""``interactions run``: play episodes of a dataset and print a summary.
+
+See ``docs/run.md`` for the reference and worked examples.
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any, TextIO
+
+
+def _positive_int(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    return value
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="play episodes of a dataset between a policy and interactions",
+        description="Play one episode per sample of a dataset: a policy (the model side) "
+        "replies, the sample's interaction (chosen by interaction_kwargs.name) judges each "
+        "turn, until it terminates, a turn limit is reached or the policy has nothing more "
+        "to say. Prints a summary; exits 1 when any episode errored, 130 when interrupted.",
+    )
+    p.add_argument(
+        "config",
+        metavar="CONFIG",
+        nargs="?",
+        help="interactions config (YAML); without one, every episode is single-turn",
+    )
+    p.add_argument("--data", metavar="FILE", help="samples: JSONL, or parquet with pyarrow")
+    p.add_argument("--format", choices=("jsonl", "parquet"), help="data format (default: suffix)")
+    p.add_argument(
+        "--policy",
+        default="replay",
+        metavar="NAME",
+        help="replay (default), openai, human, or a plugin's policy",
+    )
+    p.add_argument(
+        "-p",
+        "--policy-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a policy option (repeatable); VALUE is read as JSON when it parses, else as text",
+    )
+    p.add_argument("--model", help="shortcut for --policy-option model=NAME (openai)")
+    p.add_argument("--base-url", help="shortcut for --policy-option base_url=URL (openai)")
+    p.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        default=16,
+        metavar="N",
+        help="episodes in flight (default 16)",
+    )
+    p.add_argument("--max-assistant-turns", type=_positive_int, metavar="N", help="turn limit")
+    p.add_argument(
+        "--max-user-turns", type=_positive_int, metavar="N", help="feedback message limit"
+    )
+    p.add_argument(
+        "--timeout",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="bound on each interaction call; a timeout is an error for that episode only",
+    )
+    p.add_argument(
+        "--default-interaction",
+        metavar="NAME",
+        help="interaction for samples whose interaction_kwargs has no name (overrides "
+        "the config's 'default:')",
+    )
+    p.add_argument("--output", metavar="FILE", help="write one JSON record per episode")
+    p.add_argument("--trace", metavar="FILE", help="write a JSONL trace of every session event")
+    p.add_argument(
+        "--overwrite", action="store_true", help="replace an existing --output/--trace file"
+    )
+    p.add_argument(
+        "--strict", action="store_true", help="stop at the first bad row instead of skipping it"
+    )
+    p.add_argument("--limit", type=_positive_int, metavar="N", help="run the first N samples only")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    p.add_argument(
+        "--list-policies", action="store_true", help="list the available policies and exit"
+    )
+    p.set_defaults(run=run)
+
+
+class Progress:
+    """A one-line progress bar on a terminal stream, redrawn at most 10 times a second."""
+
+    def __init__(self, stream: TextIO, total: int | None) -> None:
+        import time
+
+        self.stream = stream
+        self.total = total
+        self.clock = time.monotonic
+        self.started = self.clock()
+        self.next_draw = 0.0
+
+    def update(self, done: int, errors: int, force: bool = False) -> None:
+        now = self.clock()
+        if not force and now < self.next_draw:
+            return
+        self.next_draw = now + 0.1
+        elapsed = max(now - self.started, 1e-9)
+        rate = done / elapsed
+        if self.total:
+            frac = min(done / self.total, 1.0)
+            filled = int(frac * 24)
+            bar = f"[{'#' * filled}{'.' * (24 - filled)}] {done}/{self.total}"
+        else:
+            bar = f"{done} episodes"
+        self.stream.write(f"\r{bar}  {rate:,.0f}/s  errors {errors}\x1b[K")
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("\r\x1b[K")
+        self.stream.flush()
+
+
+def _policy_options(args: argparse.Namespace) -> dict[str, Any]:
+    import json
+
+    from ..errors import ConfigError
+
+    options: dict[str, Any] = {}
+    for item in args.policy_option:
+        key, eq, text = item.partition("=")
+        if not eq or not key.strip():
+            raise ConfigError([f"--policy-option {item!r}: expected KEY=VALUE"])
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = text
+        options[key.strip()] = value
+    if args.model is not None:
+        options["model"] = args.model
+    if args.base_url is not None:
+        options["base_url"] = args.base_url
+    return options
+
+
+def _list_policies(as_json: bool) -> int:
+    from ..registry import get_registry
+    from ..runtime.policies import list_policies
+
+    rows = [p.as_dict() for p in list_policies(get_registry())]
+    if as_json:
+        from ._output import print_json
+
+        print_json(rows)
+        return 0
+    from ._output import table
+
+    headers = ("name", "distribution", "kind", "target", "status")
+    print(table(headers, [[str(r[h] or "") for h in headers] for r in rows]))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from ..errors import ConfigError
+    from ..registry import get_registry
+    from ..runtime.datasets import LineWriter, SampleReader, refuse_existing
+    from ..runtime.episode import interaction_kwargs_of
+    from ..runtime.policies import create_policy, get_policy_class
+    from ..runtime.runner import Runner
+    from ..runtime.trace import tracing
+
+    if args.list_policies:
+        return _list_policies(args.json)
+    if not args.data:
+        raise ConfigError(["--data FILE is required (the samples to run)"])
+    reader = SampleReader(args.data, strict=args.strict, limit=args.limit, format=args.format)
+    for path in (args.output, args.trace):
+        if path:
+            refuse_existing(path, args.overwrite)
+    registry = get_registry()
+    interactions: dict[str, Any] | None = None
+    default = None
+    if args.config:
+        from ..loader import load_config
+
+        loaded = load_config(args.config, registry=registry, default=args.default_interaction)
+        default = loaded.default
+        interactions = loaded.instantiate()
+    elif args.default_interaction:
+        raise ConfigError(
+            ["--default-interaction needs a CONFIG naming the interactions to choose from"]
+        )
+    policy_cls = get_policy_class(args.policy, registry)
+    policy = create_policy(policy_cls, _policy_options(args), name=args.policy)
+
+    unrouted = [0]
+
+    def samples() -> Any:
+        for sample in reader:
+            if interaction_kwargs_of(sample) is not None:
+                unrouted[0] += 1
+            yield sample
+
+    show_progress = (
+        not args.no_progress and not getattr(policy, "interactive", False) and sys.stderr.isatty()
+    )
+    progress = None
+    if show_progress:
+        total = reader.count()
+        progress = Progress(sys.stderr, min(total, args.limit) if args.limit else total)
+
+    output = LineWriter(args.output, overwrite=args.overwrite) if args.output else None
+    interrupted = [False]
+
+    async def main() -> Any:
+        import signal
+
+        with _maybe_tracing(tracing, registry, args) as _trace:
+            runner = Runner(
+                policy,
+                interactions,
+                concurrency=args.concurrency,
+                default=default,
+                max_assistant_turns=args.max_assistant_turns,
+                max_user_turns=args.max_user_turns,
+                timeout=args.timeout,
+                registry=registry,
+            )
+            loop = asyncio.get_running_loop()
+
+            def on_sigint() -> None:
+                interrupted[0] = True
+                runner.cancel()
+                try:  # a second Ctrl-C stops at once
+                    loop.remove_signal_handler(signal.SIGINT)
+                except (NotImplementedError, RuntimeError):
+                    pass
+
+            try:
+                loop.add_signal_handler(signal.SIGINT, on_sigint)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass  # not on this platform or thread: Ctrl-C raises KeyboardInterrupt
+
+            done = [0, 0]
+
+            def on_record(record: Any) -> None:
+                if output is not None:
+                    output.write(record.to_dict())
+                done[0] += 1
+                done[1] += bool(record.errors)
+                if progress is not None:
+                    progress.update(done[0], done[1])
+
+            try:
+                source = samples() if interactions is None else reader
+                return await runner.run(source, on_record=on_record), runner.open_sessions
+            finally:
+                try:
+                    loop.remove_signal_handler(signal.SIGINT)
+                except (NotImplementedError, RuntimeError, ValueError):
+                    pass
+                aclose = getattr(policy, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+
+    try:
+        summary, still_open = asyncio.run(main())
+    finally:
+        if progress is not None:
+            progress.close()
+        if output is not None:
+            output.close()
+    summary.skipped_rows = reader.skipped
+    if args.json:
+        from ._output import print_json
+
+        print_json(summary.as_dict())
+    else:
+        print(summary.format())
+    err = sys.stderr
+    if reader.bad_rows:
+        err.write(f"skipped {reader.skipped} bad row{'s' if reader.skipped != 1 else ''}:\n")
+        for bad in reader.bad_rows[:10]:
+            err.write(f"  {bad}\n")
+        if reader.skipped > 10:
+            err.write(f"  ... and {reader.skipped - 10} more\n")
+    if interactions is None and unrouted[0]:
+        err.write(
+            f"note: no CONFIG was given, so {unrouted[0]} sample(s) with interaction_kwargs "
+            "ran as single-turn episodes without their interaction\n"
+        )
+    if summary.interrupted or interrupted[0]:
+        where = f"; {summary.episodes} records are in {args.output}" if args.output else ""
+        err.write(
+            f"interactions: interrupted after {summary.episodes} episode(s); open sessions "
+            f"finalized ({still_open} left open){where}\n"
+        )
+        return 130
+    if summary.errors:
+        err.write(
+            f"interactions: {summary.errors} of {summary.episodes} episode(s) errored"
+            + (f" (records with 'errors' in {args.output})" if args.output else "")
+            + ":\n"
+        )
+        for example in summary.error_examples:
+            err.write(
+                f"  sample {example['sample_id']!r}: {example['where']}: {example['message']}\n"
+            )
+        return 1
+    return 0
+
+
+def _maybe_tracing(tracing: Any, registry: Any, args: argparse.Namespace) -> Any:
+    import contextlib
+
+    if not args.trace:
+        return contextlib.nullcontext()
+    return tracing(registry, args.trace, overwrite=args.overwrite)

@@ -1,0 +1,60 @@
+"""The episode runtime: play multi-turn episodes between a policy and interactions.
+
+One concept per module:
+
+* :mod:`.session` — :class:`Session`, one interaction lifecycle that always finalizes;
+* :mod:`.episode` — :class:`EpisodeLoop` (verl's multi-turn semantics) and
+  :class:`EpisodeRecord`;
+* :mod:`.runner` — :class:`Runner` / :func:`run_episodes`: concurrency,
+  cancellation, :class:`RunSummary`;
+* :mod:`.datasets` — reading samples (JSONL, parquet), bad rows, whole-line writers;
+* :mod:`.trace` — the JSONL trace writer, an observer-hook plugin;
+* :mod:`.policies` — the model side: ``replay``, ``openai``, ``human``, plugins;
+* :mod:`.builders` — dataset builders contributed by plugins.
+
+Example::
+
+    import asyncio
+    from interactions_core import load_config
+    from interactions_core.runtime import ReplayPolicy, SampleReader, run_episodes
+
+    interactions = load_config("examples/config.yaml").instantiate()
+    summary = asyncio.run(
+        run_episodes(SampleReader("examples/gsm8k_demo.jsonl"), ReplayPolicy(), interactions)
+    )
+    print(summary.format())
+"""
+
+from __future__ import annotations
+
+from .datasets import LineWriter, SampleReader, write_rows
+from .episode import END_REASONS, EpisodeLoop, EpisodeRecord, Observers
+from .errors import DatasetError, InteractionCallError, PolicyError, SampleError
+from .policies import Policy, create_policy, get_policy_class, list_policies
+from .policies.replay import ReplayPolicy
+from .runner import Runner, RunSummary, run_episodes
+from .session import Session, SessionTracker
+
+__all__ = [
+    "END_REASONS",
+    "DatasetError",
+    "EpisodeLoop",
+    "EpisodeRecord",
+    "InteractionCallError",
+    "LineWriter",
+    "Observers",
+    "Policy",
+    "PolicyError",
+    "ReplayPolicy",
+    "RunSummary",
+    "Runner",
+    "SampleError",
+    "SampleReader",
+    "Session",
+    "SessionTracker",
+    "create_policy",
+    "get_policy_class",
+    "list_policies",
+    "run_episodes",
+    "write_rows",
+]

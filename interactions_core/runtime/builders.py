@@ -1,0 +1,240 @@
+"""Dataset builders: plugins that prepare the rows their interactions expect.
+
+The contract (see ``docs/run.md``, "Dataset builders"):
+
+* A hook plugin (entry-point group ``interactions_core.plugins``) implements::
+
+      @hookimpl
+      def register_dataset_builders(register):
+          register("gsm8k", build_gsm8k, description="GSM8K -> verl multi-turn rows")
+
+  ``register(name, builder, *, defaults=None, description=None)`` — ``name`` is
+  the builder's name on the command line, ``builder`` a callable, ``defaults``
+  option values applied before the user's, ``description`` a one-line summary
+  (else the first line of the builder's docstring).
+
+* The builder is called with keyword arguments only, ``builder(**options)``, and
+  returns an iterable of rows (mappings) in the sample shape (``prompt``,
+  ``extra_info.interaction_kwargs`` or ``interaction_kwargs``, other fields).
+  Its keyword parameters are its options: ``interactions data NAME --input x
+  --with-responses`` calls ``builder(input="x", with_responses=True)``. Values
+  arrive as strings, converted to ``int``/``float``/``bool`` when the
+  parameter's default has that type; a flag without a value is ``True``; a
+  repeated option gives a list. Raise ``ValueError`` (or any
+  ``InteractionsError``) with a helpful message for a bad option.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..errors import ConfigError, ConflictError, PluginLoadError, UnknownInteractionError
+
+__all__ = [
+    "BuilderInfo",
+    "builder_options",
+    "get_builder",
+    "list_builders",
+    "parse_cli_options",
+    "run_builder",
+]
+
+
+class BuilderInfo:
+    """A dataset builder registered by a hook plugin."""
+
+    __slots__ = ("builder", "defaults", "description", "distribution", "name", "plugin")
+
+    def __init__(
+        self,
+        name: str,
+        builder: Any,
+        plugin: str,
+        defaults: Mapping[str, Any] | None = None,
+        description: str | None = None,
+    ) -> None:
+        self.name = name
+        self.builder = builder
+        self.plugin = plugin
+        self.distribution = plugin.split(":", 1)[0]
+        self.defaults = dict(defaults or {})
+        doc = inspect.getdoc(builder) or ""
+        self.description = description or (doc.splitlines()[0] if doc else "")
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.distribution}:{self.name}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "plugin": self.plugin,
+            "description": self.description,
+            "options": {
+                name: (None if p.default is p.empty else p.default)
+                for name, p in builder_options(self.builder).items()
+            },
+        }
+
+
+def list_builders(registry: Any = None) -> list[BuilderInfo]:
+    """Every registered builder, sorted by name (hook plugins are imported)."""
+    from ..registry import get_registry
+
+    registry = registry if registry is not None else get_registry()
+    host = registry.plugin_host
+    out = []
+    for pid, registrations in host.collect("register_dataset_builders").items():
+        for reg in registrations:
+            if not callable(reg.obj):
+                host.errors[pid] = TypeError(f"dataset builder {reg.name!r} is not callable")
+                continue
+            out.append(BuilderInfo(reg.name, reg.obj, pid, reg.defaults, reg.description))
+    out.sort(key=lambda b: (b.name, b.distribution))
+    return out
+
+
+def get_builder(name: str, registry: Any = None) -> BuilderInfo:
+    """The builder called ``name`` (or ``distribution:name``)."""
+    from ..registry import get_registry
+    from ..selection import normalize
+
+    registry = registry if registry is not None else get_registry()
+    builders = list_builders(registry)
+    matches = [b for b in builders if b.name == name]
+    if not matches and ":" in name:
+        dist, _, short = name.partition(":")
+        matches = [
+            b for b in builders if b.name == short and normalize(b.distribution) == normalize(dist)
+        ]
+    if not matches:
+        known = sorted({b.name for b in builders})
+        close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        broken = registry.plugin_host.errors
+        note = (
+            f" ({len(broken)} hook plugin(s) failed to load: "
+            + "; ".join(f"{pid}: {exc}" for pid, exc in broken.items())
+            + ")"
+            if broken
+            else ""
+        )
+        shown = ", ".join(known) if known else "none installed"
+        raise UnknownInteractionError(
+            f"unknown dataset builder {name!r}{hint} Available: {shown}.{note}"
+        )
+    if len({b.distribution for b in matches}) > 1:
+        claims = " and ".join(b.qualified for b in matches)
+        raise ConflictError(
+            f"dataset builder {name!r} is registered by {claims}; use a qualified name"
+        )
+    return matches[0]
+
+
+def builder_options(builder: Any) -> dict[str, inspect.Parameter]:
+    """The builder's options: its keyword parameters."""
+    try:
+        params = inspect.signature(builder).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {n: p for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+
+
+def _convert(name: str, value: Any, param: inspect.Parameter | None) -> Any:
+    if param is None or param.default is param.empty or param.default is None:
+        return value
+    if isinstance(value, list):
+        return [_convert(name, v, param) for v in value]
+    kind = type(param.default)
+    if not isinstance(value, str) or kind is str:
+        return value
+    try:
+        if kind is bool:
+            lowered = value.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(value)
+        if kind in (int, float):
+            return kind(value)
+    except ValueError:
+        raise ConfigError(
+            [f"option --{name.replace('_', '-')}: {value!r} is not a valid {kind.__name__}"]
+        ) from None
+    return value
+
+
+def parse_cli_options(args: list[str]) -> dict[str, Any]:
+    """Parse builder options written ``--name value``.
+
+    ``["--input", "x", "--flag", "--k", "a", "--k", "b"]`` gives
+    ``{"input": "x", "flag": True, "k": ["a", "b"]}``; ``--key=value`` works too.
+    """
+    out: dict[str, Any] = {}
+    i = 0
+    while i < len(args):
+        token = args[i]
+        if not token.startswith("--") or token == "--":
+            raise ConfigError(
+                [f"unexpected argument {token!r}: builder options are written --name value"]
+            )
+        key, eq, value = token[2:].partition("=")
+        key = key.replace("-", "_")
+        if not eq:
+            if i + 1 < len(args) and not args[i + 1].startswith("--"):
+                value = args[i + 1]
+                i += 1
+            else:
+                value = True  # type: ignore[assignment]
+        if key in out:
+            previous = out[key]
+            out[key] = [*previous, value] if isinstance(previous, list) else [previous, value]
+        else:
+            out[key] = value
+        i += 1
+    return out
+
+
+def run_builder(info: BuilderInfo, options: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
+    """Call the builder with ``defaults`` then ``options``; check the options first."""
+    accepted = builder_options(info.builder)
+    takes_any = False
+    try:
+        takes_any = any(
+            p.kind == p.VAR_KEYWORD for p in inspect.signature(info.builder).parameters.values()
+        )
+    except (TypeError, ValueError):
+        takes_any = True
+    problems = []
+    if not takes_any:
+        for key in options:
+            if key not in accepted:
+                close = difflib.get_close_matches(key, list(accepted), n=1)
+                hint = f"; did you mean --{close[0].replace('_', '-')}?" if close else ""
+                known = ", ".join("--" + k.replace("_", "-") for k in accepted) or "none"
+                problems.append(
+                    f"builder {info.name!r}: unknown option --{key.replace('_', '-')}{hint} "
+                    f"(options: {known})"
+                )
+    merged = {**info.defaults, **options}
+    for key, p in accepted.items():
+        if p.default is p.empty and key not in merged:
+            problems.append(f"builder {info.name!r}: option --{key.replace('_', '-')} is required")
+    if problems:
+        raise ConfigError(problems)
+    merged = {k: _convert(k, v, accepted.get(k)) for k, v in merged.items()}
+    try:
+        rows = info.builder(**merged)
+    except (ValueError, TypeError, OSError) as exc:
+        raise ConfigError([f"builder {info.name!r} failed: {exc}"]) from exc
+    if not isinstance(rows, Iterable) or isinstance(rows, (str, bytes, Mapping)):
+        raise PluginLoadError(
+            f"builder {info.qualified} returned {type(rows).__name__}; it must return an "
+            "iterable of rows (mappings)"
+        )
+    return rows

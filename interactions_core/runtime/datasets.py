@@ -1,0 +1,343 @@
+"""Datasets: reading samples, reporting bad rows, writing records whole lines at a time.
+
+Samples are rows in verl's shape::
+
+    {"prompt": [{"role": "user", "content": "..."}],
+     "extra_info": {"interaction_kwargs": {"name": "gsm8k", "ground_truth": "72"}},
+     "responses": ["...", "..."]}          # any fields a policy needs
+
+A top-level ``interaction_kwargs`` works too. Files are JSONL (``.jsonl``,
+``.json``, ``.ndjson``) or verl's parquet (``.parquet``; needs pyarrow, the
+``parquet`` extra). :class:`SampleReader` streams rows one at a time, so a run's
+memory does not grow with the file.
+
+A bad row (invalid JSON, not an object, a missing or malformed ``prompt``,
+``interaction_kwargs`` that is not an object) is reported with its line number
+(row number for parquet). By default it is skipped and counted; with
+``strict=True`` the first one raises :class:`~interactions_core.runtime.errors.DatasetError`.
+
+:class:`LineWriter` writes JSON lines for records and traces: a line is only
+ever written whole (lines are buffered and handed to the OS in complete
+batches, at least once a second), so a crash never leaves half a line, and an
+existing file is never overwritten unless asked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from .errors import DatasetError
+
+__all__ = [
+    "BadRow",
+    "LineWriter",
+    "SampleReader",
+    "check_row",
+    "data_format",
+    "refuse_existing",
+    "write_rows",
+]
+
+JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+PARQUET_HINT = "reading and writing parquet needs pyarrow: pip install 'interactions-core[parquet]'"
+
+
+def data_format(path: str | os.PathLike[str], format: str | None = None) -> str:
+    """``"jsonl"`` or ``"parquet"``, from ``format`` or the file's suffix."""
+    if format is not None:
+        if format not in ("jsonl", "parquet"):
+            raise DatasetError(f"unknown data format {format!r}; use 'jsonl' or 'parquet'")
+        return format
+    name = os.fspath(path).lower()
+    if name.endswith(JSONL_SUFFIXES):
+        return "jsonl"
+    if name.endswith(PARQUET_SUFFIXES):
+        return "parquet"
+    raise DatasetError(
+        f"{os.fspath(path)}: cannot tell the format from the file name; name it .jsonl or "
+        ".parquet (or pass --format)"
+    )
+
+
+def _import_parquet() -> Any:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise DatasetError(PARQUET_HINT) from None
+    return pq
+
+
+def check_row(row: Any) -> str | None:
+    """Why ``row`` is not a usable sample, or ``None`` when it is."""
+    if not isinstance(row, Mapping):
+        return f"a row must be a JSON object, not {type(row).__name__}"
+    prompt = row.get("prompt")
+    if prompt is None:
+        return "missing 'prompt' (a list of chat messages)"
+    if not isinstance(prompt, list) or not prompt:
+        return "'prompt' must be a non-empty list of chat messages"
+    for i, message in enumerate(prompt):
+        if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+            return f"prompt[{i}] must be an object with a string 'role'"
+    extra = row.get("extra_info")
+    if extra is not None and not isinstance(extra, Mapping):
+        return "'extra_info' must be an object"
+    for where, kwargs in (
+        ("extra_info.interaction_kwargs", extra.get("interaction_kwargs") if extra else None),
+        ("interaction_kwargs", row.get("interaction_kwargs")),
+    ):
+        if kwargs is not None and not isinstance(kwargs, Mapping):
+            return f"'{where}' must be an object"
+    return None
+
+
+class BadRow:
+    """A row that could not be used: where it is and why."""
+
+    __slots__ = ("line", "path", "reason")
+
+    def __init__(self, path: str, line: int, reason: str) -> None:
+        self.path = path
+        self.line = line
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "reason": self.reason}
+
+
+class SampleReader:
+    """Stream the valid samples of a JSONL or parquet file.
+
+    Iterate it (once). ``skipped`` counts bad rows; ``bad_rows`` keeps the first
+    ``max_examples`` of them. ``strict=True`` raises at the first bad row;
+    ``limit`` stops after that many valid samples.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        strict: bool = False,
+        limit: int | None = None,
+        format: str | None = None,
+        max_examples: int = 20,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.format = data_format(self.path, format)
+        self.strict = strict
+        self.limit = limit
+        self.max_examples = max_examples
+        self.skipped = 0
+        self.rows = 0
+        self.bad_rows: list[BadRow] = []
+        if self.format == "parquet":
+            _import_parquet()
+        if not os.path.isfile(self.path):
+            raise DatasetError(f"data file not found: {self.path}")
+
+    def _bad(self, line: int, reason: str) -> None:
+        bad = BadRow(self.path, line, reason)
+        if self.strict:
+            raise DatasetError(f"{bad} (bad row; run without --strict to skip bad rows)")
+        self.skipped += 1
+        if len(self.bad_rows) < self.max_examples:
+            self.bad_rows.append(bad)
+
+    def count(self) -> int:
+        """The number of rows in the file (lines with content, for JSONL), cheaply."""
+        if self.format == "parquet":
+            return int(_import_parquet().ParquetFile(self.path).metadata.num_rows)
+        count = 0
+        last = b"\n"
+        with open(self.path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                count += chunk.count(b"\n")
+                last = chunk[-1:]
+        return count + (last != b"\n")
+
+    def _raw_rows(self) -> Iterator[tuple[int, Any]]:
+        if self.format == "parquet":
+            pq = _import_parquet()
+            number = 0
+            for batch in pq.ParquetFile(self.path).iter_batches(batch_size=512):
+                for row in batch.to_pylist():
+                    number += 1
+                    yield number, row
+            return
+        with open(self.path, "rb") as f:
+            for number, raw in enumerate(f, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    row = json.loads(raw)
+                except UnicodeDecodeError as exc:
+                    self._bad(number, f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+                    continue
+                except ValueError as exc:
+                    self._bad(number, f"invalid JSON: {exc}")
+                    continue
+                yield number, row
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        limit = self.limit
+        for number, row in self._raw_rows():
+            problem = check_row(row)
+            if problem is not None:
+                self._bad(number, problem)
+                continue
+            if limit is not None and self.rows >= limit:
+                return
+            self.rows += 1
+            yield row
+
+
+def refuse_existing(
+    path: str | os.PathLike[str], overwrite: bool, flag: str = "--overwrite"
+) -> None:
+    """Raise :class:`DatasetError` when ``path`` exists and ``overwrite`` is false."""
+    if not overwrite and os.path.exists(path):
+        raise DatasetError(
+            f"{os.fspath(path)} already exists; refusing to overwrite it "
+            f"(choose another file, or pass {flag})"
+        )
+
+
+class LineWriter:
+    """Append JSON lines to a new file, whole lines only; see the module docstring.
+
+    The file is created when the writer is (``overwrite=False``: it must not
+    exist). ``flush_bytes`` and ``flush_seconds`` bound what a crash can lose.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        overwrite: bool = False,
+        flush_bytes: int = 1 << 20,
+        flush_seconds: float = 1.0,
+    ) -> None:
+        self.path = os.fspath(path)
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
+        try:
+            self._fd: int | None = os.open(self.path, flags, 0o644)
+        except FileExistsError:
+            refuse_existing(self.path, False)
+            raise
+        except OSError as exc:
+            raise DatasetError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+        self._buffer: list[bytes] = []
+        self._size = 0
+        self._flush_bytes = flush_bytes
+        self._flush_seconds = flush_seconds
+        self._last_flush = time.monotonic()
+        self.lines = 0
+
+    def write(self, obj: Any) -> None:
+        """Queue one JSON line (flushed when the buffer or the clock says so)."""
+        line = (json.dumps(obj, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        self._buffer.append(line)
+        self._size += len(line)
+        self.lines += 1
+        if self._size >= self._flush_bytes or (
+            time.monotonic() - self._last_flush >= self._flush_seconds
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand every queued line to the OS (complete lines only)."""
+        if self._fd is None or not self._buffer:
+            return
+        data = memoryview(b"".join(self._buffer))
+        self._buffer.clear()
+        self._size = 0
+        while data:
+            written = os.write(self._fd, data)
+            data = data[written:]
+        self._last_flush = time.monotonic()
+
+    def close(self) -> None:
+        """Flush and close (idempotent)."""
+        if self._fd is None:
+            return
+        try:
+            self.flush()
+        finally:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> LineWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def write_rows(
+    rows: Iterable[Mapping[str, Any]],
+    path: str | os.PathLike[str],
+    *,
+    format: str | None = None,
+    overwrite: bool = False,
+    strict: bool = True,
+) -> int:
+    """Write sample rows as JSONL or parquet; return how many were written.
+
+    Every row is checked with :func:`check_row` (``strict``: the first bad one
+    raises :class:`DatasetError` naming its position). The file is written under
+    a temporary name and moved into place when complete, so a failing builder
+    never leaves a partial file.
+    """
+    fmt = data_format(path, format)
+    refuse_existing(path, overwrite)
+
+    def checked() -> Iterator[Mapping[str, Any]]:
+        for number, row in enumerate(rows, start=1):
+            problem = check_row(row) if strict else None
+            if problem is not None:
+                raise DatasetError(f"row {number} produced by the builder is invalid: {problem}")
+            yield row
+
+    tmp = f"{os.fspath(path)}.tmp-{os.getpid()}"
+    try:
+        if fmt == "jsonl":
+            count = 0
+            with LineWriter(tmp, overwrite=True) as writer:
+                for row in checked():
+                    writer.write(row)
+                    count += 1
+        else:
+            pq = _import_parquet()
+            import pyarrow as pa
+
+            table = pa.Table.from_pylist([dict(r) for r in checked()])
+            pq.write_table(table, tmp)
+            count = int(table.num_rows)
+        _publish(tmp, os.fspath(path), overwrite)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return count
+
+
+def _publish(tmp: str, path: str, overwrite: bool) -> None:
+    """Move the finished ``tmp`` to ``path`` atomically (never clobbering unless asked)."""
+    if overwrite:
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path)  # atomic, and fails if ``path`` appeared meanwhile
+    except FileExistsError:
+        refuse_existing(path, False)
+        raise
+    except OSError:  # no hard links on this file system
+        refuse_existing(path, False)
+        os.replace(tmp, path)

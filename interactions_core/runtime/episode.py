@@ -1,0 +1,473 @@
+"""The episode loop: one sample, one policy, at most one interaction.
+
+verl's multi-turn semantics, precisely (see ``docs/episodes.md``):
+
+1. The sample picks its interaction by ``interaction_kwargs["name"]``
+   (``extra_info.interaction_kwargs``, verl's location, or a top-level
+   ``interaction_kwargs``). No ``interaction_kwargs``: no interaction, a
+   single-turn episode. No ``name``: the run's default interaction, else an error.
+2. A session starts with a fresh, unique ``instance_id``:
+   ``start_interaction(instance_id, **interaction_kwargs)``.
+3. ``messages`` starts as a copy of the sample's ``prompt``. Each turn: the
+   policy's reply is appended as ``{"role": "assistant", "content": reply}``;
+   ``generate_response(instance_id, messages, **interaction_kwargs)`` sees the
+   whole list; its score is recorded; unless the episode ends here, its feedback
+   is appended as ``{"role": "user", "content": feedback}``.
+4. The episode ends, checked in this order after each judged turn, when the
+   interaction says terminate (``terminated``), when ``max_assistant_turns``
+   assistant turns were judged (``max_assistant_turns``), when
+   ``max_user_turns`` feedback messages were already appended
+   (``max_user_turns``); and before a turn when the policy returns ``None``
+   (``exhausted``). Without an interaction the first reply ends it
+   (``single_turn``). Any failure ends it as ``error``.
+5. ``calculate_score(instance_id, **interaction_kwargs)`` gives the final score;
+   ``finalize_interaction(instance_id)`` runs on every path, including errors,
+   timeouts and cancellation.
+
+The per-turn path calls the policy and the interaction directly: no pluggy, no
+wrapper coroutine, no per-turn allocation beyond the two messages appended and
+the score; a result that is already an ``InteractionResult`` is used as is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..result import InteractionResult
+from .errors import InteractionCallError, PolicyError, SampleError
+from .session import Session, SessionTracker, call_error
+
+__all__ = [
+    "END_REASONS",
+    "EpisodeLoop",
+    "EpisodeRecord",
+    "Observers",
+    "interaction_kwargs_of",
+]
+
+TERMINATED = "terminated"
+MAX_ASSISTANT_TURNS = "max_assistant_turns"
+MAX_USER_TURNS = "max_user_turns"
+EXHAUSTED = "exhausted"
+SINGLE_TURN = "single_turn"
+ERROR = "error"
+CANCELLED = "cancelled"
+#: Why an episode can end.
+END_REASONS = (
+    TERMINATED,
+    MAX_ASSISTANT_TURNS,
+    MAX_USER_TURNS,
+    EXHAUSTED,
+    SINGLE_TURN,
+    ERROR,
+    CANCELLED,
+)
+
+_coerce = InteractionResult.coerce
+
+
+class EpisodeRecord:
+    """What happened in one episode. ``to_dict()`` is the JSONL record."""
+
+    __slots__ = (
+        "duration_s",
+        "end_reason",
+        "errors",
+        "final_score",
+        "index",
+        "instance_id",
+        "interaction",
+        "messages",
+        "sample_id",
+        "scores",
+        "started_at",
+        "turns",
+        "user_turns",
+    )
+
+    def __init__(self, index: int, sample_id: Any) -> None:
+        self.index = index
+        self.sample_id = sample_id
+        self.interaction: str | None = None
+        self.instance_id: str | None = None
+        self.messages: list[dict[str, Any]] = []
+        self.scores: list[float] = []
+        self.turns = 0
+        self.user_turns = 0
+        self.end_reason = ERROR
+        self.final_score: float | None = None
+        self.errors: list[dict[str, Any]] = []
+        self.started_at = 0.0
+        self.duration_s = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when the episode ran without any error."""
+        return not self.errors
+
+    def add_error(
+        self,
+        where: str,
+        exc: BaseException,
+    ) -> None:
+        """Record ``exc``, raised in ``where`` (a lifecycle method, ``policy.reply``, ...)."""
+        entry: dict[str, Any] = {
+            "where": where,
+            "interaction": self.interaction,
+            "instance_id": self.instance_id,
+            "type": exc.__class__.__name__,
+            "message": str(exc),
+        }
+        if isinstance(exc, InteractionCallError):
+            entry["where"] = exc.method
+            cause = exc.__cause__
+            if cause is not None:
+                entry["type"] = cause.__class__.__name__
+        self.errors.append(entry)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "sample_id": self.sample_id,
+            "interaction": self.interaction,
+            "instance_id": self.instance_id,
+            "end_reason": self.end_reason,
+            "turns": self.turns,
+            "user_turns": self.user_turns,
+            "scores": self.scores,
+            "final_score": self.final_score,
+            "errors": self.errors,
+            "started_at": self.started_at,
+            "duration_s": self.duration_s,
+            "messages": self.messages,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"<EpisodeRecord {self.index} {self.interaction!r} {self.end_reason} "
+            f"turns={self.turns} final_score={self.final_score!r}>"
+        )
+
+
+class Observers:
+    """The observer hook callers of a run, looked up once (``None``: not implemented)."""
+
+    __slots__ = ("on_session_end", "on_session_start", "on_turn")
+
+    def __init__(
+        self,
+        on_session_start: Callable[..., Any] | None = None,
+        on_turn: Callable[..., Any] | None = None,
+        on_session_end: Callable[..., Any] | None = None,
+    ) -> None:
+        self.on_session_start = on_session_start
+        self.on_turn = on_turn
+        self.on_session_end = on_session_end
+
+    @classmethod
+    def from_registry(cls, registry: Any) -> Observers:
+        """Ask the registry's plugin host for each observer hook, once."""
+        host = registry.plugin_host
+        return cls(
+            host.observer("on_session_start"),
+            host.observer("on_turn"),
+            host.observer("on_session_end"),
+        )
+
+    def __bool__(self) -> bool:
+        return any((self.on_session_start, self.on_turn, self.on_session_end))
+
+
+def interaction_kwargs_of(sample: Mapping[str, Any]) -> Any:
+    """The sample's ``interaction_kwargs``: ``extra_info``'s (verl) or the top-level one."""
+    extra = sample.get("extra_info")
+    if isinstance(extra, Mapping):
+        kwargs = extra.get("interaction_kwargs")
+        if kwargs is not None:
+            return kwargs
+    return sample.get("interaction_kwargs")
+
+
+def sample_id_of(sample: Mapping[str, Any], index: int) -> Any:
+    """``id`` of the row, else ``extra_info.index`` (verl's), else the row's position."""
+    value = sample.get("id")
+    if value is None:
+        extra = sample.get("extra_info")
+        if isinstance(extra, Mapping):
+            value = extra.get("index")
+    return index if value is None else value
+
+
+def _positive(name: str, value: int | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer or None, not {value!r}")
+    return value
+
+
+class EpisodeLoop:
+    """Plays episodes; one loop serves a whole run (it holds no per-episode state).
+
+    ``interactions`` maps names to instances (``None``: no interactions at all,
+    every episode is single-turn whatever its ``interaction_kwargs``).
+    ``default`` names the interaction of samples whose kwargs have no ``name``.
+    ``timeout`` bounds every interaction call, in seconds (``None``: no bound).
+    """
+
+    def __init__(
+        self,
+        policy: Any,
+        interactions: Mapping[str, Any] | None = None,
+        *,
+        default: str | None = None,
+        max_assistant_turns: int | None = None,
+        max_user_turns: int | None = None,
+        timeout: float | None = None,
+        observers: Observers | None = None,
+        tracker: SessionTracker | None = None,
+    ) -> None:
+        if interactions is not None and default is not None and default not in interactions:
+            raise ValueError(
+                f"default interaction {default!r} is not one of the configured ones "
+                f"({', '.join(interactions) or 'none'})"
+            )
+        if timeout is not None and (isinstance(timeout, bool) or timeout <= 0):
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        self.policy = policy
+        self.interactions = interactions
+        self.default = default
+        self.max_assistant_turns = _positive("max_assistant_turns", max_assistant_turns)
+        self.max_user_turns = _positive("max_user_turns", max_user_turns)
+        self.timeout = timeout
+        self.observers = observers if observers else None
+        self.tracker = tracker if tracker is not None else SessionTracker()
+        self._reply_is_async = inspect.iscoroutinefunction(policy.reply)
+        self._start = getattr(policy, "start", None)
+        self._finish = getattr(policy, "finish", None)
+        self._prefix = uuid.uuid4().hex[:12]
+        self._ids = itertools.count()
+
+    # -- choosing the interaction ----------------------------------------------
+
+    def route(self, sample: Mapping[str, Any]) -> tuple[str, Any, dict[str, Any]] | None:
+        """``(name, interaction, kwargs)`` for ``sample``, or ``None`` for no interaction.
+
+        Raises :class:`SampleError` naming the choices when the name is missing
+        (and there is no default) or unknown.
+        """
+        interactions = self.interactions
+        if interactions is None:
+            return None
+        kwargs = interaction_kwargs_of(sample)
+        if kwargs is None:
+            return None
+        if not isinstance(kwargs, Mapping):
+            raise SampleError(f"interaction_kwargs must be a mapping, not {type(kwargs).__name__}")
+        name = kwargs.get("name")
+        if name is None:
+            if self.default is None:
+                raise SampleError(
+                    "interaction_kwargs has no 'name' and no default interaction is set; "
+                    f"add a name (one of: {', '.join(interactions) or 'none configured'}) "
+                    "or set 'default:' in the config (--default-interaction NAME)"
+                )
+            name = self.default
+        interaction = interactions.get(name) if isinstance(name, str) else None
+        if interaction is None:
+            import difflib
+
+            close = difflib.get_close_matches(str(name), list(interactions), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise SampleError(
+                f"the sample names interaction {name!r}, which is not configured{hint} "
+                f"Configured: {', '.join(interactions) or 'none'}."
+            )
+        return name, interaction, dict(kwargs)
+
+    def new_instance_id(self) -> str:
+        """A process-unique session id (verl passes its request id the same way)."""
+        return f"{self._prefix}-{next(self._ids)}"
+
+    # -- one episode --------------------------------------------------------------
+
+    async def run(self, sample: Mapping[str, Any], index: int = 0) -> EpisodeRecord:
+        """Play one episode of ``sample``; never raises except ``CancelledError``."""
+        record = EpisodeRecord(index, None)
+        record.started_at = time.time()
+        started = time.perf_counter()
+        policy = self.policy
+        observers = self.observers
+        session: Session | None = None
+        state: Any = None
+        have_state = False
+        error: BaseException | None = None
+        where = "sample"
+        turns = user_turns = 0
+        try:
+            if not isinstance(sample, Mapping):
+                raise SampleError(f"a sample must be a mapping, not {type(sample).__name__}")
+            record.sample_id = sample_id_of(sample, index)
+            prompt = sample.get("prompt")
+            if not isinstance(prompt, list) or not all(isinstance(m, Mapping) for m in prompt):
+                raise SampleError(
+                    "the sample's 'prompt' must be a list of chat messages "
+                    '([{"role": ..., "content": ...}, ...])'
+                )
+            messages: list[dict[str, Any]] = list(prompt)
+            record.messages = messages
+            routed = self.route(sample)
+            where = "policy.start"
+            if self._start is not None:
+                state = self._start(sample)
+            have_state = True
+            reply = policy.reply
+            reply_is_async = self._reply_is_async
+            append = messages.append
+            if routed is None:
+                where = "policy.reply"
+                text = reply(state, messages)
+                if reply_is_async:
+                    text = await text
+                if text is None:
+                    record.end_reason = EXHAUSTED
+                else:
+                    if not isinstance(text, str):
+                        raise PolicyError(f"reply must be a str or None, not {type(text).__name__}")
+                    append({"role": "assistant", "content": text})
+                    turns = 1
+                    record.end_reason = SINGLE_TURN
+            else:
+                name, interaction, kwargs = routed
+                record.interaction = name
+                session = Session(
+                    interaction,
+                    name=name,
+                    instance_id=self.new_instance_id(),
+                    timeout=self.timeout,
+                    tracker=self.tracker,
+                )
+                record.instance_id = session.instance_id
+                where = "start_interaction"
+                instance_id = await session.start(**kwargs)
+                record.instance_id = instance_id
+                if observers is not None and observers.on_session_start is not None:
+                    self._observe(
+                        record,
+                        "on_session_start",
+                        observers.on_session_start,
+                        interaction_name=name,
+                        instance_id=instance_id,
+                        kwargs=kwargs,
+                    )
+                on_turn = observers.on_turn if observers is not None else None
+                generate = interaction.generate_response
+                timeout = self.timeout
+                max_assistant = self.max_assistant_turns
+                max_user = self.max_user_turns
+                scores = record.scores
+                while True:
+                    where = "policy.reply"
+                    text = reply(state, messages)
+                    if reply_is_async:
+                        text = await text
+                    if text is None:
+                        record.end_reason = EXHAUSTED
+                        break
+                    if text.__class__ is not str:
+                        raise PolicyError(f"reply must be a str or None, not {type(text).__name__}")
+                    append({"role": "assistant", "content": text})
+                    turns += 1
+                    where = "generate_response"
+                    if timeout is None:
+                        result = await generate(instance_id, messages, **kwargs)
+                    else:
+                        result = await asyncio.wait_for(
+                            generate(instance_id, messages, **kwargs), timeout
+                        )
+                    if type(result) is not InteractionResult:
+                        result = _coerce(result)
+                    scores.append(result.score)
+                    if on_turn is not None:
+                        self._observe(
+                            record,
+                            "on_turn",
+                            on_turn,
+                            interaction_name=name,
+                            instance_id=instance_id,
+                            turn=turns,
+                            messages=messages,
+                            result=result,
+                        )
+                    if result.should_terminate:
+                        record.end_reason = TERMINATED
+                        break
+                    if max_assistant is not None and turns >= max_assistant:
+                        record.end_reason = MAX_ASSISTANT_TURNS
+                        break
+                    if max_user is not None and user_turns >= max_user:
+                        record.end_reason = MAX_USER_TURNS
+                        break
+                    append({"role": "user", "content": result.content})
+                    user_turns += 1
+                where = "calculate_score"
+                record.final_score = await session.score()
+        except asyncio.CancelledError as exc:
+            error = exc
+            record.end_reason = CANCELLED
+            record.add_error(where, RuntimeError("the episode was cancelled"))
+            raise
+        except Exception as exc:
+            error = exc
+            record.end_reason = ERROR
+            record.final_score = None
+            if session is not None and where in ("generate_response", "start_interaction"):
+                exc = call_error(session.name, session.instance_id, where, exc, self.timeout)
+            record.add_error(where, exc)
+        finally:
+            record.turns = turns
+            record.user_turns = user_turns
+            if session is not None:
+                problem = await session.finalize()
+                if problem is not None:
+                    record.add_error("finalize_interaction", problem)
+                    if error is None:
+                        error = problem
+                        record.end_reason = ERROR
+                        record.final_score = None
+            if have_state and self._finish is not None:
+                try:
+                    self._finish(state)
+                except Exception as exc:
+                    record.add_error("policy.finish", exc)
+            record.duration_s = time.perf_counter() - started
+            if (
+                session is not None
+                and observers is not None
+                and observers.on_session_end is not None
+            ):
+                self._observe(
+                    record,
+                    "on_session_end",
+                    observers.on_session_end,
+                    interaction_name=record.interaction,
+                    instance_id=record.instance_id,
+                    record=record,
+                    error=error,
+                )
+        return record
+
+    @staticmethod
+    def _observe(
+        _record: EpisodeRecord, _hook: str, _caller: Callable[..., Any], /, **kw: Any
+    ) -> None:
+        try:
+            _caller(**kw)
+        except Exception as exc:  # an observer's bug is recorded, the episode goes on
+            _record.add_error(f"observer {_hook}", exc)

@@ -1,0 +1,118 @@
+"""The policy contract.
+
+A policy is a class. The runtime creates one instance per run (``cls(**options)``;
+options are keyword-only constructor parameters, so an unknown option is an
+error naming the accepted ones) and, per episode:
+
+1. ``state = policy.start(sample)`` — per-episode state from the sample (the row
+   as read from the dataset). Raise :class:`~interactions_core.runtime.errors.PolicyError`
+   when the sample cannot be played (the episode is recorded as an error).
+2. ``text = policy.reply(state, messages)``, once per assistant turn, with the
+   full conversation so far. Return the reply text, or ``None`` when the policy
+   has nothing more to say (the episode ends as ``exhausted``). ``reply`` may be
+   an ``async def`` (a model server) or a plain ``def`` (replay: no coroutine per
+   turn); the runtime checks which once per run.
+3. ``policy.finish(state)`` — always called once the episode is over.
+
+``await policy.aclose()`` runs once at the end of the run (close connections).
+``max_concurrency`` caps how many episodes run at once with this policy
+(``human`` sets 1); ``interactive = True`` tells the CLI the policy uses the
+terminal.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from ...errors import ConfigError
+
+__all__ = ["Policy", "create_policy", "policy_options"]
+
+
+class Policy:
+    """Base class of policies (subclassing it is optional: the methods are the contract)."""
+
+    #: The name the policy is registered under (informational).
+    name: ClassVar[str] = ""
+    #: At most this many episodes at once (``None``: no limit of its own).
+    max_concurrency: ClassVar[int | None] = None
+    #: True when the policy talks to the terminal (the CLI then shows no progress bar).
+    interactive: ClassVar[bool] = False
+
+    def start(self, sample: Mapping[str, Any]) -> Any:
+        """Per-episode state for ``sample`` (``None`` by default)."""
+        return None
+
+    def reply(self, state: Any, messages: list[dict[str, Any]]) -> Any:
+        """The next assistant reply (``str``), or ``None`` when there is nothing more to say.
+
+        May be overridden as ``def`` or ``async def``.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement reply")
+
+    def finish(self, state: Any) -> None:
+        """Release the episode's state (nothing by default)."""
+
+    async def aclose(self) -> None:
+        """Release run-wide resources (nothing by default)."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+
+def policy_options(cls: type) -> dict[str, inspect.Parameter]:
+    """The options ``cls`` accepts: its keyword constructor parameters."""
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return {}
+    return {
+        name: p
+        for name, p in signature.parameters.items()
+        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+    }
+
+
+def create_policy(cls: type, options: Mapping[str, Any] | None = None, *, name: str = "") -> Any:
+    """Instantiate policy class ``cls`` with ``options``; teaching errors for bad options."""
+    import difflib
+
+    options = dict(options or {})
+    label = name or getattr(cls, "name", "") or cls.__name__
+    accepted = policy_options(cls)
+    takes_any = any(
+        p.kind == p.VAR_KEYWORD for p in _parameters(cls)
+    )  # a **kwargs constructor validates its own options
+    problems = []
+    if not takes_any:
+        for key in options:
+            if key not in accepted:
+                close = difflib.get_close_matches(key, list(accepted), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                known = ", ".join(accepted) or "none"
+                problems.append(
+                    f"policy {label!r}: unknown option {key!r}{hint} (options: {known})"
+                )
+    for key, p in accepted.items():
+        if p.default is p.empty and key not in options:
+            problems.append(f"policy {label!r}: option {key!r} is required")
+    if problems:
+        raise ConfigError(problems)
+    try:
+        policy = cls(**options)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError([f"policy {label!r}: {exc}"]) from exc
+    if not callable(getattr(policy, "reply", None)):
+        raise ConfigError([f"policy {label!r} ({cls.__qualname__}) has no reply() method"])
+    return policy
+
+
+def _parameters(cls: type) -> list[inspect.Parameter]:
+    try:
+        return list(inspect.signature(cls).parameters.values())
+    except (TypeError, ValueError):
+        return []

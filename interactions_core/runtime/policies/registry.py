@@ -1,0 +1,190 @@
+"""Policies by name: built-in, entry points, and the ``register_policies`` hook.
+
+Policies are found the way interactions are:
+
+* built in: ``replay``, ``openai``, ``human`` (distribution ``interactions-core``);
+* entry points in the group ``interactions_core.policies`` (name = policy name,
+  value = ``module:Class``), read from the discovery index, imported on use;
+* the ``register_policies(register)`` hook of hook plugins, where
+  ``register(name, cls)`` contributes a class.
+
+The allow/deny lists (``INTERACTIONS_PLUGINS`` / ``INTERACTIONS_DISABLE``) apply
+to plugin policies as to interactions. Two distributions providing the same name
+is an error naming both; a qualified ``distribution:name`` picks one.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from typing import Any
+
+from ...discovery import POLICIES_GROUP
+from ...errors import ConflictError, PluginLoadError, UnknownInteractionError
+from ...selection import normalize
+
+__all__ = ["BUILTIN", "PolicyInfo", "UnknownPolicyError", "get_policy_class", "list_policies"]
+
+CORE_DISTRIBUTION = "interactions-core"
+
+
+class UnknownPolicyError(UnknownInteractionError):
+    """No policy has the requested name."""
+
+
+def _builtin(name: str) -> Callable[[], type]:
+    def load() -> type:
+        from . import human, openai, replay
+
+        return {
+            "replay": replay.ReplayPolicy,
+            "openai": openai.OpenAIPolicy,
+            "human": human.HumanPolicy,
+        }[name]
+
+    return load
+
+
+BUILTIN = {
+    "replay": "interactions_core.runtime.policies.replay:ReplayPolicy",
+    "openai": "interactions_core.runtime.policies.openai:OpenAIPolicy",
+    "human": "interactions_core.runtime.policies.human:HumanPolicy",
+}
+
+
+class PolicyInfo:
+    """One policy the framework knows about."""
+
+    __slots__ = ("_load", "description", "distribution", "error", "kind", "name", "target")
+
+    def __init__(
+        self,
+        name: str,
+        distribution: str,
+        target: str,
+        kind: str,
+        load: Callable[[], Any],
+        error: str | None = None,
+        description: str | None = None,
+    ) -> None:
+        self.name = name
+        self.distribution = distribution
+        self.target = target
+        self.kind = kind
+        self.error = error
+        self.description = description
+        self._load = load
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.distribution}:{self.name}"
+
+    def load(self) -> Any:
+        """The policy class (imported now if needed); :class:`PluginLoadError` when broken."""
+        if self.error:
+            raise PluginLoadError(
+                f"policy {self.qualified} ({self.target}) is broken: {self.error}"
+            )
+        try:
+            return self._load()
+        except Exception as exc:
+            raise PluginLoadError(
+                f"policy {self.qualified} ({self.target}) failed to import: "
+                f"{exc.__class__.__name__}: {exc}"
+            ) from exc
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "target": self.target,
+            "kind": self.kind,
+            "status": "broken" if self.error else "ok",
+            "error": self.error,
+        }
+
+    def __repr__(self) -> str:
+        return f"<PolicyInfo {self.qualified} {self.kind}>"
+
+
+def _import_loader(value: str) -> Callable[[], Any]:
+    def load() -> Any:
+        from ...plugins import import_target
+
+        return import_target(value)
+
+    return load
+
+
+def _constant(obj: Any) -> Callable[[], Any]:
+    return lambda: obj
+
+
+def list_policies(registry: Any = None) -> list[PolicyInfo]:
+    """Every policy available, sorted by name (disabled plugin policies left out)."""
+    from ...registry import get_registry
+
+    registry = registry if registry is not None else get_registry()
+    selection = registry.selection
+    out = [
+        PolicyInfo(name, CORE_DISTRIBUTION, target, "builtin", _builtin(name))
+        for name, target in BUILTIN.items()
+    ]
+    for record in registry.index.get("entries", []):
+        if record["group"] != POLICIES_GROUP:
+            continue
+        qualified = f"{record['dist']}:{record['name']}"
+        if selection.excluded(record["name"], record["dist"], qualified) is not None:
+            continue
+        out.append(
+            PolicyInfo(
+                record["name"],
+                record["dist"],
+                record["value"],
+                "entry-point",
+                _import_loader(record["value"]),
+                error=record.get("error"),
+            )
+        )
+    host = registry.plugin_host
+    for pid, registrations in host.collect("register_policies").items():
+        dist = pid.split(":", 1)[0]
+        for reg in registrations:
+            qualified = f"{dist}:{reg.name}"
+            if selection.excluded(reg.name, dist, qualified, pid) is not None:
+                continue
+            out.append(
+                PolicyInfo(
+                    reg.name, dist, reg.target, "hook", _constant(reg.obj), None, reg.description
+                )
+            )
+    out.sort(key=lambda p: (p.name, p.distribution))
+    return out
+
+
+def get_policy_class(name: str, registry: Any = None) -> Any:
+    """The policy class called ``name`` (or ``distribution:name``)."""
+    policies = list_policies(registry)
+    matches = [p for p in policies if p.name == name]
+    if not matches and ":" in name:
+        dist, _, short = name.partition(":")
+        matches = [
+            p for p in policies if p.name == short and normalize(p.distribution) == normalize(dist)
+        ]
+    if not matches:
+        known = sorted({p.name for p in policies})
+        close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise UnknownPolicyError(
+            f"unknown policy {name!r}{hint} Available: {', '.join(known)}. "
+            "Plugins add policies through the 'interactions_core.policies' entry-point group "
+            "(ones excluded by INTERACTIONS_PLUGINS / INTERACTIONS_DISABLE are not listed)."
+        )
+    dists = {normalize(p.distribution) for p in matches}
+    if len(dists) > 1:
+        claims = " and ".join(f"{p.qualified} ({p.target})" for p in matches)
+        raise ConflictError(
+            f"policy name {name!r} is provided by {claims}; pass a qualified name "
+            f"(--policy {matches[0].qualified}) or disable one (INTERACTIONS_DISABLE)"
+        )
+    return matches[0].load()

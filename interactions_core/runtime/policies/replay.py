@@ -1,0 +1,61 @@
+"""``replay``: play recorded assistant replies from the sample, one per turn.
+
+Each sample carries its replies in a field (``responses`` unless ``field`` says
+otherwise): a list of strings, played in order. When they run out before the
+interaction ends the episode, the episode ends as ``exhausted``. Scoring
+recorded trajectories offline, and testing an interaction without a model, are
+what it is for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ..errors import PolicyError
+from .base import Policy
+
+__all__ = ["ReplayPolicy"]
+
+
+class ReplayPolicy(Policy):
+    """Replies recorded in the sample's ``field`` (a list of strings), in order.
+
+    Options: ``field`` (default ``"responses"``) — a top-level key of the row, or
+    a dotted path into nested mappings (``extra_info.responses``).
+    """
+
+    name = "replay"
+
+    def __init__(self, *, field: str = "responses") -> None:
+        if not isinstance(field, str) or not field.strip():
+            raise ValueError(f"field must be a non-empty string, not {field!r}")
+        self.field = field
+        self._path = tuple(field.split("."))
+
+    def start(self, sample: Mapping[str, Any]) -> Iterator[str]:
+        value: Any = sample
+        for key in self._path:
+            if not isinstance(value, Mapping) or key not in value:
+                raise PolicyError(
+                    f"replay: the sample has no {self.field!r} field (a list of recorded "
+                    "assistant replies); set the field with --policy-option field=NAME"
+                )
+            value = value[key]
+        if isinstance(value, str) or not isinstance(value, (list, tuple)):
+            raise PolicyError(
+                f"replay: field {self.field!r} must be a list of strings, "
+                f"not {type(value).__name__}"
+            )
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                raise PolicyError(
+                    f"replay: {self.field}[{i}] must be a string, not {type(item).__name__}"
+                )
+        return iter(value)
+
+    def reply(self, state: Iterator[str], messages: list[dict[str, Any]]) -> str | None:
+        return next(state, None)
+
+    def __repr__(self) -> str:
+        return f"<ReplayPolicy field={self.field!r}>"

@@ -1,0 +1,291 @@
+"""Running many episodes: concurrency, cancellation and the run's summary.
+
+:class:`Runner` plays the samples of an iterable with a fixed number of worker
+tasks (``concurrency``), so memory holds at most that many live episodes: the
+samples are pulled one at a time, each finished record goes to ``on_record``
+(e.g. a line of the output file) and is dropped unless ``keep_records`` is set,
+and :class:`RunSummary` only keeps counters.
+
+:meth:`Runner.cancel` (the CLI binds it to Ctrl-C) stops taking new samples and
+cancels the running episodes; each one finalizes its session on the way out,
+and :meth:`Runner.run` returns the summary marked ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from .episode import END_REASONS, EpisodeLoop, EpisodeRecord, Observers
+from .session import SessionTracker
+
+__all__ = ["RunSummary", "Runner", "run_episodes"]
+
+#: How many errored episodes the summary describes in full.
+ERROR_EXAMPLES = 5
+
+
+class RunSummary:
+    """Counters over a run's episodes; see :meth:`as_dict` for the JSON shape."""
+
+    def __init__(self) -> None:
+        self.episodes = 0
+        self.terminated = 0
+        self.errors = 0
+        self.turns: dict[int, int] = {}
+        self.end_reasons: dict[str, int] = {}
+        self.final_score_sum = 0.0
+        self.final_score_count = 0
+        self.turn_score_sums: list[float] = []
+        self.turn_score_counts: list[int] = []
+        self.error_examples: list[dict[str, Any]] = []
+        self.skipped_rows = 0
+        self.elapsed_s = 0.0
+        self.interrupted = False
+        self.records: list[EpisodeRecord] | None = None
+
+    def add(self, record: EpisodeRecord) -> None:
+        """Count one finished episode."""
+        self.episodes += 1
+        reason = record.end_reason
+        self.end_reasons[reason] = self.end_reasons.get(reason, 0) + 1
+        self.turns[record.turns] = self.turns.get(record.turns, 0) + 1
+        if record.errors:
+            self.errors += 1
+            if len(self.error_examples) < ERROR_EXAMPLES:
+                first = record.errors[0]
+                self.error_examples.append(
+                    {"index": record.index, "sample_id": record.sample_id, **first}
+                )
+            return
+        if reason == "terminated":
+            self.terminated += 1
+        if record.final_score is not None:
+            self.final_score_sum += record.final_score
+            self.final_score_count += 1
+        sums, counts = self.turn_score_sums, self.turn_score_counts
+        for i, score in enumerate(record.scores):
+            if i == len(sums):
+                sums.append(0.0)
+                counts.append(0)
+            sums[i] += score
+            counts[i] += 1
+
+    @property
+    def final_score_mean(self) -> float | None:
+        """Mean final score over the episodes that ended without error and have one."""
+        if not self.final_score_count:
+            return None
+        return self.final_score_sum / self.final_score_count
+
+    @property
+    def score_by_turn(self) -> dict[int, float]:
+        """Mean turn score by (1-based) turn index, over episodes without error."""
+        return {
+            i + 1: s / c
+            for i, (s, c) in enumerate(
+                zip(self.turn_score_sums, self.turn_score_counts, strict=True)
+            )
+            if c
+        }
+
+    @property
+    def episodes_per_second(self) -> float | None:
+        return self.episodes / self.elapsed_s if self.elapsed_s > 0 else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON summary (``interactions run --json``)."""
+        return {
+            "episodes": self.episodes,
+            "terminated": self.terminated,
+            "turns": {str(n): self.turns[n] for n in sorted(self.turns)},
+            "final_score_mean": self.final_score_mean,
+            "errors": self.errors,
+            "end_reasons": {r: self.end_reasons[r] for r in END_REASONS if r in self.end_reasons},
+            "score_by_turn": {str(n): s for n, s in self.score_by_turn.items()},
+            "skipped_rows": self.skipped_rows,
+            "elapsed_s": round(self.elapsed_s, 6),
+            "episodes_per_second": self.episodes_per_second,
+            "interrupted": self.interrupted,
+            "error_examples": self.error_examples,
+        }
+
+    def format(self) -> str:
+        """A human-readable summary (what ``interactions run`` prints)."""
+
+        def pct(n: int) -> str:
+            return f" ({100 * n / self.episodes:.1f}%)" if self.episodes else ""
+
+        ok = self.episodes - self.errors
+        lines = [f"episodes          {self.episodes}  ({ok} ok, {self.errors} errored)"]
+        if self.skipped_rows:
+            lines.append(f"skipped rows      {self.skipped_rows} (invalid rows in the dataset)")
+        lines.append(f"terminated        {self.terminated}{pct(self.terminated)}")
+        if self.end_reasons:
+            reasons = ", ".join(
+                f"{r} {self.end_reasons[r]}" for r in END_REASONS if r in self.end_reasons
+            )
+            lines.append(f"ended by          {reasons}")
+        if self.turns:
+            hist = "  ".join(f"{n}: {self.turns[n]}" for n in sorted(self.turns))
+            lines.append(f"assistant turns   {hist}")
+        mean = self.final_score_mean
+        lines.append(f"final score mean  {'-' if mean is None else f'{mean:.4f}'}")
+        by_turn = self.score_by_turn
+        if by_turn:
+            lines.append(
+                "score by turn     " + "  ".join(f"{n}: {s:.3f}" for n, s in by_turn.items())
+            )
+        rate = self.episodes_per_second
+        rate_text = f" ({rate:,.0f} episodes/s)" if rate else ""
+        lines.append(f"time              {self.elapsed_s:.2f} s{rate_text}")
+        if self.interrupted:
+            lines.append("interrupted       yes (the run was stopped before the end)")
+        return "\n".join(lines)
+
+
+class Runner:
+    """Plays samples concurrently through one :class:`EpisodeLoop`.
+
+    ``concurrency`` is the number of episodes in flight (capped by the policy's
+    ``max_concurrency``). Observer hooks come from ``registry``'s hook plugins
+    (looked up once; ``observe=False`` skips them) unless ``observers`` is given.
+    Other keyword arguments go to :class:`EpisodeLoop`.
+    """
+
+    def __init__(
+        self,
+        policy: Any,
+        interactions: Mapping[str, Any] | None = None,
+        *,
+        concurrency: int = 16,
+        default: str | None = None,
+        max_assistant_turns: int | None = None,
+        max_user_turns: int | None = None,
+        timeout: float | None = None,
+        registry: Any = None,
+        observe: bool = True,
+        observers: Observers | None = None,
+    ) -> None:
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ValueError(f"concurrency must be a positive integer, not {concurrency!r}")
+        cap = getattr(policy, "max_concurrency", None)
+        self.concurrency = min(concurrency, cap) if cap else concurrency
+        if observers is None and observe:
+            if registry is None:
+                from ..registry import get_registry
+
+                registry = get_registry()
+            observers = Observers.from_registry(registry)
+        self.tracker = SessionTracker()
+        self.loop = EpisodeLoop(
+            policy,
+            interactions,
+            default=default,
+            max_assistant_turns=max_assistant_turns,
+            max_user_turns=max_user_turns,
+            timeout=timeout,
+            observers=observers,
+            tracker=self.tracker,
+        )
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
+
+    @property
+    def open_sessions(self) -> int:
+        """Sessions started and not finalized (0 whenever no run is in progress)."""
+        return self.tracker.open
+
+    def cancel(self) -> None:
+        """Stop the run: no new episodes; running ones are cancelled and finalized."""
+        self._stopping = True
+        for task in self._tasks:
+            task.cancel()
+
+    async def run(
+        self,
+        samples: Iterable[Mapping[str, Any]],
+        *,
+        on_record: Callable[[EpisodeRecord], Any] | None = None,
+        keep_records: bool = False,
+    ) -> RunSummary:
+        """Play every sample; return the summary.
+
+        ``on_record`` is called with each finished record, in completion order
+        (records carry ``index``, the sample's position). An exception raised by
+        ``on_record`` or by the samples iterable (a bad row in strict mode) stops
+        the run: running episodes are finalized, then the exception propagates.
+        """
+        summary = RunSummary()
+        records: list[EpisodeRecord] | None = [] if keep_records else None
+        summary.records = records
+        items = enumerate(samples)
+        play = self.loop.run
+        fatal: list[BaseException] = []
+        self._stopping = False
+
+        async def worker() -> None:
+            while not self._stopping:
+                try:
+                    index, sample = next(items)
+                except StopIteration:
+                    return
+                except Exception as exc:
+                    fatal.append(exc)
+                    self.cancel()
+                    return
+                record = await play(sample, index)
+                summary.add(record)
+                if records is not None:
+                    records.append(record)
+                if on_record is not None:
+                    try:
+                        on_record(record)
+                    except Exception as exc:
+                        fatal.append(exc)
+                        self.cancel()
+                        return
+
+        started = time.perf_counter()
+        self._tasks = [asyncio.ensure_future(worker()) for _ in range(self.concurrency)]
+        try:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        except asyncio.CancelledError:
+            self.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            raise
+        finally:
+            summary.elapsed_s = time.perf_counter() - started
+            self._tasks = []
+        summary.interrupted = self._stopping and not fatal
+        if fatal:
+            raise fatal[0]
+        return summary
+
+
+async def run_episodes(
+    samples: Iterable[Mapping[str, Any]],
+    policy: Any,
+    interactions: Mapping[str, Any] | None = None,
+    *,
+    on_record: Callable[[EpisodeRecord], Any] | None = None,
+    keep_records: bool = False,
+    **options: Any,
+) -> RunSummary:
+    """Play ``samples`` with ``policy`` against ``interactions``; return the summary.
+
+    The one-call form of :class:`Runner`: ``options`` are its keyword arguments
+    (``concurrency``, ``default``, ``max_assistant_turns``, ``max_user_turns``,
+    ``timeout``, ``registry``, ``observe``). With ``keep_records=True`` the
+    records are in ``summary.records``. The policy's ``aclose()`` is awaited at
+    the end.
+    """
+    runner = Runner(policy, interactions, **options)
+    try:
+        return await runner.run(samples, on_record=on_record, keep_records=keep_records)
+    finally:
+        aclose = getattr(policy, "aclose", None)
+        if aclose is not None:
+            await aclose()
