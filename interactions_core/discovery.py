@@ -47,6 +47,53 @@ HOOK_GROUP = "hook"
 _VALUE_PATTERN = r"^\s*[A-Za-z_][\w.]*\s*(:\s*[A-Za-z_][\w.]*\s*)?$"
 
 
+def _header_fields(text: str) -> tuple[str, str] | None:
+    """``Name`` and ``Version`` from a core-metadata header, or ``None`` if unsure.
+
+    Reads only the header lines (up to the first blank line) and only the two
+    fields listing needs, with the email parser's rules for them: field names are
+    case-insensitive, the first occurrence wins, leading blanks of a value are
+    dropped. Anything unusual (a missing field, a folded value) answers ``None``
+    so the caller falls back to the full parser.
+    """
+    found: dict[str, str] = {}
+    lines = text.split("\n\n", 1)[0].splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            break
+        field, colon, value = line.partition(":")
+        key = field.lower()
+        if colon and key in ("name", "version") and key not in found:
+            if i + 1 < len(lines) and lines[i + 1][:1] in (" ", "\t"):
+                return None  # a folded (multi-line) value
+            found[key] = value.lstrip(" \t")
+    if "name" not in found or "version" not in found:
+        return None
+    return found["name"], found["version"]
+
+
+def _name_version(dist: object) -> tuple[str, str]:
+    """A distribution's ``Name`` and ``Version``.
+
+    ``dist.metadata`` imports the email package and parses the whole file,
+    long description included, which costs more than the rest of a cold listing;
+    reading the two header fields directly is enough, with ``dist.metadata`` as
+    the fallback for anything this cannot read with certainty.
+    """
+    read_text = getattr(dist, "read_text", None)
+    if read_text is not None:
+        try:
+            text = read_text("METADATA") or read_text("PKG-INFO")
+        except Exception:
+            text = None
+        if isinstance(text, str):
+            fields = _header_fields(text)
+            if fields is not None:
+                return fields
+    meta = dist.metadata  # type: ignore[attr-defined]
+    return meta["Name"] or "", meta["Version"] or ""
+
+
 def _record(group: str, ep: object, value_re: re.Pattern[str]) -> dict:
     name = getattr(ep, "name", "")
     value = getattr(ep, "value", "")
@@ -56,9 +103,7 @@ def _record(group: str, ep: object, value_re: re.Pattern[str]) -> dict:
     try:
         if dist is None:
             raise LookupError("entry point has no distribution")
-        meta = dist.metadata  # type: ignore[attr-defined]
-        dist_name = meta["Name"] or ""
-        version = meta["Version"] or ""
+        dist_name, version = _name_version(dist)
         path = str(getattr(dist, "_path", "") or "")
         if not dist_name:
             raise LookupError("distribution metadata has no Name")
