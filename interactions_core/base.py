@@ -96,6 +96,13 @@ class SessionInteraction(BaseInteraction):
     class or a tuple): one lives per open session.
     """
 
+    #: Whether the class overrides :meth:`end_session` (else finalizing skips the call).
+    _ends_sessions: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._ends_sessions = cls.end_session is not SessionInteraction.end_session
+
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         super().__init__(config)
         self._sessions: dict[str, Any] = {}
@@ -158,5 +165,5 @@ class SessionInteraction(BaseInteraction):
     async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
         """Drop the session's state; finalizing twice is harmless."""
         state = self._sessions.pop(instance_id, None)
-        if state is not None:
+        if state is not None and self._ends_sessions:
             self.end_session(state)

@@ -110,6 +110,13 @@ class Gsm8kInteraction(SessionInteraction):
     config_schema = Gsm8kConfig
     settings: Gsm8kConfig
 
+    #: True in subclasses that override :meth:`new_session` (start then calls it).
+    _custom_session = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._custom_session = cls.new_session is not Gsm8kInteraction.new_session
+
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         super().__init__(config)
         # Resolved once so a turn does not dispatch on the method name.
@@ -119,13 +126,25 @@ class Gsm8kInteraction(SessionInteraction):
         self, instance_id: str | None = None, ground_truth: Any = None, **kwargs: Any
     ) -> str:
         """Open a session for a sample whose reference answer is ``ground_truth``."""
-        return await super().start_interaction(instance_id, ground_truth=ground_truth, **kwargs)
+        sessions = self._sessions
+        if instance_id is None or instance_id in sessions or self._custom_session:
+            # A fresh id to draw, a live id reused (the core raises SessionError), or a
+            # subclass with its own new_session: the general route.
+            return await super().start_interaction(instance_id, ground_truth=ground_truth, **kwargs)
+        # new_session, written out: this runs once per sample of a training run.
+        if ground_truth.__class__ is str and "," not in ground_truth:
+            sessions[instance_id] = _Session(ground_truth.strip())
+        else:
+            sessions[instance_id] = _Session(normalize_ground_truth(ground_truth))
+        return instance_id
 
     def new_session(self, ground_truth: Any = None, **kwargs: Any) -> _Session:
         """Normalise the reference once, so turns compare plain strings.
 
         Other interaction kwargs (``name``, ``query``, ...) are accepted and ignored.
         """
+        if ground_truth.__class__ is str and "," not in ground_truth:
+            return _Session(ground_truth.strip())  # the common case, without the checks
         return _Session(normalize_ground_truth(ground_truth))
 
     def _judge(self, state: _Session, messages: Sequence[Any]) -> InteractionResult:
@@ -144,14 +163,27 @@ class Gsm8kInteraction(SessionInteraction):
     ) -> InteractionResult:
         """Judge the latest assistant turn of the session ``instance_id``.
 
-        Overridden (rather than going through :meth:`respond`) to save a coroutine
-        per turn; the behaviour is the same.
+        The same as :meth:`respond` on the session's state, written out in one
+        function: this is the per-turn path, and it saves a coroutine and three
+        calls per turn over the generic route (see docs/performance.md).
         """
         try:
             state = self._sessions[instance_id]
         except KeyError:
             state = self.session_state(instance_id)  # raises the core's SessionError
-        return self._judge(state, messages)
+        expected = state.ground_truth
+        if expected is not None:
+            for message in reversed(messages):
+                if message.get("role") == "assistant":
+                    text = message.get("content")
+                    if text.__class__ is not str:
+                        text = message_text(text)
+                    if text and self._extract(text[-TAIL_CHARS:]) == expected:
+                        state.last_score = 1.0
+                        return _CORRECT
+                    break
+        state.last_score = 0.0
+        return _INCORRECT
 
     async def respond(
         self, state: _Session, messages: list[dict[str, Any]], **kwargs: Any
