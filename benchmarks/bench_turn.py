@@ -65,36 +65,52 @@ def direct_timer(interaction: object, n: int, tag: str) -> Callable[[], float]:
 
 
 def runtime_rows(repeats: int, n: int) -> list[Row]:
-    """Runtime vs direct calls, when the runtime exposes an episode entry point."""
-    title = "Per turn: public runtime / direct calls on the instance"
-    goal = f"<= {RUNTIME_GOAL:.2f}x"
+    """Episodes through the public runtime vs the same episodes written by hand."""
+    title = "Per episode: runtime `EpisodeLoop` (replay) / direct calls on the instance"
     try:
-        from interactions_core.runtime import Session  # type: ignore[attr-defined]
+        from interactions_core.runtime import EpisodeLoop, ReplayPolicy
     except ImportError:
-        return [Row.skipped(title, goal, "not measured: the runtime has not landed", REPRODUCE)]
+        return [
+            Row.skipped(
+                title,
+                f"<= {RUNTIME_GOAL:.2f}x",
+                "not measured: the runtime has not landed",
+                REPRODUCE,
+            )
+        ]
+    from _episodes import SAMPLE, direct_episode
     from interactions_gsm8k import Gsm8kInteraction
 
-    async def through_runtime(interaction: object, ids: list[str]) -> float:
+    loop = EpisodeLoop(ReplayPolicy(), {"gsm8k": Gsm8kInteraction({"name": "gsm8k"})})
+    direct = Gsm8kInteraction({"name": "gsm8k"})
+    ids = session_ids(n, "direct")
+
+    async def through_runtime() -> float:
+        t0 = time.perf_counter()
+        for i in range(n):
+            record = await loop.run(SAMPLE, i)
+        elapsed = time.perf_counter() - t0
+        assert record.final_score == 1.0 and record.turns == 2, record.to_dict()
+        return elapsed
+
+    async def by_hand() -> float:
         t0 = time.perf_counter()
         for iid in ids:
-            session = Session(interaction, instance_id=iid)
-            async with session:
-                await session.start(ground_truth="72")
-                await session.respond(WRONG)
-                await session.respond(RIGHT)
-        return time.perf_counter() - t0
+            final = await direct_episode(direct, SAMPLE, iid)
+        elapsed = time.perf_counter() - t0
+        assert final == 1.0
+        return elapsed
 
-    a, b = Gsm8kInteraction({"name": "gsm8k"}), Gsm8kInteraction({"name": "gsm8k"})
-    ids = session_ids(n, "rt")
     timed = alternate_calls(
-        lambda: asyncio.run(through_runtime(a, ids)), direct_timer(b, n, "d"), repeats=repeats
+        lambda: asyncio.run(through_runtime()), lambda: asyncio.run(by_hand()), repeats=repeats
     )
     return [
         Row.at_most(
             title,
             RUNTIME_GOAL,
             timed.ratio,
-            f"{timed.a / n * 1e6:.2f} us / {timed.b / n * 1e6:.2f} us per session",
+            f"{timed.a / n * 1e6:.2f} us / {timed.b / n * 1e6:.2f} us per episode "
+            "(2 turns, final score, finalize)",
             REPRODUCE,
         )
     ]

@@ -59,8 +59,16 @@ def _mtime(path: str) -> int:
 
 
 def current_key() -> tuple[object, ...]:
-    """What the index depends on: interpreter, ``sys.path`` and each entry's mtime."""
+    """What the index depends on: interpreter, ``sys.path`` and each entry's mtime.
+
+    An empty entry (``python -c``, the REPL) means the current directory, so it is
+    keyed as that directory: ``python -c`` and ``python -m`` started in the same
+    folder share one index.
+    """
     paths = tuple(sys.path)
+    if "" in paths:
+        cwd = os.getcwd()
+        paths = tuple(p or cwd for p in paths)
     return (FORMAT, sys.executable, sys.version, paths, tuple(_mtime(p) for p in paths))
 
 

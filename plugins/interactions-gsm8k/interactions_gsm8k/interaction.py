@@ -185,6 +185,16 @@ class Gsm8kInteraction(SessionInteraction):
         state.last_score = 0.0
         return _INCORRECT
 
+    async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
+        """The score of the last turn of the session ``instance_id`` (0.0 before any).
+
+        :meth:`score` on the session's state, written out to save a coroutine.
+        """
+        state = self._sessions.get(instance_id)
+        if state is None:
+            state = self.session_state(instance_id)  # raises the core's SessionError
+        return state.last_score
+
     async def respond(
         self, state: _Session, messages: list[dict[str, Any]], **kwargs: Any
     ) -> InteractionResult:
