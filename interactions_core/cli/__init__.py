@@ -76,7 +76,8 @@ def _fail(message: str, code: int) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the process exit code."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
+    # not list(): importing the "list" subcommand binds that name in this package
+    args_list = [*(sys.argv[1:] if argv is None else argv)]
     fast = _fast_list(args_list)
     if fast is not None:
         from .list import run

@@ -29,17 +29,17 @@ CONFIG = "interaction:\n  - name: gsm8k\n    config: {method: flexible}\n"
 @pytest.fixture
 def replay_files(gsm8k_data: Path, tmp_path: Path) -> tuple[Path, Path]:
     data = tmp_path / "gsm8k_replay.jsonl"
-    with (gsm8k_data / "example_model_solutions.jsonl").open(encoding="utf-8") as src:
-        with data.open("w", encoding="utf-8") as out:
-            for line in src:
-                row = json.loads(line)
-                truth = row["ground_truth"].rsplit("A: ", 1)[1].strip().replace(",", "")
-                sample = {
-                    "prompt": [{"role": "user", "content": row["question"]}],
-                    "interaction_kwargs": {"name": "gsm8k", "ground_truth": truth},
-                    "responses": [row[key]["solution"] for key in KEYS],
-                }
-                out.write(json.dumps(sample) + "\n")
+    source = gsm8k_data / "example_model_solutions.jsonl"
+    with source.open(encoding="utf-8") as src, data.open("w", encoding="utf-8") as out:
+        for line in src:
+            row = json.loads(line)
+            truth = row["ground_truth"].rsplit("A: ", 1)[1].strip().replace(",", "")
+            sample = {
+                "prompt": [{"role": "user", "content": row["question"]}],
+                "interaction_kwargs": {"name": "gsm8k", "ground_truth": truth},
+                "responses": [row[key]["solution"] for key in KEYS],
+            }
+            out.write(json.dumps(sample) + "\n")
     config = tmp_path / "config.yaml"
     config.write_text(CONFIG)
     return config, data

@@ -132,7 +132,7 @@ async def test_a_failing_source_stops_the_run_after_cleanup() -> None:
         raise DatasetError("data.jsonl:6: invalid JSON")
 
     runner = Runner(ReplayPolicy(), {"p": plain}, concurrency=2, observe=False)
-    with pytest.raises(DatasetError, match="data.jsonl:6"):
+    with pytest.raises(DatasetError, match=r"data\.jsonl:6"):
         await runner.run(rows())
     assert runner.open_sessions == 0 and plain.state == {}
 

@@ -66,7 +66,9 @@ async def test_timeout_is_an_error_for_the_call() -> None:
     interaction = Faulty({"name": "slow"})
     async with Session(interaction, instance_id="t", timeout=0.05) as session:
         await session.start(fault="hang")
-        with pytest.raises(InteractionCallError, match="generate_response timed out after 0.05 s"):
+        with pytest.raises(
+            InteractionCallError, match=r"generate_response timed out after 0\.05 s"
+        ):
             await session.respond([{"role": "assistant", "content": "x"}])
     assert interaction.open_sessions == 0
 
