@@ -470,10 +470,11 @@ class _Checker:
 
     async def check_lifecycle(self) -> None:
         obj = self.instance()
+        kwargs = self.episodes[0].kwargs
         ids: list[str] = []
         for attempt in (1, 2):
             try:
-                iid = await self._invoke(obj, "start_interaction", None)
+                iid = await self._invoke(obj, "start_interaction", None, **kwargs)
             except Exception as exc:
                 self.add("lifecycle", f"start_interaction(None) {_describe_exc(exc)}")
                 return
@@ -494,7 +495,7 @@ class _Checker:
             await self.finalize(obj, iid, "after start_interaction(None)")
         given = f"conformance-{uuid.uuid4().hex[:8]}"
         try:
-            iid = await self._invoke(obj, "start_interaction", given)
+            iid = await self._invoke(obj, "start_interaction", given, **kwargs)
         except Exception as exc:
             self.add("lifecycle", f"start_interaction({given!r}) {_describe_exc(exc)}")
             return
