@@ -22,7 +22,7 @@ Design choices:
 * ``INTERACTIONS_NO_CACHE=1`` turns it off; ``interactions cache clear`` empties it.
 
 This module is on the warm path of ``interactions list``: it imports nothing
-beyond what a bare interpreter has already loaded, plus ``marshal`` and ``zlib``.
+beyond what a bare interpreter has already loaded, plus ``marshal``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from __future__ import annotations
 import marshal
 import os
 import sys
-import zlib
 
 __all__ = ["FORMAT", "cache_dir", "clear", "current_key", "enabled", "load", "store"]
 
@@ -72,9 +71,22 @@ def current_key() -> tuple[object, ...]:
     return (FORMAT, sys.executable, sys.version, paths, tuple(_mtime(p) for p in paths))
 
 
+def _fnv1a(data: bytes) -> int:
+    """32-bit FNV-1a: a stable hash without importing ``zlib`` or ``hashlib``.
+
+    Loading either extension module costs more on the warm path than hashing
+    the few hundred bytes of a key in Python. Collisions only cost a miss: the
+    full key is stored in the file and compared.
+    """
+    h = 0x811C9DC5
+    for byte in data:
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
 def _file_for(key: tuple[object, ...]) -> str:
     ident = repr(key[:4]).encode("utf-8", "surrogatepass")
-    return os.path.join(cache_dir(), f"index-{zlib.crc32(ident):08x}.marshal")
+    return os.path.join(cache_dir(), f"index-{_fnv1a(ident):08x}.marshal")
 
 
 def load(key: tuple[object, ...]) -> dict | None:
