@@ -28,6 +28,17 @@ if TYPE_CHECKING:
     from .loader import load_config, load_interactions
     from .registry import Registry, get_registry
     from .result import InteractionResult
+    from .runtime import (
+        EpisodeLoop,
+        EpisodeRecord,
+        Policy,
+        ReplayPolicy,
+        Runner,
+        RunSummary,
+        SampleReader,
+        Session,
+        run_episodes,
+    )
 
 __version__ = "0.1.0"
 
@@ -50,6 +61,15 @@ _EXPORTS = {
     "load_interactions": "loader",
     "Registry": "registry",
     "get_registry": "registry",
+    "EpisodeLoop": "runtime.episode",
+    "EpisodeRecord": "runtime.episode",
+    "Policy": "runtime.policies.base",
+    "ReplayPolicy": "runtime.policies.replay",
+    "RunSummary": "runtime.runner",
+    "Runner": "runtime.runner",
+    "SampleReader": "runtime.datasets",
+    "Session": "runtime.session",
+    "run_episodes": "runtime.runner",
 }
 
 __all__ = [
@@ -57,11 +77,19 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "DisabledError",
+    "EpisodeLoop",
+    "EpisodeRecord",
     "InteractionResult",
     "InteractionValidationError",
     "InteractionsError",
     "PluginLoadError",
+    "Policy",
     "Registry",
+    "ReplayPolicy",
+    "RunSummary",
+    "Runner",
+    "SampleReader",
+    "Session",
     "SessionError",
     "SessionInteraction",
     "TrustError",
@@ -72,6 +100,7 @@ __all__ = [
     "hookimpl",
     "load_config",
     "load_interactions",
+    "run_episodes",
 ]
 
 
