@@ -41,7 +41,7 @@ from typing import Any
 
 from ..result import InteractionResult
 from .errors import InteractionCallError, PolicyError, SampleError
-from .session import Session, SessionTracker, call_error
+from .session import SessionTracker, call_error
 
 __all__ = [
     "END_REASONS",
@@ -70,6 +70,25 @@ END_REASONS = (
 )
 
 _coerce = InteractionResult.coerce
+_perf_counter = time.perf_counter
+#: Add to a ``perf_counter`` reading to get wall-clock (epoch) seconds.
+_WALL_OFFSET = time.time() - time.perf_counter()
+_LIFECYCLE = frozenset(("start_interaction", "generate_response", "calculate_score"))
+
+
+def _overridden(policy: Any, method: str) -> Callable[..., Any] | None:
+    """``policy.method`` unless it is missing or :class:`Policy`'s no-op."""
+    from .policies.base import Policy
+
+    bound = getattr(policy, method, None)
+    if bound is None:
+        return None
+    if getattr(type(policy), method, None) is getattr(Policy, method):
+        return None
+    return bound  # type: ignore[no-any-return]
+
+
+_NO_ERRORS: list[dict[str, Any]] = []  # shared and never appended to
 
 
 class EpisodeRecord:
@@ -102,8 +121,8 @@ class EpisodeRecord:
         self.user_turns = 0
         self.end_reason = ERROR
         self.final_score: float | None = None
-        self.errors: list[dict[str, Any]] = []
-        self.started_at = 0.0
+        self.errors: list[dict[str, Any]] = _NO_ERRORS  # replaced by a list on the first error
+        self.started_at = 0.0  # a perf_counter reading; to_dict() gives epoch seconds
         self.duration_s = 0.0
 
     @property
@@ -129,6 +148,8 @@ class EpisodeRecord:
             cause = exc.__cause__
             if cause is not None:
                 entry["type"] = cause.__class__.__name__
+        if self.errors is _NO_ERRORS:
+            self.errors = []
         self.errors.append(entry)
 
     def to_dict(self) -> dict[str, Any]:
@@ -142,8 +163,8 @@ class EpisodeRecord:
             "user_turns": self.user_turns,
             "scores": self.scores,
             "final_score": self.final_score,
-            "errors": self.errors,
-            "started_at": self.started_at,
+            "errors": list(self.errors),
+            "started_at": round(self.started_at + _WALL_OFFSET, 6),
             "duration_s": self.duration_s,
             "messages": self.messages,
         }
@@ -187,7 +208,7 @@ class Observers:
 def interaction_kwargs_of(sample: Mapping[str, Any]) -> Any:
     """The sample's ``interaction_kwargs``: ``extra_info``'s (verl) or the top-level one."""
     extra = sample.get("extra_info")
-    if isinstance(extra, Mapping):
+    if extra is not None and (extra.__class__ is dict or isinstance(extra, Mapping)):
         kwargs = extra.get("interaction_kwargs")
         if kwargs is not None:
             return kwargs
@@ -248,10 +269,12 @@ class EpisodeLoop:
         self.timeout = timeout
         self.observers = observers if observers else None
         self.tracker = tracker if tracker is not None else SessionTracker()
+        self._reply = policy.reply
         self._reply_is_async = inspect.iscoroutinefunction(policy.reply)
-        self._start = getattr(policy, "start", None)
-        self._finish = getattr(policy, "finish", None)
-        self._prefix = uuid.uuid4().hex[:12]
+        # start/finish are skipped entirely when they are the base class's no-ops.
+        self._start = _overridden(policy, "start")
+        self._finish = _overridden(policy, "finish")
+        self._prefix = uuid.uuid4().hex[:12] + "-"
         self._ids = itertools.count()
 
     # -- choosing the interaction ----------------------------------------------
@@ -268,9 +291,13 @@ class EpisodeLoop:
         kwargs = interaction_kwargs_of(sample)
         if kwargs is None:
             return None
-        if not isinstance(kwargs, Mapping):
+        if kwargs.__class__ is not dict and not isinstance(kwargs, Mapping):
             raise SampleError(f"interaction_kwargs must be a mapping, not {type(kwargs).__name__}")
         name = kwargs.get("name")
+        if name.__class__ is str:
+            interaction = interactions.get(name)
+            if interaction is not None:
+                return name, interaction, dict(kwargs)
         if name is None:
             if self.default is None:
                 raise SampleError(
@@ -293,41 +320,56 @@ class EpisodeLoop:
 
     def new_instance_id(self) -> str:
         """A process-unique session id (verl passes its request id the same way)."""
-        return f"{self._prefix}-{next(self._ids)}"
+        return f"{self._prefix}{next(self._ids)}"
 
     # -- one episode --------------------------------------------------------------
 
+    async def _call(self, awaitable: Any) -> Any:
+        """Await an interaction call under the run's timeout (only used when one is set)."""
+        return await asyncio.wait_for(awaitable, self.timeout)
+
     async def run(self, sample: Mapping[str, Any], index: int = 0) -> EpisodeRecord:
-        """Play one episode of ``sample``; never raises except ``CancelledError``."""
-        record = EpisodeRecord(index, None)
-        record.started_at = time.time()
-        started = time.perf_counter()
-        policy = self.policy
+        """Play one episode of ``sample``; never raises except ``CancelledError``.
+
+        The lifecycle calls are made inline (not through :class:`Session`) so an
+        episode costs little more than the same calls written by hand; the
+        guarantees are the same: ``finalize_interaction`` runs on every path.
+        """
+        started = _perf_counter()
+        record = EpisodeRecord(index, index)
+        record.started_at = started
         observers = self.observers
-        session: Session | None = None
+        tracker = self.tracker
+        timeout = self.timeout
+        interaction: Any = None
+        name: str | None = None
+        instance_id = ""
+        kwargs: dict[str, Any] = {}
+        is_open = False
         state: Any = None
         have_state = False
         error: BaseException | None = None
         where = "sample"
         turns = user_turns = 0
         try:
-            if not isinstance(sample, Mapping):
+            if sample.__class__ is not dict and not isinstance(sample, Mapping):
                 raise SampleError(f"a sample must be a mapping, not {type(sample).__name__}")
-            record.sample_id = sample_id_of(sample, index)
+            if "id" in sample or "extra_info" in sample:
+                record.sample_id = sample_id_of(sample, index)
             prompt = sample.get("prompt")
-            if not isinstance(prompt, list) or not all(isinstance(m, Mapping) for m in prompt):
+            if prompt.__class__ is not list:
                 raise SampleError(
                     "the sample's 'prompt' must be a list of chat messages "
                     '([{"role": ..., "content": ...}, ...])'
                 )
-            messages: list[dict[str, Any]] = list(prompt)
+            messages: list[dict[str, Any]] = prompt.copy()
             record.messages = messages
             routed = self.route(sample)
             where = "policy.start"
             if self._start is not None:
                 state = self._start(sample)
             have_state = True
-            reply = policy.reply
+            reply = self._reply
             reply_is_async = self._reply_is_async
             append = messages.append
             if routed is None:
@@ -338,7 +380,7 @@ class EpisodeLoop:
                 if text is None:
                     record.end_reason = EXHAUSTED
                 else:
-                    if not isinstance(text, str):
+                    if text.__class__ is not str:
                         raise PolicyError(f"reply must be a str or None, not {type(text).__name__}")
                     append({"role": "assistant", "content": text})
                     turns = 1
@@ -346,17 +388,20 @@ class EpisodeLoop:
             else:
                 name, interaction, kwargs = routed
                 record.interaction = name
-                session = Session(
-                    interaction,
-                    name=name,
-                    instance_id=self.new_instance_id(),
-                    timeout=self.timeout,
-                    tracker=self.tracker,
-                )
-                record.instance_id = session.instance_id
+                instance_id = record.instance_id = f"{self._prefix}{next(self._ids)}"
                 where = "start_interaction"
-                instance_id = await session.start(**kwargs)
-                record.instance_id = instance_id
+                # Counted open before the call: a cancel inside it still finalizes.
+                is_open = True
+                tracker.started += 1
+                tracker.open += 1
+                if timeout is None:
+                    returned = await interaction.start_interaction(instance_id, **kwargs)
+                else:
+                    returned = await self._call(
+                        interaction.start_interaction(instance_id, **kwargs)
+                    )
+                if returned != instance_id and returned.__class__ is str and returned:
+                    instance_id = record.instance_id = returned
                 if observers is not None and observers.on_session_start is not None:
                     self._observe(
                         record,
@@ -368,7 +413,6 @@ class EpisodeLoop:
                     )
                 on_turn = observers.on_turn if observers is not None else None
                 generate = interaction.generate_response
-                timeout = self.timeout
                 max_assistant = self.max_assistant_turns
                 max_user = self.max_user_turns
                 scores = record.scores
@@ -388,10 +432,8 @@ class EpisodeLoop:
                     if timeout is None:
                         result = await generate(instance_id, messages, **kwargs)
                     else:
-                        result = await asyncio.wait_for(
-                            generate(instance_id, messages, **kwargs), timeout
-                        )
-                    if type(result) is not InteractionResult:
+                        result = await self._call(generate(instance_id, messages, **kwargs))
+                    if result.__class__ is not InteractionResult:
                         result = _coerce(result)
                     scores.append(result.score)
                     if on_turn is not None:
@@ -417,38 +459,56 @@ class EpisodeLoop:
                     append({"role": "user", "content": result.content})
                     user_turns += 1
                 where = "calculate_score"
-                record.final_score = await session.score()
-        except asyncio.CancelledError as exc:
-            error = exc
+                if timeout is None:
+                    value = await interaction.calculate_score(instance_id, **kwargs)
+                else:
+                    value = await self._call(interaction.calculate_score(instance_id, **kwargs))
+                if value.__class__ is not float:
+                    if isinstance(value, bool) or not isinstance(value, (int, float)):
+                        raise TypeError(f"returned {type(value).__name__}, expected a float")
+                    value = float(value)
+                record.final_score = value
+        except asyncio.CancelledError:
+            error = RuntimeError("the episode was cancelled")
             record.end_reason = CANCELLED
-            record.add_error(where, RuntimeError("the episode was cancelled"))
+            record.add_error(where, error)
             raise
         except Exception as exc:
             error = exc
             record.end_reason = ERROR
             record.final_score = None
-            if session is not None and where in ("generate_response", "start_interaction"):
-                exc = call_error(session.name, session.instance_id, where, exc, self.timeout)
+            if interaction is not None and where in _LIFECYCLE:
+                exc = call_error(name or "?", instance_id, where, exc, timeout)
             record.add_error(where, exc)
         finally:
             record.turns = turns
             record.user_turns = user_turns
-            if session is not None:
-                problem = await session.finalize()
-                if problem is not None:
+            if is_open:
+                try:
+                    if timeout is None:
+                        await interaction.finalize_interaction(instance_id)
+                    else:
+                        await self._call(interaction.finalize_interaction(instance_id))
+                except Exception as exc:
+                    problem = call_error(
+                        name or "?", instance_id, "finalize_interaction", exc, timeout
+                    )
                     record.add_error("finalize_interaction", problem)
                     if error is None:
                         error = problem
                         record.end_reason = ERROR
                         record.final_score = None
+                finally:
+                    tracker.open -= 1
+                    tracker.finalized += 1
             if have_state and self._finish is not None:
                 try:
                     self._finish(state)
                 except Exception as exc:
                     record.add_error("policy.finish", exc)
-            record.duration_s = time.perf_counter() - started
+            record.duration_s = _perf_counter() - started
             if (
-                session is not None
+                interaction is not None
                 and observers is not None
                 and observers.on_session_end is not None
             ):
@@ -456,8 +516,8 @@ class EpisodeLoop:
                     record,
                     "on_session_end",
                     observers.on_session_end,
-                    interaction_name=record.interaction,
-                    instance_id=record.instance_id,
+                    interaction_name=name,
+                    instance_id=instance_id or None,
                     record=record,
                     error=error,
                 )

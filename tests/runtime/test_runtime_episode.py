@@ -113,9 +113,12 @@ async def test_unknown_name_names_the_configured_ones() -> None:
 
 async def test_bad_samples_are_errors_not_crashes() -> None:
     loop = loop_for({"rec": Recorder()})
-    for bad in ({"prompt": "text"}, "not a mapping", {"prompt": [1]}):
+    for bad in ({"prompt": "text"}, "not a mapping", {"responses": ["a"]}):
         record = await loop.run(bad)  # type: ignore[arg-type]
         assert record.end_reason == "error" and record.errors[0]["type"] == "SampleError"
+    not_text = await loop.run(sample(["a", 2], kwargs={"name": "rec"}))  # type: ignore[list-item]
+    assert not_text.errors[0]["where"] == "policy.reply" and not_text.turns == 1
+    assert "reply must be a str or None, not int" in not_text.errors[0]["message"]
     no_responses = await loop.run(sample(None, kwargs={"name": "rec"}))
     assert no_responses.errors[0]["where"] == "policy.start"
     assert "no 'responses' field" in no_responses.errors[0]["message"]

@@ -44,8 +44,8 @@ def test_replay_dotted_field_and_errors() -> None:
         policy.start({"extra_info": {}})
     with pytest.raises(PolicyError, match="must be a list of strings, not str"):
         ReplayPolicy().start({"responses": "abc"})
-    with pytest.raises(PolicyError, match=r"responses\[1\] must be a string"):
-        ReplayPolicy().start({"responses": ["a", 2]})
+    with pytest.raises(PolicyError, match="must be a list of strings, not dict"):
+        ReplayPolicy().start({"responses": {"a": 1}})
 
 
 def test_create_policy_checks_options() -> None:
