@@ -27,6 +27,7 @@ WARM_GOAL = 1.1
 COLD_GOAL = 1.1
 WITH_INTERACTIONS = 3
 REPRODUCE = "python benchmarks/run.py --only discovery"
+HOOKS_GROUP = "interactions_core.plugins"
 BARE_SCAN = "import importlib.metadata as m; m.entry_points(group='interactions_core.interactions')"
 
 
@@ -59,15 +60,28 @@ def make_environment(root: Path, size: int) -> Path:
     return site
 
 
+def host_hook_plugins() -> list[str]:
+    """Distributions of this interpreter that provide hook plugins."""
+    from importlib.metadata import entry_points
+
+    return sorted({ep.dist.name for ep in entry_points(group=HOOKS_GROUP) if ep.dist})
+
+
 def run(repeats: int) -> list[Row]:
     root = scratch("discovery")
     cli = [*interactions_command(), "list"]
+    hooks = host_hook_plugins()
+    # A cold listing also imports every hook plugin whose registrations are not
+    # cached yet: that is the plugin's own import time, not the scan's. The scan
+    # rows disable the host's hook plugins; one more row shows their cost.
+    no_hooks = {"INTERACTIONS_DISABLE": ",".join(hooks)} if hooks else {}
     envs = {}
     for size in SIZES:
         site = make_environment(root, size)
         cache = root / f"cache-{size}"
-        envs[size] = (clean_env(PYTHONPATH=str(site), XDG_CACHE_HOME=str(cache)), cache)
-        run_once(cli, envs[size][0])  # warm this environment's index
+        env = clean_env(PYTHONPATH=str(site), XDG_CACHE_HOME=str(cache), **no_hooks)
+        envs[size] = (env, cache)
+        run_once(cli, env)  # warm this environment's index
 
     rows = []
     warm = alternate(cli, cli, repeats=repeats, env_a=envs[1000][0], env_b=envs[20][0])
@@ -93,6 +107,28 @@ def run(repeats: int) -> list[Row]:
                 COLD_GOAL,
                 cold.ratio,
                 cold.describe("list", "scan"),
+                REPRODUCE,
+            )
+        )
+    if hooks:
+        env, cache = envs[20]
+        env = {k: v for k, v in env.items() if k != "INTERACTIONS_DISABLE"}
+
+        def empty(cache: Path = cache) -> None:
+            shutil.rmtree(cache, ignore_errors=True)
+
+        cold = alternate(
+            cli, [PYTHON, "-c", BARE_SCAN], repeats=max(3, repeats // 8), env_a=env, before_a=empty
+        )
+        rows.append(
+            Row(
+                "Discovery, cold, 20 dists, with the host's hook plugins "
+                f"({', '.join(hooks)}) / bare scan",
+                "report",
+                cold.ratio,
+                None,
+                cold.describe("list", "scan")
+                + "; the difference is the hook plugins' own import time",
                 REPRODUCE,
             )
         )

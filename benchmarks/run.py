@@ -35,7 +35,9 @@ def table(rows: list[Row]) -> str:
     ]
     for r in rows:
         measured = "n/a" if r.ratio is None else f"{r.ratio:.2f}x"
-        result = "skipped" if r.passed is None else ("pass" if r.passed else "FAIL")
+        result = "pass" if r.passed else "FAIL"
+        if r.passed is None:
+            result = "info" if r.ratio is not None else "skipped"
         lines.append(
             f"| {r.benchmark} | {r.goal} | {measured} | {result} | {r.detail} | `{r.reproduce}` |"
         )
