@@ -11,12 +11,21 @@ ROOT = Path(__file__).resolve().parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
+@pytest.fixture(scope="session")
+def _shared_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One index cache for the whole run, never the user's own.
+
+    The index key includes ``sys.path`` and its mtimes, so tests with their own
+    generated distributions get their own entries; sharing the folder only spares
+    every test the cold scan (and the import of heavy hook plugins it implies).
+    """
+    return tmp_path_factory.mktemp("xdg-cache-shared")
+
+
 @pytest.fixture(autouse=True)
-def _isolated_environment(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-):
-    """Give every test its own index cache and no allow/deny lists from the caller's shell."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+def _isolated_environment(_shared_cache_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No allow/deny lists from the caller's shell, and a cache outside the user's home."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(_shared_cache_home))
     for var in (
         "INTERACTIONS_PLUGINS",
         "INTERACTIONS_DISABLE",
@@ -24,6 +33,14 @@ def _isolated_environment(
         "INTERACTIONS_NO_CLASS_PATHS",
     ):
         monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def fresh_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty cache folder of the test's own, for tests about the cache itself."""
+    folder = tmp_path_factory.mktemp("xdg-cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
+    return folder
 
 
 @pytest.fixture

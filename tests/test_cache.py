@@ -12,6 +12,8 @@ from interactions_core.registry import Registry
 
 GROUP = "interactions_core.interactions"
 
+pytestmark = pytest.mark.usefixtures("fresh_cache")
+
 
 def cache_files() -> list[Path]:
     folder = Path(_cache.cache_dir())

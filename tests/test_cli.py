@@ -145,7 +145,7 @@ def test_check_missing_file_and_usage_errors(tmp_path):
     assert cli().returncode == 2
 
 
-def test_cache_commands(site):
+def test_cache_commands(site, fresh_cache):
     cli("list", site=site)
     path = cli("cache", "path").stdout.strip()
     assert Path(path).is_dir()
