@@ -57,18 +57,28 @@ def _mtime(path: str) -> int:
         return -1
 
 
-def current_key() -> tuple[object, ...]:
-    """What the index depends on: interpreter, ``sys.path`` and each entry's mtime.
+def _metadata_names(path: str) -> object:
+    """The metadata folders directly in ``path``: what can change the index there."""
+    try:
+        with os.scandir(path) as it:
+            return tuple(sorted(e.name for e in it if e.name.endswith((".dist-info", ".egg-info"))))
+    except OSError:
+        return -1
 
-    An empty entry (``python -c``, the REPL) means the current directory, so it is
-    keyed as that directory: ``python -c`` and ``python -m`` started in the same
-    folder share one index.
+
+def current_key() -> tuple[object, ...]:
+    """What the index depends on: interpreter, ``sys.path`` and each entry's state.
+
+    An entry's state is its mtime, except for the current directory (``""`` for
+    ``python -c``, the full path for ``python -m``): a working folder changes all
+    the time, so it is keyed by the metadata folders it holds instead, and a busy
+    folder does not turn every run into a cold one. ``python -c`` and
+    ``python -m`` started in the same folder share one index.
     """
-    paths = tuple(sys.path)
-    if "" in paths:
-        cwd = os.getcwd()
-        paths = tuple(p or cwd for p in paths)
-    return (FORMAT, sys.executable, sys.version, paths, tuple(_mtime(p) for p in paths))
+    cwd = os.getcwd()
+    paths = tuple(p or cwd for p in sys.path)
+    state = tuple(_metadata_names(p) if p == cwd else _mtime(p) for p in paths)
+    return (FORMAT, sys.executable, sys.version, paths, state)
 
 
 def _fnv1a(data: bytes) -> int:

@@ -101,3 +101,18 @@ def test_clear_removes_every_index(make_dist):
     names()
     assert _cache.clear() == 1
     assert cache_files() == []
+
+
+def test_a_busy_working_folder_does_not_invalidate(make_dist, tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.syspath_prepend(str(work))  # what `python -m` puts first
+    make_dist("acme-tasks", "1", {GROUP: {"acme": "acme_mod:Acme"}})
+    assert "acme" in names()
+    (work / "notes.txt").write_text("edited")  # changes the folder's mtime
+    with monkeypatch.context() as m:
+        forbid_scan(m)
+        assert "acme" in names()
+    make_dist("acme-here", "1", {GROUP: {"acme_here": "acme_h:Acme"}}, where=work)
+    assert "acme_here" in names()  # metadata appearing in the folder still counts
