@@ -35,6 +35,13 @@ def lint(session: nox.Session) -> None:
 
 
 @nox.session
+def packaging(session: nox.Session) -> None:
+    """Wheels of the core and every plugin in a fresh virtualenv: list, uninstall, broken plugin."""
+    session.install("build", "hatchling")
+    session.run("python", "tests/packaging/packaging_proof.py", *session.posargs)
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """The benchmark suite; writes a Markdown table (see docs/performance.md)."""
     session.install("-r", "requirements-dev.txt")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -69,14 +70,15 @@ def test_missing_file_and_unknown_format(tmp_path: Path) -> None:
         SampleReader(tmp_path / "data.csv")
 
 
-def test_parquet_without_pyarrow_says_how_to_install(tmp_path: Path) -> None:
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        with pytest.raises(DatasetError, match=r"pip install 'interactions-core\[parquet\]'"):
-            SampleReader(tmp_path / "d.parquet")
-    else:
-        pytest.skip("pyarrow is installed")
+def test_parquet_without_pyarrow_says_how_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A None entry in sys.modules makes `import pyarrow` fail as if it were absent.
+    for name in [m for m in sys.modules if m == "pyarrow" or m.startswith("pyarrow.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(DatasetError, match=r"pip install 'interactions-core\[parquet\]'"):
+        SampleReader(tmp_path / "d.parquet")
 
 
 def test_parquet_round_trip(tmp_path: Path) -> None:
