@@ -299,20 +299,14 @@ class Registry:
 
     def resolve(self, name: str) -> Entry:
         """The entry ``name`` designates; raises a teaching error when there is none."""
-        entries = self.entries()
-        matches = [e for e in entries if e.name == name]
-        if not matches and ":" in name:
-            dist, _, short = name.partition(":")
-            matches = [
-                e
-                for e in entries
-                if e.name == short and normalize(e.distribution) == normalize(dist)
-            ]
-            if matches:
-                entry = matches[0]
-                if entry.status == "disabled":
-                    raise DisabledError(f"interaction {entry.describe()} is {entry.error}")
-                return entry
+        from .naming import find_named
+
+        matches = find_named(self.entries(), name)
+        if matches and matches[0].name != name:  # qualified: exactly one distribution
+            entry = matches[0]
+            if entry.status == "disabled":
+                raise DisabledError(f"interaction {entry.describe()} is {entry.error}")
+            return entry
         if not matches:
             raise UnknownInteractionError(self._unknown_message(name))
         usable = [e for e in matches if e.status != "disabled"]
@@ -336,13 +330,10 @@ class Registry:
         return usable[0]
 
     def _unknown_message(self, name: str) -> str:
-        import difflib
+        from .naming import suggest
 
         known = sorted({e.name for e in self.entries() if e.status != "disabled"})
-        message = f"unknown interaction {name!r}"
-        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
-        if close:
-            message += f"; did you mean {' or '.join(repr(c) for c in close)}?"
+        message = f"unknown interaction {name!r}{suggest(name, known, n=3)}"
         if known:
             shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
             message += f" Installed: {shown}."

@@ -100,21 +100,15 @@ def list_builders(registry: Any = None) -> list[BuilderInfo]:
 
 def get_builder(name: str, registry: Any = None) -> BuilderInfo:
     """The builder called ``name`` (or ``distribution:name``)."""
+    from ..naming import find_named, suggest
     from ..registry import get_registry
-    from ..selection import normalize
 
     registry = registry if registry is not None else get_registry()
     builders = list_builders(registry)
-    matches = [b for b in builders if b.name == name]
-    if not matches and ":" in name:
-        dist, _, short = name.partition(":")
-        matches = [
-            b for b in builders if b.name == short and normalize(b.distribution) == normalize(dist)
-        ]
+    matches = find_named(builders, name)
     if not matches:
         known = sorted({b.name for b in builders})
-        close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
-        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        hint = suggest(name, known)
         broken = registry.plugin_host.errors
         note = (
             f" ({len(broken)} hook plugin(s) failed to load: "

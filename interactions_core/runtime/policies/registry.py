@@ -15,12 +15,12 @@ is an error naming both; a qualified ``distribution:name`` picks one.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from typing import Any
 
 from ...discovery import POLICIES_GROUP
 from ...errors import ConflictError, PluginLoadError, UnknownInteractionError
+from ...naming import find_named, suggest
 from ...selection import normalize
 
 __all__ = ["BUILTIN", "PolicyInfo", "UnknownPolicyError", "get_policy_class", "list_policies"]
@@ -165,16 +165,10 @@ def list_policies(registry: Any = None) -> list[PolicyInfo]:
 def get_policy_class(name: str, registry: Any = None) -> Any:
     """The policy class called ``name`` (or ``distribution:name``)."""
     policies = list_policies(registry)
-    matches = [p for p in policies if p.name == name]
-    if not matches and ":" in name:
-        dist, _, short = name.partition(":")
-        matches = [
-            p for p in policies if p.name == short and normalize(p.distribution) == normalize(dist)
-        ]
+    matches = find_named(policies, name)
     if not matches:
         known = sorted({p.name for p in policies})
-        close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
-        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        hint = suggest(name, known)
         raise UnknownPolicyError(
             f"unknown policy {name!r}{hint} Available: {', '.join(known)}. "
             "Plugins add policies through the 'interactions_core.policies' entry-point group "
