@@ -47,6 +47,7 @@ _PLAIN_TAGS = {
     "tag:yaml.org,2002:" + t for t in ("str", "int", "float", "bool", "null", "timestamp", "binary")
 }
 _MAP_TAG = "tag:yaml.org,2002:map"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 
 Lines = dict[tuple[Any, ...], int]
@@ -80,6 +81,28 @@ def read_yaml(text: str, source: str = "<config>") -> tuple[Any, Lines]:
     lines: Lines = {}
     memo: dict[int, Any] = {}
     constructor = yaml.constructor.SafeConstructor()
+    merged = [0]  # values copied by '<<' merges, bounded like an alias expansion
+
+    def merge(
+        out: dict[Any, Any], own: set[Any], value_node: Any, path: tuple[Any, ...], depth: int
+    ) -> None:
+        """Apply a ``<<`` merge key: earlier mappings win, explicit keys override."""
+        where = f"{source}:{value_node.start_mark.line + 1}"
+        sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+        for src in sources:
+            if not isinstance(src, yaml.MappingNode):
+                raise ConfigError(
+                    [f"{where}: invalid YAML: a '<<' merge needs a mapping or a list of mappings"]
+                )
+            items = convert(src, (*path, "<<"), depth + 1)
+            merged[0] += len(items)
+            if merged[0] > MAX_EXPANDED_VALUES:
+                raise ConfigError(
+                    [f"{where}: YAML merge keys expand this document too far (a YAML bomb?)"]
+                )
+            for key, value in items.items():
+                if key not in out and key not in own:
+                    out[key] = value
 
     def convert(node: Any, path: tuple[Any, ...], depth: int) -> Any:
         if depth > 100:
@@ -96,10 +119,13 @@ def read_yaml(text: str, source: str = "<config>") -> tuple[Any, Lines]:
                         "configs are plain data (no Python objects)"
                     ]
                 )
-            constructor.flatten_mapping(node)  # resolve '<<' merge keys
             out: dict[Any, Any] = {}
             memo[id(node)] = out
+            own: set[Any] = set()
             for key_node, value_node in node.value:
+                if key_node.tag == _MERGE_TAG:
+                    merge(out, own, value_node, path, depth)
+                    continue
                 key = convert(key_node, (*path, "<key>"), depth + 1)
                 if not isinstance(key, (str, int, float, bool)) and key is not None:
                     raise ConfigError(
@@ -108,10 +134,11 @@ def read_yaml(text: str, source: str = "<config>") -> tuple[Any, Lines]:
                             f"mapping keys must be plain scalars"
                         ]
                     )
-                if key in out:
+                if key in own:
                     raise ConfigError(
                         [f"{source}:{key_node.start_mark.line + 1}: duplicate key {_short(key)}"]
                     )
+                own.add(key)  # an explicit key overrides a merged one (YAML's merge rule)
                 out[key] = convert(value_node, (*path, key), depth + 1)
             return out
         if isinstance(node, yaml.SequenceNode):

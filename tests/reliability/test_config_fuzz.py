@@ -314,3 +314,36 @@ def test_real_process_never_prints_a_traceback(tmp_path: Path) -> None:
         )
         assert proc.returncode == 1, (label, proc.stderr)
         assert "Traceback" not in proc.stderr and "invalid config" in proc.stderr, label
+
+
+def test_merge_keys_follow_yaml_rules(tmp_path: Path) -> None:
+    """Explicit keys override merged ones; of several merged mappings the first wins."""
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "interaction:\n"
+        "  - &strict {name: gsm8k, plugin: gsm8k, config: {method: strict}}\n"
+        "  - <<: *strict\n"
+        "    name: gsm8k_flexible\n"
+        "    config: {method: flexible}\n"
+        "  - <<: [{name: gsm8k_third, plugin: gsm8k}, {name: ignored, plugin: weather}]\n"
+    )
+    loaded = load_config(str(path))
+    assert loaded.names == ["gsm8k", "gsm8k_flexible", "gsm8k_third"]
+    assert [r.options for r in loaded.entries][:2] == [{"method": "strict"}, {"method": "flexible"}]
+    path.write_text("interaction:\n  - {name: gsm8k, name: weather}\n")
+    with pytest.raises(ConfigError, match=r"c\.yaml:2: duplicate key 'name'"):
+        load_config(str(path))
+
+
+def test_merge_chains_are_bounded(tmp_path: Path) -> None:
+    """Each level merges the previous one: quadratic copying, refused past the limit."""
+    levels = 3_000
+    text = "interaction:\n  - &l0 {name: gsm8k, k0: 0}\n" + "".join(
+        f"  - &l{i} {{<<: *l{i - 1}, k{i}: {i}}}\n" for i in range(1, levels)
+    )
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    started = time.perf_counter()
+    with pytest.raises(ConfigError, match="merge keys expand"):
+        load_config(str(path))
+    assert time.perf_counter() - started < 10
