@@ -347,3 +347,39 @@ def test_merge_chains_are_bounded(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="merge keys expand"):
         load_config(str(path))
     assert time.perf_counter() - started < 10
+
+
+# Mostly valid configs, so the success path (instantiation included) is fuzzed too.
+valid_entries = st.builds(
+    lambda name, plugin, method, extra: {
+        k: v
+        for k, v in {
+            "name": name,
+            "plugin": plugin,
+            "config": ({"method": method} if method else {}) | extra,
+        }.items()
+        if v is not None
+    },
+    name=st.sampled_from([None, "a", "b", "c", "gsm8k", "weather"]) | st.text(max_size=8),
+    plugin=st.sampled_from(["gsm8k", "weather", "interactions-gsm8k:gsm8k", None]),
+    method=st.sampled_from([None, None, None, "strict", "flexible", "loose", 3]),
+    extra=st.sampled_from([{}, {}, {}, {"x": 1}]),
+)
+
+
+@FUZZ
+@given(
+    items=st.lists(valid_entries, max_size=4, unique_by=lambda e: e.get("name", e.get("plugin"))),
+    default=st.sampled_from([None, None, None, "gsm8k", "weather", "nope"]),
+)
+def test_mostly_valid_configs(tmp_path: Path, items: list[dict], default: str | None) -> None:
+    config: dict[str, Any] = {"interaction": items}
+    if default is not None:
+        config["default"] = default
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    result = outcome(str(path))
+    event(f"outcome: {result}")
+    assert outcome(config) == result
+    code, _ = check_cli(path)
+    assert code == (0 if result == "ok" else 1)
