@@ -259,3 +259,31 @@ def test_no_space_in_process(
     one_warning(capsys.readouterr().err)
     assert not list(world["cache"].rglob("*.tmp"))
     assert not list(world["cache"].rglob("index-*"))
+
+
+def test_cache_cleared_while_workers_start(world: dict[str, Path]) -> None:
+    """``interactions cache clear`` racing with starting workers: nobody notices."""
+    expected = reference(world)
+    env = env_for(world)
+    procs = []
+    for i in range(40):
+        args = ["cache", "clear"] if i % 8 == 0 else ["list", "--json"]
+        procs.append(
+            (
+                args,
+                subprocess.Popen(
+                    [sys.executable, "-m", "interactions_core", *args],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env=env,
+                    cwd=world["work"],
+                ),
+            )
+        )
+    for args, proc in procs:
+        stdout, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 0 and "Traceback" not in stderr, stderr
+        if args[0] == "list":
+            assert names_of(stdout) == expected
+    assert not list(world["cache"].rglob("*.tmp"))

@@ -383,3 +383,15 @@ def test_mostly_valid_configs(tmp_path: Path, items: list[dict], default: str | 
     assert outcome(config) == result
     code, _ = check_cli(path)
     assert code == (0 if result == "ok" else 1)
+
+
+def test_in_memory_mappings_get_the_same_protection() -> None:
+    shared: list[Any] = ["lol"] * 9
+    for _ in range(10):
+        shared = [shared] * 9  # 9**11 values when expanded, 100 objects in memory
+    with pytest.raises(ConfigError, match="expand"):
+        load_config({"interaction": [{"name": "gsm8k", "config": {"x": shared}}]})
+    cyclic: dict[str, Any] = {"name": "gsm8k"}
+    cyclic["config"] = {"self": cyclic}
+    with pytest.raises(ConfigError, match="contains it"):
+        load_config({"interaction": [cyclic]})
