@@ -1,8 +1,9 @@
 """Running many episodes: concurrency, cancellation and the run's summary.
 
-:class:`Runner` plays the samples of an iterable with a fixed number of worker
-tasks (``concurrency``), so memory holds at most that many live episodes: the
-samples are pulled one at a time, each finished record goes to ``on_record``
+:class:`Runner` plays the samples of an iterable with at most ``concurrency``
+worker tasks, so memory holds at most that many live episodes (a worker is
+added only while every worker's episode is waiting): the samples are pulled one
+at a time, each finished record goes to ``on_record``
 (e.g. a line of the output file) and is dropped unless ``keep_records`` is set,
 and :class:`RunSummary` only keeps counters.
 
@@ -50,8 +51,11 @@ class RunSummary:
         """Count one finished episode."""
         self.episodes += 1
         reason = record.end_reason
-        self.end_reasons[reason] = self.end_reasons.get(reason, 0) + 1
-        self.turns[record.turns] = self.turns.get(record.turns, 0) + 1
+        by_reason = self.end_reasons
+        by_reason[reason] = by_reason.get(reason, 0) + 1
+        by_turns = self.turns
+        turns = record.turns
+        by_turns[turns] = by_turns.get(turns, 0) + 1
         if record.errors:
             self.errors += 1
             if len(self.error_examples) < ERROR_EXAMPLES:
@@ -62,16 +66,20 @@ class RunSummary:
             return
         if reason == "terminated":
             self.terminated += 1
-        if record.final_score is not None:
-            self.final_score_sum += record.final_score
+        final = record.final_score
+        if final is not None:
+            self.final_score_sum += final
             self.final_score_count += 1
-        sums, counts = self.turn_score_sums, self.turn_score_counts
-        for i, score in enumerate(record.scores):
-            if i == len(sums):
-                sums.append(0.0)
-                counts.append(0)
-            sums[i] += score
-            counts[i] += 1
+        scores = record.scores
+        if scores:
+            sums, counts = self.turn_score_sums, self.turn_score_counts
+            missing = len(scores) - len(sums)
+            if missing > 0:
+                sums.extend([0.0] * missing)
+                counts.extend([0] * missing)
+            for i, score in enumerate(scores):
+                sums[i] += score
+                counts[i] += 1
 
     @property
     def final_score_mean(self) -> float | None:
@@ -223,10 +231,22 @@ class Runner:
         summary.records = records
         items = enumerate(samples)
         play = self.loop.run
+        count = summary.add
         fatal: list[BaseException] = []
         self._stopping = False
+        tasks: list[asyncio.Task[None]] = []
+        self._tasks = tasks
+        cap = self.concurrency
+        loop = asyncio.get_running_loop()
+        # The pool grows one worker at a time, up to ``concurrency``: a worker that
+        # takes a sample first schedules a spare, which only runs (and takes the
+        # next sample) when an episode waits. Episodes that never wait (replay of
+        # a synchronous interaction) cost no task each.
+        spare = False
 
         async def worker() -> None:
+            nonlocal spare
+            spare = False
             while not self._stopping:
                 try:
                     index, sample = next(items)
@@ -236,8 +256,11 @@ class Runner:
                     fatal.append(exc)
                     self.cancel()
                     return
+                if not spare and len(tasks) < cap:
+                    spare = True
+                    tasks.append(loop.create_task(worker()))
                 record = await play(sample, index)
-                summary.add(record)
+                count(record)
                 if records is not None:
                     records.append(record)
                 if on_record is not None:
@@ -249,12 +272,16 @@ class Runner:
                         return
 
         started = time.perf_counter()
-        self._tasks = [asyncio.ensure_future(worker()) for _ in range(self.concurrency)]
+        tasks.append(loop.create_task(worker()))
         try:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            waited = 0
+            while waited < len(tasks):  # workers started meanwhile are waited for next
+                batch = tasks[waited:]
+                waited = len(tasks)
+                await asyncio.gather(*batch, return_exceptions=True)
         except asyncio.CancelledError:
             self.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)
             raise
         finally:
             summary.elapsed_s = time.perf_counter() - started
