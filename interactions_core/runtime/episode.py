@@ -71,6 +71,7 @@ END_REASONS = (
 
 _coerce = InteractionResult.coerce
 _perf_counter = time.perf_counter
+_new_record = object.__new__
 #: Add to a ``perf_counter`` reading to get wall-clock (epoch) seconds.
 _WALL_OFFSET = time.time() - time.perf_counter()
 _LIFECYCLE = frozenset(("start_interaction", "generate_response", "calculate_score"))
@@ -86,6 +87,28 @@ def _overridden(policy: Any, method: str) -> Callable[..., Any] | None:
     if getattr(type(policy), method, None) is getattr(Policy, method):
         return None
     return bound  # type: ignore[no-any-return]
+
+
+def _replay_field(policy: Any) -> str | None:
+    """The sample key a plain :class:`ReplayPolicy` reads its replies from, else ``None``.
+
+    Such a policy's ``start`` is ``iter(sample[field])`` for a list and its
+    ``reply`` is ``next(state, None)``: the loop does both inline. A subclass or
+    an instance that replaces either method, or a dotted field, is called as usual.
+    """
+    from .policies.replay import ReplayPolicy
+
+    cls = type(policy)
+    if (
+        not isinstance(policy, ReplayPolicy)
+        or cls.start is not ReplayPolicy.start
+        or cls.reply is not ReplayPolicy.reply
+        or "start" in vars(policy)
+        or "reply" in vars(policy)
+    ):
+        return None
+    key: str | None = policy._key
+    return key
 
 
 _NO_ERRORS: list[dict[str, Any]] = []  # shared and never appended to
@@ -274,7 +297,10 @@ class EpisodeLoop:
         # start/finish are skipped entirely when they are the base class's no-ops.
         self._start = _overridden(policy, "start")
         self._finish = _overridden(policy, "finish")
+        self._replay_field = _replay_field(policy)
         self._prefix = uuid.uuid4().hex[:12] + "-"
+        # run() routes the common case inline unless a subclass has its own route().
+        self._inline_route = type(self).route is EpisodeLoop.route
         self._ids = itertools.count()
 
     # -- choosing the interaction ----------------------------------------------
@@ -334,17 +360,22 @@ class EpisodeLoop:
         The lifecycle calls are made inline (not through :class:`Session`) so an
         episode costs little more than the same calls written by hand; the
         guarantees are the same: ``finalize_interaction`` runs on every path.
+        The record's fields are kept in locals and written once, on the way out.
         """
         started = _perf_counter()
-        record = EpisodeRecord(index, index)
-        record.started_at = started
+        record: EpisodeRecord = _new_record(EpisodeRecord)
+        record.errors = _NO_ERRORS
         observers = self.observers
-        tracker = self.tracker
         timeout = self.timeout
         interaction: Any = None
         name: str | None = None
         instance_id = ""
-        kwargs: dict[str, Any] = {}
+        kwargs: Any = None
+        messages: list[dict[str, Any]] | None = None
+        scores: list[float] | None = None
+        end_reason = ERROR
+        final_score: float | None = None
+        sample_id: Any = index
         is_open = False
         state: Any = None
         have_state = False
@@ -354,46 +385,80 @@ class EpisodeLoop:
         try:
             if sample.__class__ is not dict and not isinstance(sample, Mapping):
                 raise SampleError(f"a sample must be a mapping, not {type(sample).__name__}")
-            if "id" in sample or "extra_info" in sample:
-                record.sample_id = sample_id_of(sample, index)
-            prompt = sample.get("prompt")
+            get = sample.get
+            extra = get("extra_info")
+            if extra is not None and extra.__class__ is not dict and not isinstance(extra, Mapping):
+                extra = None  # not verl's extra_info: neither its index nor its kwargs count
+            value = get("id")
+            if value is not None:
+                sample_id = value
+            elif extra is not None:
+                value = extra.get("index")
+                if value is not None:
+                    sample_id = value
+            prompt = get("prompt")
             if prompt.__class__ is not list:
                 raise SampleError(
                     "the sample's 'prompt' must be a list of chat messages "
                     '([{"role": ..., "content": ...}, ...])'
                 )
-            messages: list[dict[str, Any]] = prompt.copy()
-            record.messages = messages
-            routed = self.route(sample)
+            messages = prompt.copy()
+            # Routing (see route()): the common case inline, anything else through route().
+            target: Any = None
+            target_name: str | None = None
+            interactions = self.interactions
+            if interactions is not None:
+                if extra is not None:
+                    kwargs = extra.get("interaction_kwargs")
+                if kwargs is None:
+                    kwargs = get("interaction_kwargs")
+                if kwargs is not None:
+                    if kwargs.__class__ is dict and self._inline_route:
+                        target_name = kwargs.get("name")
+                        if target_name.__class__ is str:
+                            target = interactions.get(target_name)
+                    if target is not None:
+                        kwargs = kwargs.copy()
+                    else:
+                        routed = self.route(sample)
+                        if routed is not None:
+                            target_name, target, kwargs = routed
             where = "policy.start"
-            if self._start is not None:
+            replay_field = self._replay_field
+            if replay_field is not None and (value := get(replay_field)).__class__ is list:
+                state = iter(value)  # ReplayPolicy.start's common case, inline
+            elif self._start is not None:
                 state = self._start(sample)
             have_state = True
             reply = self._reply
             reply_is_async = self._reply_is_async
+            replay = replay_field is not None
             append = messages.append
-            if routed is None:
+            if target is None:
+                scores = []
                 where = "policy.reply"
-                text = reply(state, messages)
-                if reply_is_async:
-                    text = await text
-                if text is None:
-                    record.end_reason = EXHAUSTED
+                if replay:
+                    text = next(state, None)  # ReplayPolicy.reply, inline
                 else:
-                    if text.__class__ is not str:
+                    text = reply(state, messages)
+                    if reply_is_async:
+                        text = await text
+                if text.__class__ is not str:
+                    if text is not None:
                         raise PolicyError(f"reply must be a str or None, not {type(text).__name__}")
+                    end_reason = EXHAUSTED
+                else:
                     append({"role": "assistant", "content": text})
                     turns = 1
-                    record.end_reason = SINGLE_TURN
+                    end_reason = SINGLE_TURN
             else:
-                name, interaction, kwargs = routed
-                record.interaction = name
-                instance_id = record.instance_id = f"{self._prefix}{next(self._ids)}"
+                name = target_name
+                interaction = target
+                instance_id = f"{self._prefix}{next(self._ids)}"
                 where = "start_interaction"
                 # Counted open before the call: a cancel inside it still finalizes.
                 is_open = True
-                tracker.started += 1
-                tracker.open += 1
+                self.tracker.started += 1
                 if timeout is None:
                     returned = await interaction.start_interaction(instance_id, **kwargs)
                 else:
@@ -401,31 +466,41 @@ class EpisodeLoop:
                         interaction.start_interaction(instance_id, **kwargs)
                     )
                 if returned != instance_id and returned.__class__ is str and returned:
-                    instance_id = record.instance_id = returned
-                if observers is not None and observers.on_session_start is not None:
-                    self._observe(
-                        record,
-                        "on_session_start",
-                        observers.on_session_start,
-                        interaction_name=name,
-                        instance_id=instance_id,
-                        kwargs=kwargs,
-                    )
-                on_turn = observers.on_turn if observers is not None else None
+                    instance_id = returned
+                on_turn = None
+                if observers is not None:
+                    # An observer's error is recorded with the session it happened in.
+                    record.interaction = name
+                    record.instance_id = instance_id
+                    on_turn = observers.on_turn
+                    if observers.on_session_start is not None:
+                        self._observe(
+                            record,
+                            "on_session_start",
+                            observers.on_session_start,
+                            interaction_name=name,
+                            instance_id=instance_id,
+                            kwargs=kwargs,
+                        )
                 generate = interaction.generate_response
                 max_assistant = self.max_assistant_turns
                 max_user = self.max_user_turns
-                scores = record.scores
+                scores = []
                 while True:
                     where = "policy.reply"
-                    text = reply(state, messages)
-                    if reply_is_async:
-                        text = await text
-                    if text is None:
-                        record.end_reason = EXHAUSTED
-                        break
+                    if replay:
+                        text = next(state, None)  # ReplayPolicy.reply, inline
+                    else:
+                        text = reply(state, messages)
+                        if reply_is_async:
+                            text = await text
                     if text.__class__ is not str:
-                        raise PolicyError(f"reply must be a str or None, not {type(text).__name__}")
+                        if text is not None:
+                            raise PolicyError(
+                                f"reply must be a str or None, not {type(text).__name__}"
+                            )
+                        end_reason = EXHAUSTED
+                        break
                     append({"role": "assistant", "content": text})
                     turns += 1
                     where = "generate_response"
@@ -448,13 +523,13 @@ class EpisodeLoop:
                             result=result,
                         )
                     if result.should_terminate:
-                        record.end_reason = TERMINATED
+                        end_reason = TERMINATED
                         break
                     if max_assistant is not None and turns >= max_assistant:
-                        record.end_reason = MAX_ASSISTANT_TURNS
+                        end_reason = MAX_ASSISTANT_TURNS
                         break
                     if max_user is not None and user_turns >= max_user:
-                        record.end_reason = MAX_USER_TURNS
+                        end_reason = MAX_USER_TURNS
                         break
                     append({"role": "user", "content": result.content})
                     user_turns += 1
@@ -467,22 +542,35 @@ class EpisodeLoop:
                     if isinstance(value, bool) or not isinstance(value, (int, float)):
                         raise TypeError(f"returned {type(value).__name__}, expected a float")
                     value = float(value)
-                record.final_score = value
+                final_score = value
         except asyncio.CancelledError:
             error = RuntimeError("the episode was cancelled")
-            record.end_reason = CANCELLED
+            end_reason = CANCELLED
+            record.interaction = name
+            record.instance_id = instance_id or None
             record.add_error(where, error)
             raise
         except Exception as exc:
             error = exc
-            record.end_reason = ERROR
-            record.final_score = None
+            end_reason = ERROR
+            final_score = None
             if interaction is not None and where in _LIFECYCLE:
                 exc = call_error(name or "?", instance_id, where, exc, timeout)
+            record.interaction = name
+            record.instance_id = instance_id or None
             record.add_error(where, exc)
         finally:
+            record.index = index
+            record.sample_id = sample_id
+            record.interaction = name
+            record.instance_id = instance_id or None
+            record.messages = messages if messages is not None else []
+            record.scores = scores if scores is not None else []
             record.turns = turns
             record.user_turns = user_turns
+            record.end_reason = end_reason
+            record.final_score = final_score
+            record.started_at = started
             if is_open:
                 try:
                     if timeout is None:
@@ -499,8 +587,7 @@ class EpisodeLoop:
                         record.end_reason = ERROR
                         record.final_score = None
                 finally:
-                    tracker.open -= 1
-                    tracker.finalized += 1
+                    self.tracker.finalized += 1
             if have_state and self._finish is not None:
                 try:
                     self._finish(state)

@@ -18,14 +18,14 @@ whose message names the interaction, the session id and the method. A per-call
 ``timeout`` (seconds, off by default) turns a hung plugin call into such an error.
 
 A :class:`SessionTracker` counts the sessions that are open, so a caller (and the
-test suite) can check that a run left none behind. The episode loop calls the
-interaction directly on its per-turn path and uses a session for the rest.
+test suite) can check that a run left none behind. The episode loop makes the
+same calls inline, with the same guarantees, and counts them on the same tracker.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..result import InteractionResult
@@ -37,14 +37,22 @@ _NEW, _OPEN, _CLOSED = 0, 1, 2
 
 
 class SessionTracker:
-    """Counts sessions started, finalized and still open (shared by a run's sessions)."""
+    """Counts sessions started, finalized and still open (shared by a run's sessions).
 
-    __slots__ = ("finalized", "open", "started")
+    A session counts as started before its ``start_interaction`` call and as
+    finalized once its ``finalize_interaction`` call is over, whatever happened.
+    """
+
+    __slots__ = ("finalized", "started")
 
     def __init__(self) -> None:
         self.started = 0
         self.finalized = 0
-        self.open = 0
+
+    @property
+    def open(self) -> int:
+        """Sessions started and not finalized yet."""
+        return self.started - self.finalized
 
     def __repr__(self) -> str:
         return f"<SessionTracker open={self.open} started={self.started}>"
@@ -63,12 +71,6 @@ def call_error(
     error = InteractionCallError(name, instance_id, method, problem)
     error.__cause__ = exc
     return error
-
-
-async def _call(awaitable: Awaitable[Any], timeout: float | None) -> Any:
-    if timeout is None:
-        return await awaitable
-    return await asyncio.wait_for(awaitable, timeout)
 
 
 class Session:
@@ -117,10 +119,11 @@ class Session:
         if self._state != _NEW:
             raise RuntimeError(f"session {self.instance_id!r} was already started")
         try:
-            returned = await _call(
-                self.interaction.start_interaction(self.instance_id or None, **kwargs),
-                self.timeout,
-            )
+            call = self.interaction.start_interaction(self.instance_id or None, **kwargs)
+            if self.timeout is None:
+                returned = await call
+            else:
+                returned = await asyncio.wait_for(call, self.timeout)
         except Exception as exc:
             raise self._error("start_interaction", exc) from exc
         except asyncio.CancelledError:
@@ -128,7 +131,6 @@ class Session:
             self._state = _OPEN
             if self.tracker is not None:
                 self.tracker.started += 1
-                self.tracker.open += 1
             raise
         if isinstance(returned, str) and returned:
             self.instance_id = returned
@@ -141,7 +143,6 @@ class Session:
         self._state = _OPEN
         if self.tracker is not None:
             self.tracker.started += 1
-            self.tracker.open += 1
         return self.instance_id
 
     def _check_open(self, method: str) -> None:
@@ -153,10 +154,11 @@ class Session:
         """Call ``generate_response`` on the conversation so far; return a checked result."""
         self._check_open("generate_response")
         try:
-            result = await _call(
-                self.interaction.generate_response(self.instance_id, messages, **self._kwargs),
-                self.timeout,
-            )
+            call = self.interaction.generate_response(self.instance_id, messages, **self._kwargs)
+            if self.timeout is None:
+                result = await call
+            else:
+                result = await asyncio.wait_for(call, self.timeout)
             if type(result) is not InteractionResult:
                 result = InteractionResult.coerce(result)
         except Exception as exc:
@@ -167,9 +169,11 @@ class Session:
         """Call ``calculate_score``; the score must be a real number (returned as float)."""
         self._check_open("calculate_score")
         try:
-            value = await _call(
-                self.interaction.calculate_score(self.instance_id, **self._kwargs), self.timeout
-            )
+            call = self.interaction.calculate_score(self.instance_id, **self._kwargs)
+            if self.timeout is None:
+                value = await call
+            else:
+                value = await asyncio.wait_for(call, self.timeout)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TypeError(f"returned {type(value).__name__}, expected a float")
         except Exception as exc:
@@ -189,12 +193,15 @@ class Session:
         self._state = _CLOSED
         tracker = self.tracker
         try:
-            await _call(self.interaction.finalize_interaction(self.instance_id), self.timeout)
+            call = self.interaction.finalize_interaction(self.instance_id)
+            if self.timeout is None:
+                await call
+            else:
+                await asyncio.wait_for(call, self.timeout)
         except Exception as exc:
             return self._error("finalize_interaction", exc)
         finally:
             if tracker is not None:
-                tracker.open -= 1
                 tracker.finalized += 1
         return None
 

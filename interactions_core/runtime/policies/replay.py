@@ -32,11 +32,15 @@ class ReplayPolicy(Policy):
             raise ValueError(f"field must be a non-empty string, not {field!r}")
         self.field = field
         self._path = tuple(field.split("."))
+        #: The top-level key holding the replies (``None`` for a dotted path).
+        self._key = field if len(self._path) == 1 else None
 
     def start(self, sample: Mapping[str, Any]) -> Iterator[str]:
-        # Items are not checked here: the episode loop rejects a reply that is not a str.
-        if len(self._path) == 1:
-            value = sample.get(self.field)
+        # Items are not checked here: the episode loop rejects a reply that is not a str
+        # when it is played (so a sample whose replies run out early costs nothing more).
+        key = self._key
+        if key is not None:
+            value = sample.get(key)
             if value.__class__ is list:
                 return iter(value)
         value = sample
