@@ -14,6 +14,7 @@ fixed "correct!" message, say) once and hand the same object out every turn.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from math import isfinite
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -52,13 +53,27 @@ class InteractionResult(NamedTuple):
             raise TypeError(f"should_terminate must be a bool, got {type(terminate).__name__}")
         if not isinstance(content, str):
             raise TypeError(f"content must be a str, got {type(content).__name__}")
-        if isinstance(score, bool) or not isinstance(score, (int, float)):
-            raise TypeError(f"score must be a float, got {type(score).__name__}")
+        score = as_score(score, "score")
         if extra is None:
             extra = EMPTY_EXTRA
         elif not isinstance(extra, Mapping):
             raise TypeError(f"extra must be a mapping, got {type(extra).__name__}")
-        return cls(terminate, content, float(score), extra)
+        return cls(terminate, content, score, extra)
+
+
+def as_score(value: Any, what: str = "the score") -> float:
+    """``value`` as a finite float, or ``TypeError``/``ValueError`` saying what is wrong.
+
+    A NaN or infinite score would silently poison every mean computed from it, so
+    it is an error where it is returned, not a surprise in a summary.
+    """
+    if value.__class__ is not float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{what} must be a float, got {type(value).__name__}")
+        value = float(value)
+    if not isfinite(value):
+        raise ValueError(f"{what} must be finite, got {value!r}")
+    return value
 
 
 def _short(value: Any, limit: int = 80) -> str:

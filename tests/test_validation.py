@@ -192,3 +192,6 @@ def test_result_coercion_checks_types():
     ):
         with pytest.raises(TypeError, match=word):
             InteractionResult.coerce(bad)
+    for score in (float("nan"), float("inf"), -float("inf")):
+        with pytest.raises(ValueError, match="finite"):
+            InteractionResult.coerce((True, "x", score, {}))

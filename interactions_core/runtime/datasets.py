@@ -25,6 +25,7 @@ existing file is never overwritten unless asked.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -184,6 +185,9 @@ class SampleReader:
                 except ValueError as exc:
                     self._bad(number, f"invalid JSON: {exc}")
                     continue
+                except RecursionError:
+                    self._bad(number, "JSON nested too deeply to read")
+                    continue
                 yield number, row
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -236,6 +240,7 @@ class LineWriter:
             raise DatasetError(f"cannot write {self.path}: {exc.strerror or exc}") from None
         self._buffer: list[bytes] = []
         self._size = 0
+        self._committed = 0  # bytes in the file, all of them whole lines
         self._flush_bytes = flush_bytes
         self._flush_seconds = flush_seconds
         self._last_flush = time.monotonic()
@@ -243,7 +248,11 @@ class LineWriter:
 
     def write(self, obj: Any) -> None:
         """Queue one JSON line (flushed when the buffer or the clock says so)."""
-        line = (json.dumps(obj, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        try:
+            text = json.dumps(obj, ensure_ascii=False, default=str, allow_nan=False)
+        except ValueError:  # NaN/Infinity are not JSON: write them as null
+            text = json.dumps(_finite(obj), ensure_ascii=False, default=str, allow_nan=False)
+        line = (text + "\n").encode("utf-8")
         self._buffer.append(line)
         self._size += len(line)
         self.lines += 1
@@ -259,9 +268,25 @@ class LineWriter:
         data = memoryview(b"".join(self._buffer))
         self._buffer.clear()
         self._size = 0
-        while data:
-            written = os.write(self._fd, data)
-            data = data[written:]
+        start = self._committed
+        done = 0
+        try:
+            while done < len(data):
+                done += os.write(self._fd, data[done:])
+        except OSError as exc:
+            # Keep whole lines only: cut the file back after the last complete one.
+            keep = start + bytes(data[:done]).rfind(b"\n") + 1 if done else start
+            try:
+                os.ftruncate(self._fd, keep)
+            except OSError:
+                pass
+            fd, self._fd = self._fd, None
+            os.close(fd)
+            raise DatasetError(
+                f"cannot write {self.path}: {exc.strerror or exc}; the file keeps the "
+                "complete lines written so far"
+            ) from None
+        self._committed = start + done
         self._last_flush = time.monotonic()
 
     def close(self) -> None:
@@ -271,14 +296,26 @@ class LineWriter:
         try:
             self.flush()
         finally:
-            os.close(self._fd)
-            self._fd = None
+            if self._fd is not None:  # flush closes it itself when the disk is full
+                os.close(self._fd)
+                self._fd = None
 
     def __enter__(self) -> LineWriter:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _finite(obj: Any) -> Any:
+    """``obj`` with NaN and infinite floats replaced by ``None`` (JSON has no such values)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, Mapping):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def write_rows(

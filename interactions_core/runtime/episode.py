@@ -34,12 +34,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import itertools
+import math
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..result import InteractionResult
+from ..result import InteractionResult, as_score
 from .errors import InteractionCallError, PolicyError, SampleError
 from .session import SessionTracker, call_error
 
@@ -70,6 +71,7 @@ END_REASONS = (
 )
 
 _coerce = InteractionResult.coerce
+_isfinite = math.isfinite
 _perf_counter = time.perf_counter
 _new_record = object.__new__
 #: Add to a ``perf_counter`` reading to get wall-clock (epoch) seconds.
@@ -510,6 +512,8 @@ class EpisodeLoop:
                         result = await self._call(generate(instance_id, messages, **kwargs))
                     if result.__class__ is not InteractionResult:
                         result = _coerce(result)
+                    elif not _isfinite(result.score):
+                        raise ValueError(f"returned a non-finite score ({result.score!r})")
                     scores.append(result.score)
                     if on_turn is not None:
                         self._observe(
@@ -538,10 +542,8 @@ class EpisodeLoop:
                     value = await interaction.calculate_score(instance_id, **kwargs)
                 else:
                     value = await self._call(interaction.calculate_score(instance_id, **kwargs))
-                if value.__class__ is not float:
-                    if isinstance(value, bool) or not isinstance(value, (int, float)):
-                        raise TypeError(f"returned {type(value).__name__}, expected a float")
-                    value = float(value)
+                if value.__class__ is not float or not _isfinite(value):
+                    value = as_score(value, "the returned score")
                 final_score = value
         except asyncio.CancelledError:
             error = RuntimeError("the episode was cancelled")

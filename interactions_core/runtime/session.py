@@ -28,7 +28,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from ..result import InteractionResult
+from ..result import InteractionResult, as_score
 from .errors import InteractionCallError
 
 __all__ = ["Session", "SessionTracker", "call_error"]
@@ -161,6 +161,8 @@ class Session:
                 result = await asyncio.wait_for(call, self.timeout)
             if type(result) is not InteractionResult:
                 result = InteractionResult.coerce(result)
+            else:
+                as_score(result.score)
         except Exception as exc:
             raise self._error("generate_response", exc) from exc
         return result
@@ -174,11 +176,9 @@ class Session:
                 value = await call
             else:
                 value = await asyncio.wait_for(call, self.timeout)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"returned {type(value).__name__}, expected a float")
+            return as_score(value, "the returned score")
         except Exception as exc:
             raise self._error("calculate_score", exc) from exc
-        return float(value)
 
     async def finalize(self) -> InteractionCallError | None:
         """Call ``finalize_interaction`` once; later calls do nothing.

@@ -214,11 +214,6 @@ async def test_each_fault_costs_only_its_episode(installed: Path, fault: str) ->
     assert len(plugin.finalized) == 4
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="runtime accepts NaN/inf scores (InteractionResult.coerce and the episode loop do "
-    "not check finiteness), unlike the conformance checker; the summary mean becomes NaN",
-)
 @pytest.mark.parametrize("fault", list(NON_FINITE))
 async def test_non_finite_scores_are_errors(installed: Path, fault: str) -> None:
     summary, runner, _ = await play(installed, [None, fault])
@@ -353,11 +348,6 @@ def test_run_output_is_never_silently_overwritten(installed: Path, tmp_path: Pat
     assert len(out.read_text().splitlines()) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LineWriter writes NaN/Infinity (json.dumps allow_nan) so a record with a non-finite "
-    "score is not valid JSON for strict readers",
-)
 def test_output_lines_are_strict_json_even_with_non_finite_scores(
     installed: Path, tmp_path: Path
 ) -> None:
@@ -453,11 +443,6 @@ async def test_bundled_plugins_accept_any_message_content(tmp_path: Path, label:
         await gsm8k.finalize_interaction(sid)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="runtime/datasets.py LineWriter: a short write on a full disk leaves a truncated last "
-    "line, and the OSError surfaces as 'unexpected OSError ... please report it'",
-)
 @pytest.mark.skipif(sys.platform != "linux", reason="tmpfs mounts are Linux-only")
 def test_a_full_disk_leaves_whole_lines_and_a_clear_message(tmp_path: Path) -> None:
     target = tmp_path / "mnt"
