@@ -31,7 +31,16 @@ import marshal
 import os
 import sys
 
-__all__ = ["FORMAT", "cache_dir", "clear", "current_key", "enabled", "load", "store"]
+__all__ = [
+    "FORMAT",
+    "BuildLock",
+    "cache_dir",
+    "clear",
+    "current_key",
+    "enabled",
+    "load",
+    "store",
+]
 
 #: Bump when the payload layout changes; older files are then ignored.
 FORMAT = 3
@@ -141,6 +150,42 @@ def store(key: tuple[object, ...], payload: dict) -> bool:
             pass
         _warn(f"cannot write the index cache in {folder} ({exc.__class__.__name__}: {exc})")
         return False
+
+
+class BuildLock:
+    """An exclusive lock on the cache folder while an index is being built.
+
+    When many workers start at once after an install, one of them scans (and runs
+    the hook plugins); the others wait here, then find its index in the cache
+    instead of all paying for the same scan. Best effort: where the folder is
+    unusable or ``fcntl`` does not exist, building simply goes on unlocked.
+    """
+
+    def __init__(self) -> None:
+        self._fd: int | None = None
+
+    def __enter__(self) -> BuildLock:
+        if not enabled():
+            return self
+        try:
+            import fcntl
+
+            os.makedirs(cache_dir(), exist_ok=True)
+            fd = os.open(os.path.join(cache_dir(), "build.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        except (ImportError, OSError):
+            return self
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            os.close(fd)
+            return self
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing releases the lock
+            self._fd = None
 
 
 def clear() -> int:

@@ -23,6 +23,7 @@ from . import _cache
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
+    from collections.abc import Callable
 
 __all__ = [
     "GROUPS",
@@ -150,24 +151,32 @@ def scan() -> list[dict]:
     return records
 
 
-def load_index(use_cache: bool = True) -> dict:
+def load_index(use_cache: bool = True, complete: Callable[[dict], None] | None = None) -> dict:
     """The index payload: ``{"entries": [...], "hooks": {...}}``.
 
-    ``hooks`` maps a hook plugin's id to the interactions it registered, filled
-    in lazily by the registry the first time that plugin is consulted and then
-    saved with the index (see :func:`save_hooks`).
+    ``hooks`` maps a hook plugin's id to the interactions it registered. On a
+    miss, the metadata is scanned and ``complete`` (the registry's hook
+    collection) fills in what it can before the index is stored; both run under
+    the cache's build lock, so concurrent cold starts do the work once.
     """
     key = _cache.current_key()
-    if use_cache:
-        cached = _cache.load(key)
-        if cached is not None:
-            cached["_key"] = key
-            return cached
-    payload: dict = {"entries": scan(), "hooks": {}}
-    if use_cache:
-        _cache.store(key, payload)
-    payload["_key"] = key
-    return payload
+    if not use_cache:
+        payload: dict = {"entries": scan(), "hooks": {}}
+        if complete is not None:
+            complete(payload)
+        payload["_key"] = key
+        return payload
+    cached = _cache.load(key)
+    if cached is None:
+        with _cache.BuildLock():
+            cached = _cache.load(key)  # built by another process while we waited?
+            if cached is None:
+                cached = {"entries": scan(), "hooks": {}}
+                if complete is not None:
+                    complete(cached)
+                _cache.store(key, cached)
+    cached["_key"] = key
+    return cached
 
 
 def save_hooks(index: dict) -> None:

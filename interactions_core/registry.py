@@ -142,7 +142,18 @@ class Registry:
     @classmethod
     def from_environment(cls, use_cache: bool = True) -> Registry:
         """The registry of what is installed for this interpreter."""
-        return cls(discovery.load_index(use_cache=use_cache), save_index=use_cache)
+        hosts: list[Any] = []
+
+        def complete(payload: dict) -> None:
+            # Learn what the allowed hook plugins register while the index is built.
+            builder = cls(payload, save_index=False)
+            builder._hook_entries()
+            hosts.append(builder._host)
+
+        registry = cls(discovery.load_index(use_cache, complete), save_index=use_cache)
+        if hosts:
+            registry._host = hosts[0]  # plugins already imported: reuse them
+        return registry
 
     @classmethod
     def from_classes(

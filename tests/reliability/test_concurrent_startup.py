@@ -287,3 +287,32 @@ def test_cache_cleared_while_workers_start(world: dict[str, Path]) -> None:
         if args[0] == "list":
             assert names_of(stdout) == expected
     assert not list(world["cache"].rglob("*.tmp"))
+
+
+SLOW_HOOKS = """
+import os, time
+from interactions_core import hookimpl
+from acme_conc_0 import Echo
+
+# Count imports: one file per importing process.
+open(os.path.join(os.environ["IMPORT_LOG"], str(os.getpid())), "w").close()
+time.sleep(0.3)  # a heavy plugin library being imported
+
+@hookimpl
+def register_interactions(register):
+    register("conc-slow", Echo)
+"""
+
+
+def test_a_cold_start_runs_hook_plugins_once_not_once_per_worker(
+    world: dict[str, Path], make_dist, tmp_path: Path
+) -> None:
+    make_dist("acme-conc-slow", "1.0", {PLUGINS: {"slow": "acme_conc_slow"}},
+              {"acme_conc_slow": SLOW_HOOKS})  # fmt: skip
+    log = tmp_path / "imports"
+    log.mkdir()
+    results = start_together(world, 20, IMPORT_LOG=str(log))
+    assert all(code == 0 for code, _, _ in results), results
+    assert all("conc-slow" in names_of(out) for _, out, _ in results)
+    # The build lock lets one worker scan and import; the others read its index.
+    assert len(list(log.iterdir())) == 1
