@@ -343,12 +343,30 @@ class Registry:
     def _unknown_message(self, name: str) -> str:
         from .naming import suggest
 
-        known = sorted({e.name for e in self.entries() if e.status != "disabled"})
-        message = f"unknown interaction {name!r}{suggest(name, known, n=3)}"
+        entries = self.entries()
+        known = sorted({e.name for e in entries if e.status != "disabled"})
+        message = f"unknown interaction {name!r}{suggest(name, known, n=3) or '.'}"
         if known:
             shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
             message += f" Installed: {shown}."
-        else:
+        disabled = sum(1 for e in entries if e.status == "disabled")
+        unconsulted = [
+            r["dist"]
+            for r in self._plugin_records()
+            if discovery.plugin_id(r) not in self.index.get("hooks", {})
+        ]
+        if disabled:
+            message += (
+                f" {disabled} installed interaction{'s are' if disabled != 1 else ' is'} "
+                "disabled by INTERACTIONS_PLUGINS / INTERACTIONS_DISABLE."
+            )
+        if unconsulted:
+            message += (
+                f" Hook plugins not consulted because of the allow/deny lists: "
+                f"{', '.join(sorted(set(unconsulted)))} (allow-list the distribution to use "
+                "the names it registers)."
+            )
+        if not known and not disabled and not unconsulted:
             message += " No interactions are installed."
         return message + " Install the plugin that provides it, or see 'interactions list'."
 
@@ -436,8 +454,9 @@ def load_class_path(path: str, selection: Selection | None = None) -> Any:
     """
     if os.environ.get(CLASS_PATHS_VAR, "").strip().lower() in ("1", "true", "yes", "on"):
         raise TrustError(
-            f"dotted class path {path!r} refused: {CLASS_PATHS_VAR} is set. Install the "
-            "interaction as a plugin and refer to it by name, or unset the variable."
+            f"dotted class path {path!r} refused: dotted class paths are turned off "
+            f"({CLASS_PATHS_VAR}=1 or --no-class-paths). Install the "
+            "interaction as a plugin and refer to it by name, or allow dotted paths."
         )
     module_name, dot, attr = path.rpartition(".")
     if not dot or not module_name or not attr:

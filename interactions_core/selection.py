@@ -67,7 +67,7 @@ class Selection:
             return f"disabled by {DENY_VAR}"
         if self.allow is not None and not self._hit(self.allow, identities):
             if not self.allow:
-                return f"{ALLOW_VAR} is set but empty, which allows nothing"
+                return f"disabled: {ALLOW_VAR} is set but empty, which allows nothing"
             return f"not in {ALLOW_VAR}"
         return None
 

@@ -150,3 +150,30 @@ def test_cache_commands(site, fresh_cache):
     path = cli("cache", "path").stdout.strip()
     assert Path(path).is_dir()
     assert "removed 1 cached index file" in cli("cache", "clear", site=site).stdout
+
+
+def test_plugin_warnings_are_one_line_and_w_error_is_not_a_crash(make_dist, site_dir, tmp_path):
+    make_dist("acme-future", "1.0", {GROUP: {"acme_future": "acme_fut:AcmeInteraction"}},
+              {"acme_fut": GOOD}, requires=["interactions-core>=5"])  # fmt: skip
+    config = tmp_path / "c.yaml"
+    config.write_text("interaction:\n  - name: acme_future\n")
+    proc = cli("check", str(config), site=site_dir)
+    assert proc.returncode == 0
+    assert "interactions: warning: plugin acme-future declares it supports" in proc.stderr
+    assert "warnings.warn" not in proc.stderr and "IncompatibleCoreWarning" not in proc.stderr
+    environ = dict(os.environ, PYTHONPATH=str(site_dir))
+    strict = subprocess.run(
+        [sys.executable, "-W", "error::UserWarning", "-m", "interactions_core", "check",
+         str(config)], capture_output=True, text=True, env=environ, timeout=120,
+    )  # fmt: skip
+    assert strict.returncode == 1 and "raised as an error by the -W option" in strict.stderr
+    assert "unexpected" not in strict.stderr and "Traceback" not in strict.stderr
+
+
+def test_unknown_name_with_everything_disabled_says_so(site):
+    proc = cli("show", "nothing_like_it", site=site, env={"INTERACTIONS_PLUGINS": ""})
+    assert proc.returncode == 1
+    assert "disabled by INTERACTIONS_PLUGINS / INTERACTIONS_DISABLE" in proc.stderr
+    assert "No interactions are installed" not in proc.stderr
+    proc = cli("show", "acme", site=site, env={"INTERACTIONS_PLUGINS": ""})
+    assert "is disabled: INTERACTIONS_PLUGINS is set but empty" in proc.stderr

@@ -69,6 +69,21 @@ def _fast_list(args: list[str]) -> _ListArgs | None:
     return None
 
 
+def _compact_warnings() -> None:
+    """Show the framework's warnings as one readable line, not Python's source listing."""
+    import warnings
+
+    default = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+        if getattr(category, "__module__", "").startswith("interactions_core"):
+            (file or sys.stderr).write(f"interactions: warning: {message}\n")
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 def _fail(message: str, code: int) -> int:
     sys.stderr.write(f"interactions: error: {message}\n")
     return code
@@ -83,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .list import run
 
         return _dispatch(run, fast)
+    _compact_warnings()
     parser = build_parser()
     args = parser.parse_args(args_list)
     if not getattr(args, "command", None):
@@ -109,6 +125,8 @@ def _dispatch(run: Callable[[argparse.Namespace], int], args: object) -> int:
 
         if isinstance(exc, InteractionsError):
             return _fail(str(exc), 1)
+        if isinstance(exc, Warning):  # a warning turned into an error with -W error
+            return _fail(f"{exc} (a warning, raised as an error by the -W option)", 1)
         # A bug, ours or a plugin's: say so, briefly.
         if os.environ.get("INTERACTIONS_DEBUG"):
             raise

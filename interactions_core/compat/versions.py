@@ -218,7 +218,7 @@ def warn_if_incompatible(
     what = f"interaction {interaction!r}" if interaction else "its interactions"
     specifier = core_requirement(metadata_path)
     warnings.warn(
-        f"{problem} ({distribution} {version}); {what} may not work. Install a "
+        f"{problem} ({distribution} {version}); {what} may not work. Install an "
         f"{CORE_DISTRIBUTION} version the plugin supports (pip install "
         f"'{CORE_DISTRIBUTION}{specifier}'), or a release of {distribution} that supports "
         f"{CORE_DISTRIBUTION} {core_version}.",
