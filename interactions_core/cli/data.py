@@ -9,6 +9,12 @@ if TYPE_CHECKING:
     import argparse
 
 
+def _positive_int(text: str) -> int:
+    from .run import _positive_int as check
+
+    return check(text)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     import argparse
 
@@ -24,7 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", "-o", metavar="FILE", help="where to write the rows")
     p.add_argument("--format", choices=("jsonl", "parquet"), help="output format (default: suffix)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
-    p.add_argument("--limit", type=int, metavar="N", help="write the first N rows only")
+    p.add_argument(
+        "--limit", type=_positive_int, metavar="N", help="write the first N rows only (N >= 1)"
+    )
     p.add_argument("--json", action="store_true", help="list builders as JSON")
     p.add_argument("options", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p.set_defaults(run=run)
@@ -47,7 +55,17 @@ def _split(rest: list[str], args: argparse.Namespace) -> list[str]:
                     raise ConfigError([f"{key} needs a value"])
                 value = rest[i + 1]
                 i += 1
-            setattr(args, own_value[key], int(value) if key == "--limit" else value)
+            if key == "--limit":
+                import argparse
+
+                try:
+                    args.limit = _positive_int(value)
+                except argparse.ArgumentTypeError as exc:
+                    from ..errors import ConfigError
+
+                    raise ConfigError([f"--limit: {exc}"]) from None
+            else:
+                setattr(args, own_value[key], value)
         elif token in own_flag:
             setattr(args, own_flag[token], True)
         else:
@@ -115,14 +133,15 @@ def run(args: argparse.Namespace) -> int:
     if not args.output:
         raise ConfigError(["--output FILE is required (where to write the rows)"])
     refuse_existing(args.output, args.overwrite)
-    rows = run_builder(info, options)
+    rows = run_builder(info, options)  # exceptions the builder raises come out named
     if args.limit is not None:
-        rows = itertools.islice(rows, max(args.limit, 0))
+        rows = itertools.islice(rows, args.limit)
     try:
         count = write_rows(rows, args.output, format=args.format, overwrite=args.overwrite)
     except (ValueError, TypeError, OSError) as exc:
         if isinstance(exc, InteractionsError):
             raise
+        # the rows could not be written as the format needs (e.g. mixed types for parquet)
         raise ConfigError(
             [f"builder {info.name!r} failed: {exc.__class__.__name__}: {exc}"]
         ) from exc

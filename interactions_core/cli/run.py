@@ -56,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("jsonl", "parquet"), help="data format (default: suffix)")
     p.add_argument(
         "--policy",
-        default="replay",
+        default=None,
         metavar="NAME",
         help="replay (default), openai, human, or a plugin's policy",
     )
@@ -179,13 +179,78 @@ def _list_policies(as_json: bool) -> int:
 
     headers = ("name", "distribution", "kind", "target", "status")
     print(table(headers, [[str(r[h] or "") for h in headers] for r in rows]))
+    problems = [r for r in rows if r["error"]]
+    if problems:
+        print()
+        for r in problems:
+            print(f"{r['name']} ({r['distribution']}): {r['status']}: {r['error']}")
     return 0
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    """Refuse, before anything is written, outputs that would destroy an input or each other."""
+    from ..errors import ConfigError
+    from ..runtime.datasets import is_special_file, same_file
+
+    inputs = [("--data", args.data)] + ([("CONFIG", args.config)] if args.config else [])
+    outputs = [(flag, path) for flag, path in (("--output", args.output), ("--trace", args.trace))]
+    problems = []
+    for flag, path in outputs:
+        if not path or is_special_file(path):  # /dev/null destroys nothing
+            continue
+        for source, input_path in inputs:
+            if same_file(path, input_path):
+                problems.append(
+                    f"{flag} {path} is the {source} file; writing it would destroy the input "
+                    "(choose another file)"
+                )
+    output, trace = args.output, args.trace
+    if output and trace and not is_special_file(output) and same_file(output, trace):
+        problems.append(
+            f"--output and --trace are the same file ({args.output}); records and trace "
+            "events need a file each"
+        )
+    if problems:
+        raise ConfigError(problems)
+
+
+def _default_interaction(name: str, loaded: Any) -> str:
+    """``--default-interaction NAME``, checked against the config's interactions."""
+    if name in loaded.names:
+        return name
+    import difflib
+
+    from ..errors import ConfigError
+
+    close = difflib.get_close_matches(name, loaded.names, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ConfigError(
+        [
+            f"--default-interaction {name!r} is not one of the interactions configured in "
+            f"{loaded.source or 'the config'} ({', '.join(loaded.names) or 'none'}){hint}"
+        ]
+    )
+
+
+def _warn_without_limit(policy_cls: Any, args: argparse.Namespace) -> None:
+    """A live policy with no turn limit may never stop: say so, once, on stderr."""
+    from ..runtime.policies.replay import ReplayPolicy
+
+    if policy_cls is ReplayPolicy or args.max_assistant_turns or args.max_user_turns:
+        return
+    if not args.config:  # no interactions: every episode is a single turn
+        return
+    sys.stderr.write(
+        f"interactions: warning: no turn limit is set, so with --policy {args.policy} an "
+        "episode ends only when its interaction terminates it (or the policy stops); set one "
+        "with --max-assistant-turns N or --max-user-turns N\n"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from ..errors import ConfigError
+    from ..errors import ConfigError, ConflictError
     from ..registry import get_registry
     from ..runtime.datasets import LineWriter, SampleReader, refuse_existing
     from ..runtime.episode import interaction_kwargs_of
@@ -197,6 +262,7 @@ def run(args: argparse.Namespace) -> int:
         return _list_policies(args.json)
     if not args.data:
         raise ConfigError(["--data FILE is required (the samples to run)"])
+    _check_paths(args)
     reader = SampleReader(args.data, strict=args.strict, limit=args.limit, format=args.format)
     for path in (args.output, args.trace):
         if path:
@@ -207,15 +273,27 @@ def run(args: argparse.Namespace) -> int:
     if args.config:
         from ..loader import load_config
 
-        loaded = load_config(args.config, registry=registry, default=args.default_interaction)
+        loaded = load_config(args.config, registry=registry)
         default = loaded.default
+        if args.default_interaction is not None:
+            default = _default_interaction(args.default_interaction, loaded)
         interactions = loaded.instantiate()
     elif args.default_interaction:
         raise ConfigError(
             ["--default-interaction needs a CONFIG naming the interactions to choose from"]
         )
-    policy_cls = get_policy_class(args.policy, registry)
+    policy_given = args.policy is not None
+    args.policy = args.policy or "replay"
+    try:
+        policy_cls = get_policy_class(args.policy, registry)
+    except ConflictError as exc:
+        if policy_given:
+            raise
+        raise ConflictError(
+            f"no --policy was given, so the default 'replay' is used, but {exc}"
+        ) from None
     policy = create_policy(policy_cls, _policy_options(args), name=args.policy)
+    _warn_without_limit(policy_cls, args)
 
     unrouted = [0]
 

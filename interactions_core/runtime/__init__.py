@@ -18,9 +18,14 @@ Example::
     from interactions_core import load_config
     from interactions_core.runtime import ReplayPolicy, SampleReader, run_episodes
 
-    interactions = load_config("examples/config.yaml").instantiate()
+    loaded = load_config("examples/config.yaml")
     summary = asyncio.run(
-        run_episodes(SampleReader("examples/gsm8k_demo.jsonl"), ReplayPolicy(), interactions)
+        run_episodes(
+            SampleReader("examples/gsm8k_demo.jsonl"),
+            ReplayPolicy(),
+            loaded.instantiate(),
+            default=loaded.default,  # the config's ``default:``
+        )
     )
     print(summary.format())
 """

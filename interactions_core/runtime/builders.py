@@ -28,15 +28,22 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..errors import ConfigError, ConflictError, PluginLoadError, UnknownInteractionError
+from ..errors import (
+    ConfigError,
+    ConflictError,
+    InteractionsError,
+    PluginLoadError,
+    UnknownInteractionError,
+)
 
 __all__ = [
     "BuilderInfo",
     "builder_options",
     "get_builder",
+    "guard_rows",
     "list_builders",
     "parse_cli_options",
     "run_builder",
@@ -224,11 +231,42 @@ def run_builder(info: BuilderInfo, options: Mapping[str, Any]) -> Iterable[Mappi
     merged = {k: _convert(k, v, accepted.get(k)) for k, v in merged.items()}
     try:
         rows = info.builder(**merged)
-    except (ValueError, TypeError, OSError) as exc:
-        raise ConfigError([f"builder {info.name!r} failed: {exc}"]) from exc
+    except Exception as exc:
+        raise _failed(info, exc) from exc
     if not isinstance(rows, Iterable) or isinstance(rows, (str, bytes, Mapping)):
         raise PluginLoadError(
             f"builder {info.qualified} returned {type(rows).__name__}; it must return an "
             "iterable of rows (mappings)"
         )
-    return rows
+    return guard_rows(info, rows)
+
+
+def _failed(info: BuilderInfo, exc: Exception) -> Exception:
+    """The error to show for an exception the builder raised (its message, its name)."""
+    if isinstance(exc, InteractionsError):
+        return exc
+    if isinstance(exc, (ValueError, OSError)):  # the documented way to say what to fix
+        return ConfigError([f"builder {info.name!r} failed: {exc}"])
+    # anything else is a bug in the plugin: name the plugin and the exception type
+    return ConfigError(
+        [
+            f"builder {info.name!r} failed: {exc.__class__.__name__}: {exc} (a bug in the "
+            f"plugin {info.plugin}; report it to its authors)"
+        ]
+    )
+
+
+def guard_rows(info: BuilderInfo, rows: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+    """Iterate ``rows``; an exception the builder raises mid-stream becomes a named error."""
+    try:
+        iterator = iter(rows)
+    except Exception as exc:
+        raise _failed(info, exc) from exc
+    while True:
+        try:
+            row = next(iterator)
+        except StopIteration:
+            return
+        except Exception as exc:
+            raise _failed(info, exc) from exc
+        yield row

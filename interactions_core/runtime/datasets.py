@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -40,6 +41,7 @@ __all__ = [
     "check_row",
     "data_format",
     "refuse_existing",
+    "same_file",
     "write_rows",
 ]
 
@@ -54,6 +56,8 @@ def data_format(path: str | os.PathLike[str], format: str | None = None) -> str:
         if format not in ("jsonl", "parquet"):
             raise DatasetError(f"unknown data format {format!r}; use 'jsonl' or 'parquet'")
         return format
+    if os.path.isdir(path):
+        raise DatasetError(f"{os.fspath(path)} is a directory, not a data file")
     name = os.fspath(path).lower()
     if name.endswith(JSONL_SUFFIXES):
         return "jsonl"
@@ -94,6 +98,25 @@ def check_row(row: Any) -> str | None:
     ):
         if kwargs is not None and not isinstance(kwargs, Mapping):
             return f"'{where}' must be an object"
+    return None
+
+
+def non_finite_field(row: Any) -> tuple[str, float] | None:
+    """``(path, value)`` of the first NaN or infinite float in ``row`` (path ``a.b[2]``).
+
+    JSON has no such values; a row holding one cannot be written faithfully.
+    """
+    stack: list[tuple[str, Any]] = [("", row)]
+    while stack:
+        where, obj = stack.pop()
+        if isinstance(obj, float):
+            if not math.isfinite(obj):
+                return where or "<row>", obj
+        elif isinstance(obj, Mapping):
+            items = [(f"{where}.{k}" if where else str(k), v) for k, v in obj.items()]
+            stack.extend(reversed(items))
+        elif isinstance(obj, (list, tuple)):
+            stack.extend(reversed([(f"{where}[{i}]", v) for i, v in enumerate(obj)]))
     return None
 
 
@@ -143,6 +166,21 @@ class SampleReader:
             _import_parquet()
         if not os.path.isfile(self.path):
             raise DatasetError(f"data file not found: {self.path}")
+        if self.format == "parquet":
+            self._parquet_file()  # a file that is not parquet fails here, before any episode
+
+    def _parquet_file(self) -> Any:
+        pq = _import_parquet()
+        try:
+            return pq.ParquetFile(self.path)
+        except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ...
+            raise self._unreadable(exc) from None
+
+    def _unreadable(self, exc: BaseException) -> DatasetError:
+        return DatasetError(
+            f"{self.path} is not a readable parquet file: {exc}"
+            + ("" if self.path.lower().endswith(PARQUET_SUFFIXES) else " (drop --format parquet?)")
+        )
 
     def _bad(self, line: int, reason: str) -> None:
         bad = BadRow(self.path, line, reason)
@@ -155,7 +193,7 @@ class SampleReader:
     def count(self) -> int:
         """The number of rows in the file (lines with content, for JSONL), cheaply."""
         if self.format == "parquet":
-            return int(_import_parquet().ParquetFile(self.path).metadata.num_rows)
+            return int(self._parquet_file().metadata.num_rows)
         count = 0
         last = b"\n"
         with open(self.path, "rb") as f:
@@ -166,13 +204,18 @@ class SampleReader:
 
     def _raw_rows(self) -> Iterator[tuple[int, Any]]:
         if self.format == "parquet":
-            pq = _import_parquet()
             number = 0
-            for batch in pq.ParquetFile(self.path).iter_batches(batch_size=512):
+            batches = self._parquet_file().iter_batches(batch_size=512)
+            while True:
+                try:
+                    batch = next(batches)
+                except StopIteration:
+                    return
+                except Exception as exc:  # a corrupt row group
+                    raise self._unreadable(exc) from None
                 for row in batch.to_pylist():
                     number += 1
                     yield number, row
-            return
         with open(self.path, "rb") as f:
             for number, raw in enumerate(f, start=1):
                 if not raw.strip():
@@ -206,12 +249,35 @@ class SampleReader:
 def refuse_existing(
     path: str | os.PathLike[str], overwrite: bool, flag: str = "--overwrite"
 ) -> None:
-    """Raise :class:`DatasetError` when ``path`` exists and ``overwrite`` is false."""
-    if not overwrite and os.path.exists(path):
+    """Raise :class:`DatasetError` when ``path`` exists and ``overwrite`` is false.
+
+    Only regular files (and directories, which can never be written) are refused:
+    a device such as ``/dev/null`` or a named pipe is written to as it is.
+    """
+    if os.path.isdir(path):
+        raise DatasetError(f"{os.fspath(path)} is a directory; give a file name to write")
+    if not overwrite and os.path.lexists(path) and not is_special_file(path):
         raise DatasetError(
             f"{os.fspath(path)} already exists; refusing to overwrite it "
             f"(choose another file, or pass {flag})"
         )
+
+
+def is_special_file(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` exists and is neither a regular file nor a directory (``/dev/null``)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether ``a`` and ``b`` name the same file (``os.path.samefile`` when both exist)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 class LineWriter:
@@ -230,7 +296,10 @@ class LineWriter:
         flush_seconds: float = 1.0,
     ) -> None:
         self.path = os.fspath(path)
+        refuse_existing(self.path, overwrite)
         flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
+        if is_special_file(self.path):  # /dev/null, a pipe: write to it as it is
+            flags = os.O_WRONLY
         try:
             self._fd: int | None = os.open(self.path, flags, 0o644)
         except FileExistsError:
@@ -333,17 +402,22 @@ def write_rows(
     a temporary name and moved into place when complete, so a failing builder
     never leaves a partial file.
     """
-    fmt = data_format(path, format)
     refuse_existing(path, overwrite)
+    fmt = data_format(path, format)
 
     def checked() -> Iterator[Mapping[str, Any]]:
         for number, row in enumerate(rows, start=1):
             problem = check_row(row) if strict else None
+            if problem is None and strict:
+                found = non_finite_field(row)
+                if found is not None:
+                    problem = f"field {found[0]} is {found[1]}, which JSON cannot hold"
             if problem is not None:
                 raise DatasetError(f"row {number} produced by the builder is invalid: {problem}")
             yield row
 
-    tmp = f"{os.fspath(path)}.tmp-{os.getpid()}"
+    special = is_special_file(path)  # /dev/null: write to it directly, never replace it
+    tmp = os.fspath(path) if special else f"{os.fspath(path)}.tmp-{os.getpid()}"
     try:
         if fmt == "jsonl":
             count = 0
@@ -358,9 +432,10 @@ def write_rows(
             table = pa.Table.from_pylist([dict(r) for r in checked()])
             pq.write_table(table, tmp)
             count = int(table.num_rows)
-        _publish(tmp, os.fspath(path), overwrite)
+        if not special:
+            _publish(tmp, os.fspath(path), overwrite)
     finally:
-        if os.path.exists(tmp):
+        if not special and os.path.exists(tmp):
             os.remove(tmp)
     return count
 

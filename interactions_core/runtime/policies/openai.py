@@ -20,11 +20,12 @@ import asyncio
 import http.client
 import json
 import os
+import queue
 import random
 import threading
 import urllib.parse
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, Future
 from typing import Any
 
 from ..errors import PolicyError
@@ -45,6 +46,71 @@ class _Retryable(Exception):
 def _snippet(data: bytes, limit: int = 200) -> str:
     text = data.decode("utf-8", "replace").strip()
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _DaemonPool(Executor):
+    """A thread pool whose workers are daemon threads, never joined at exit.
+
+    ``ThreadPoolExecutor`` joins its workers when the interpreter exits, so a
+    request blocked in a socket read would hold a Ctrl-C'd process for up to the
+    socket timeout (and a second Ctrl-C would interrupt that join with a
+    traceback). A request abandoned here simply dies with the process.
+    """
+
+    def __init__(self, max_workers: int, name: str) -> None:
+        self._max = max_workers
+        self._name = name
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._threads = 0
+        self._idle = 0
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("cannot submit after shutdown")
+            self._queue.put((future, fn, args, kwargs))
+            if self._idle == 0 and self._threads < self._max:
+                self._threads += 1
+                threading.Thread(
+                    target=self._work, name=f"{self._name}-{self._threads}", daemon=True
+                ).start()
+            elif self._idle > 0:
+                self._idle -= 1  # an idle worker takes this item
+        return future
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            future, fn, args, kwargs = item
+            if future.set_running_or_notify_cancel():
+                try:
+                    result = fn(*args, **kwargs)
+                except BaseException as exc:
+                    future.set_exception(exc)
+                else:
+                    future.set_result(result)
+            with self._lock:
+                self._idle += 1
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._lock:
+            self._closed = True
+            threads = self._threads
+        if cancel_futures:
+            while True:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    item[0].cancel()
+        for _ in range(threads):
+            self._queue.put(None)  # busy workers stop after their request, never joined
 
 
 class OpenAIPolicy(Policy):
@@ -125,7 +191,7 @@ class OpenAIPolicy(Policy):
         self.retries = retries
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: _DaemonPool | None = None
         self._semaphore: asyncio.Semaphore | None = None
         self._local = threading.local()
         self._connections: list[http.client.HTTPConnection] = []
@@ -225,7 +291,7 @@ class OpenAIPolicy(Policy):
     async def _request(self, body: bytes) -> str:
         loop = asyncio.get_running_loop()
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="openai-policy")
+            self._pool = _DaemonPool(self.concurrency, "openai-policy")
         last = ""
         for attempt in range(self.retries + 1):
             retry_after: float | None = None

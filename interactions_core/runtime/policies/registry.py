@@ -55,7 +55,16 @@ BUILTIN = {
 class PolicyInfo:
     """One policy the framework knows about."""
 
-    __slots__ = ("_load", "description", "distribution", "error", "kind", "name", "target")
+    __slots__ = (
+        "_load",
+        "conflict",
+        "description",
+        "distribution",
+        "error",
+        "kind",
+        "name",
+        "target",
+    )
 
     def __init__(
         self,
@@ -74,6 +83,7 @@ class PolicyInfo:
         self.error = error
         self.description = description
         self._load = load
+        self.conflict: str | None = None  # set when another distribution claims the name
 
     @property
     def qualified(self) -> str:
@@ -99,8 +109,8 @@ class PolicyInfo:
             "distribution": self.distribution,
             "target": self.target,
             "kind": self.kind,
-            "status": "broken" if self.error else "ok",
-            "error": self.error,
+            "status": "broken" if self.error else "conflict" if self.conflict else "ok",
+            "error": self.error or self.conflict,
         }
 
     def __repr__(self) -> str:
@@ -159,6 +169,17 @@ def list_policies(registry: Any = None) -> list[PolicyInfo]:
                 )
             )
     out.sort(key=lambda p: (p.name, p.distribution))
+    by_name: dict[str, list[PolicyInfo]] = {}
+    for info in out:
+        by_name.setdefault(info.name, []).append(info)
+    for name, claims in by_name.items():
+        if len({normalize(p.distribution) for p in claims}) > 1:
+            for info in claims:
+                others = ", ".join(p.qualified for p in claims if p is not info)
+                info.conflict = (
+                    f"name {name!r} is also provided by {others}; use a qualified name "
+                    f"(--policy {info.qualified}) or disable one"
+                )
     return out
 
 
