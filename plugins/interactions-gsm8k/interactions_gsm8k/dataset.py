@@ -119,6 +119,8 @@ def _path_option(name: str, value: Any) -> str:
     if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
         raise ValueError(f"--{name} needs a file path")
     path = os.fspath(value)
+    if os.path.isdir(path):
+        raise ValueError(f"--{name} {path} is a directory; give the JSONL file")
     if not os.path.isfile(path):
         raise ValueError(f"{name} file not found: {path}")
     return path

@@ -205,6 +205,11 @@ def test_missing_input_file(tmp_path: Path) -> None:
         build_gsm8k(input=str(missing))
 
 
+def test_a_directory_is_not_an_input_file(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="is a directory"):
+        build_gsm8k(input=str(tmp_path))
+
+
 def test_missing_solutions_file(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [problem()])
     with pytest.raises(ValueError, match=r"solutions file not found: .*sol\.jsonl"):
