@@ -10,7 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the standard library gained tomllib in 3.11
+    import tomli as tomllib
 
 from interactions_core import SessionInteraction
 from interactions_core.cli import main
