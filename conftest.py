@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -48,5 +49,7 @@ def gsm8k_data() -> Path:
     """The GSM8K folder of the shared data; skips the test when it is absent."""
     folder = SHARED_DATA / "gsm8k"
     if not (folder / "test.jsonl").is_file():
+        if os.environ.get("INTERACTIONS_REQUIRE_SHARED_DATA"):
+            pytest.fail(f"shared GSM8K data not found at {folder}; CI requires it")
         pytest.skip(f"shared GSM8K data not found at {folder} (it lives beside the checkout)")
     return folder
