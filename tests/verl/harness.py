@@ -115,9 +115,24 @@ def trainer_config(
     rollout.multi_turn.tool_config_path = str(tool_config_path) if tool_config_path else None
     rollout.agent.agent_loop_config_path = str(agent_loop_yaml)
     rollout.agent.default_agent_loop = "single_turn_agent"
+    if continuous_token is None:
+        continuous_token = CONTINUOUS_TOKEN
     if continuous_token is not None and "continuous_token" in config.data:
         config.data.continuous_token.enable = continuous_token
     return config
+
+
+#: Set per test by the ``tokenization`` fixture: verl 0.9.0 renders appended turns
+#: either alone (its default) or with Continuous Token; 0.9.1 only with the latter.
+CONTINUOUS_TOKEN: bool | None = None
+
+
+def tokenization_modes() -> list[str]:
+    """The ways the installed verl can tokenize appended turns."""
+    generated = Path(verl.__file__).parent / "trainer" / "config" / "_generated_ppo_trainer.yaml"
+    if "continuous_token" in OmegaConf.load(generated).data:
+        return ["separate-render", "continuous-token"]
+    return ["continuous-token"]
 
 
 Script = Callable[[str, int], str]
