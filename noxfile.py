@@ -107,3 +107,20 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
+#: The verl releases the agent-loop adapter supports, each tested in its own environment.
+VERL_VERSIONS = ["0.9.0", "0.9.1"]
+#: What verl's agent loop imports without declaring it, and what the tests build tokenizers with.
+VERL_UNDECLARED = ["cachetools", "uvicorn", "fastapi", "tokenizers"]
+
+
+@nox.session(venv_backend="none")
+@nox.parametrize("verl", VERL_VERSIONS)
+def verl(session: nox.Session, verl: str) -> None:
+    """The verl adapters against verl's released wheels (torch CPU build, no GPU, no Ray)."""
+    python = heavy_env(
+        session,
+        f"verl-{verl}",
+        [["torch==2.13.0"], [f"verl=={verl}", *VERL_UNDECLARED]],
+    )
+    session.run(str(python), "-m", "pytest", "tests/verl_adapter", "-p", "no:cacheprovider",
+                *session.posargs, external=True)  # fmt: skip

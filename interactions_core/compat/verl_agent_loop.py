@@ -146,9 +146,7 @@ class InteractionAgentLoop(ToolAgentLoop):
     state lives on the instance while the interactions are shared per process.
     """
 
-    def __init__(
-        self, *args: Any, interaction_config: str | None = None, **kwargs: Any
-    ) -> None:
+    def __init__(self, *args: Any, interaction_config: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.catalog = interactions_for(interaction_config)
         self._session: Session | None = None
@@ -228,7 +226,7 @@ class InteractionAgentLoop(ToolAgentLoop):
         return await self._interact(agent_data)
 
     async def _append_assistant_message(self, agent_data: Any) -> None:
-        active = getattr(agent_data, "_active_tools", self.tools)
+        active: dict[str, Any] = getattr(agent_data, "_active_tools", None) or self.tools
         schemas = [tool.tool_schema for tool in active.values()]
         content, calls = await self.tool_parser.extract_tool_calls(agent_data.response_ids, schemas)
         agent_data.tool_calls = calls

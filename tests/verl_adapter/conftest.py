@@ -15,7 +15,8 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 
-if importlib.util.find_spec("verl") is None:
+_spec = importlib.util.find_spec("verl")
+if _spec is None or _spec.origin is None:  # not installed (or only a namespace folder)
     collect_ignore_glob = ["*.py"]
 else:
     sys.path.insert(0, str(HERE))

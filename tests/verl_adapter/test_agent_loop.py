@@ -111,18 +111,14 @@ def test_gsm8k_recorded_solutions_match_the_plugin_run_locally(
         model_dir, loops, prompt_length=512, response_length=4096, max_assistant_turns=4
     )
     worker = make_worker(config, server)
-    batch = [
-        row(r["question"], name="gsm8k", ground_truth=answer_of(r)) for r in gsm8k_rows
-    ]
+    batch = [row(r["question"], name="gsm8k", ground_truth=answer_of(r)) for r in gsm8k_rows]
     out = run_batch(worker, batch)
 
     local = load_interactions(tmp_path / "interactions.yaml")["gsm8k"]
     rewards = out.batch["rm_scores"].sum(dim=-1).tolist()
     for i, r in enumerate(gsm8k_rows):
         replies = [r[key]["solution"] for key in ATTEMPTS]
-        scores, final = asyncio.run(
-            local_episode(local, r["question"], answer_of(r), replies)
-        )
+        scores, final = asyncio.run(local_episode(local, r["question"], answer_of(r), replies))
         assert list(out.non_tensor_batch["turn_scores"][i]) == scores
         assert rewards[i] == pytest.approx(final)
         # The recorded labels agree with the scores, attempt by attempt.
@@ -162,9 +158,9 @@ def test_model_tokens_are_kept_verbatim_with_aligned_logprobs(
     got = [logprobs[k] for start, end in model_spans for k in range(start, end)]
     assert got == pytest.approx(sent_logprobs)
     # Between the model's turns: exactly the interaction's feedback, never trained on.
-    (fb_start, fb_end) = [s for s in spans(mask, 0) if s[0] < model_spans[-1][0]][0]
+    (fb_start, fb_end) = next(s for s in spans(mask, 0) if s[0] < model_spans[-1][0])
     between = tokenizer.decode(responses[fb_start:fb_end])
-    assert "Your response is incorrect! You need to reflect on your answer and try again." in between
+    assert "Your response is incorrect! You need to reflect on your answer" in between
     assert all(logprobs[k] == 0.0 for k in range(fb_start, fb_end))
     assert list(out.non_tensor_batch["turn_scores"][0]) == [0.0, 1.0]
     assert out.batch["rm_scores"][0].sum().item() == 1.0
@@ -253,7 +249,10 @@ def test_a_raising_plugin_fails_only_its_own_sample_and_leaks_nothing(
     worker = make_worker(trainer_config(model_dir, loops, max_assistant_turns=3), server)
     out = run_batch(
         worker,
-        [row("q-boom", name="fragile", ground_truth="7"), row("q-ok", name="fragile", ground_truth="7")],
+        [
+            row("q-boom", name="fragile", ground_truth="7"),
+            row("q-ok", name="fragile", ground_truth="7"),
+        ],
     )
     assert column(out, "interaction_end_reason") == ["error", "terminated"]
     error = out.non_tensor_batch["interaction_error"][0]

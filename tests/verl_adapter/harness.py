@@ -44,7 +44,7 @@ SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CORPUS = [
     "The answer is #### 72 and 18 + 54 = 72. Your response is correct! incorrect, try again.",
     "You need to reflect on your answer and try again. Thank you for your weather query!",
-    "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call>",
+    '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>',
     "user assistant system tool 0123456789 ,.;:!?'\"()[]{}<>#+-*/=",
 ]
 
@@ -186,10 +186,8 @@ def make_worker(config: Any, server: ScriptedServer) -> Any:
     return AgentLoopWorker(config, llm_client=server)
 
 
-def make_batch(
-    rows: Sequence[dict[str, Any]], *, agent_name: str = "interactions"
-) -> DataProto:
-    """A rollout batch as verl's dataset gives it: ``raw_prompt``, ``extra_info``, ``agent_name``."""
+def make_batch(rows: Sequence[dict[str, Any]], *, agent_name: str = "interactions") -> DataProto:
+    """A rollout batch as verl's dataset gives it (``raw_prompt``, ``extra_info``, ...)."""
     n = len(rows)
 
     def column(values: list[Any]) -> np.ndarray:
