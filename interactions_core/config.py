@@ -31,6 +31,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ._interpolation import find_interpolation, resolve_interpolations
 from .errors import ConfigError
 
 __all__ = ["MAX_CONFIG_BYTES", "ConfigEntry", "InteractionsConfig", "parse_config", "read_yaml"]
@@ -377,6 +378,10 @@ def parse_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> Interact
         )
         raise ConfigError(problems)
     _check_expansion(items, loc("interaction"))
+    found = find_interpolation(data)
+    if found is not None:  # verl's ${...}: resolved as OmegaConf does, or refused
+        data = resolve_interpolations(data, loc(*found[0]))
+        items = data.get("interaction") or []
     by_entry: dict[int, Lines] = {}  # one pass: grouping per entry would be quadratic
     for p, ln in lines.items():
         if len(p) >= 2 and p[0] == "interaction" and isinstance(p[1], int):
