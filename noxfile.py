@@ -124,3 +124,24 @@ def verl(session: nox.Session, verl: str) -> None:
     )
     session.run(str(python), "-m", "pytest", "tests/verl_adapter", "-p", "no:cacheprovider",
                 *session.posargs, external=True)  # fmt: skip
+
+
+#: The last verl release that ships verl/interactions, for the drop-in's tests.
+VERL_LEGACY = "0.7.1"
+
+
+@nox.session(venv_backend="none")
+def verl_legacy(session: nox.Session) -> None:
+    """The verl <= 0.7 drop-in against verl 0.7.1's released code and its own tests."""
+    python = heavy_env(session, "verl-legacy", [["omegaconf"]])
+    downloads = HEAVY_ENVS / f"verl-{VERL_LEGACY}-dist"
+    wheel = downloads / f"verl-{VERL_LEGACY}-py3-none-any.whl"
+    sdist = downloads / f"verl-{VERL_LEGACY}.tar.gz"
+    pip = [str(python), "-m", "pip", "download", "-q", "--no-deps", "-d", str(downloads)]
+    if not wheel.exists():
+        session.run(*pip, "--only-binary", ":all:", f"verl=={VERL_LEGACY}", external=True)
+    if not sdist.exists():
+        session.run(*pip, "--no-binary", ":all:", f"verl=={VERL_LEGACY}", external=True)
+    env = {"INTERACTIONS_VERL_LEGACY_WHEEL": str(wheel), "INTERACTIONS_VERL_LEGACY_SDIST": str(sdist)}
+    session.run(str(python), "-m", "pytest", "tests/verl_legacy", "-p", "no:cacheprovider",
+                *session.posargs, external=True, env=env)  # fmt: skip
