@@ -142,6 +142,9 @@ def verl_legacy(session: nox.Session) -> None:
         session.run(*pip, "--only-binary", ":all:", f"verl=={VERL_LEGACY}", external=True)
     if not sdist.exists():
         session.run(*pip, "--no-binary", ":all:", f"verl=={VERL_LEGACY}", external=True)
-    env = {"INTERACTIONS_VERL_LEGACY_WHEEL": str(wheel), "INTERACTIONS_VERL_LEGACY_SDIST": str(sdist)}
+    env = {
+        "INTERACTIONS_VERL_LEGACY_WHEEL": str(wheel),
+        "INTERACTIONS_VERL_LEGACY_SDIST": str(sdist),
+    }
     session.run(str(python), "-m", "pytest", "tests/verl_legacy", "-p", "no:cacheprovider",
                 *session.posargs, external=True, env=env)  # fmt: skip
