@@ -137,6 +137,18 @@ def interactions_for(config: str | os.PathLike[str] | None) -> _Catalog:
     return catalog
 
 
+def _resolve_path(path: str) -> str:
+    """A relative path resolved as verl resolves its own config paths (cwd, then verl's root)."""
+    try:
+        from verl.utils.import_utils import resolve_config_path
+    except ImportError:  # pragma: no cover - present in every supported release
+        return path
+    try:
+        return str(resolve_config_path(path))
+    except FileNotFoundError:
+        return path  # loading it then says the file cannot be read, naming it
+
+
 class InteractionAgentLoop(ToolAgentLoop):
     """verl's tool agent loop with an interaction playing the user's side.
 
@@ -148,6 +160,8 @@ class InteractionAgentLoop(ToolAgentLoop):
 
     def __init__(self, *args: Any, interaction_config: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if interaction_config:
+            interaction_config = _resolve_path(str(interaction_config))
         self.catalog = interactions_for(interaction_config)
         self._session: Session | None = None
         self._interaction_name = ""
