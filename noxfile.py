@@ -148,3 +148,15 @@ def verl_legacy(session: nox.Session) -> None:
     }
     session.run(str(python), "-m", "pytest", "tests/verl_legacy", "-p", "no:cacheprovider",
                 *session.posargs, external=True, env=env)  # fmt: skip
+
+
+@nox.session(venv_backend="none")
+def bench_verl(session: nox.Session) -> None:
+    """The verl adapter's overhead over a bare agent loop, in the newest verl's environment."""
+    version = VERL_VERSIONS[-1]
+    python = heavy_env(
+        session,
+        f"verl-{version}",
+        [["torch==2.13.0"], [f"verl=={version}", *VERL_UNDECLARED]],
+    )
+    session.run(str(python), "benchmarks/bench_verl_adapter.py", *session.posargs, external=True)
