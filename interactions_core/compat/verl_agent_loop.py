@@ -220,8 +220,9 @@ class InteractionAgentLoop(ToolAgentLoop):
         try:
             await session.start(**self._kwargs)
         except InteractionCallError as exc:
+            # The model still answers once, so the sample has a well-formed response
+            # (reward 0.0, the error in extra_fields); nothing judges it.
             self._fail(exc)
-            return AgentState.TERMINATED
         return state
 
     async def _handle_generating_state(

@@ -252,14 +252,20 @@ def test_a_raising_plugin_fails_only_its_own_sample_and_leaks_nothing(
         [
             row("q-boom", name="fragile", ground_truth="7"),
             row("q-ok", name="fragile", ground_truth="7"),
+            row("q-ok", name="fragile", ground_truth="explode"),
         ],
     )
-    assert column(out, "interaction_end_reason") == ["error", "terminated"]
+    assert column(out, "interaction_end_reason") == ["error", "terminated", "error"]
     error = out.non_tensor_batch["interaction_error"][0]
     assert "fragile" in error and "generate_response" in error
     assert "RuntimeError: the judge crashed on this answer" in error
     assert out.non_tensor_batch["interaction_error"][1] is None
-    assert out.batch["rm_scores"].sum(dim=-1).tolist() == [0.0, 0.5]
+    start_error = out.non_tensor_batch["interaction_error"][2]
+    assert "start_interaction" in start_error and "cannot start a session" in start_error
+    assert out.batch["rm_scores"].sum(dim=-1).tolist() == [0.0, 0.5, 0.0]
+    # The sample whose session never started still has one well-formed model turn.
+    mask = out.batch["response_mask"][2].tolist()
+    assert len(spans(mask, 1)) == 1 and list(out.non_tensor_batch["turn_scores"][2]) == []
     shared = interactions_for(tmp_path / "interactions.yaml").get("fragile")[1]
     assert shared.open_sessions == 0
 

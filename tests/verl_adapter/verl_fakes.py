@@ -39,6 +39,8 @@ class RaisingInteraction(SessionInteraction):
     """Judges like a strict checker, but raises when the answer says 'boom'."""
 
     def new_session(self, **kwargs: Any) -> Any:
+        if kwargs.get("ground_truth") == "explode":
+            raise ValueError("cannot start a session for this sample")
         return kwargs.get("ground_truth")
 
     async def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
