@@ -384,3 +384,21 @@ def test_tool_calls_go_to_tools_and_answers_to_the_interaction(
 
 def test_the_loop_class_is_the_documented_one() -> None:
     assert issubclass(InteractionAgentLoop, verl_agent_loop.ToolAgentLoop)
+
+
+def test_interactions_are_built_once_per_worker_process(
+    tmp_path: Path, model_dir: Path, tokenizer: Any
+) -> None:
+    from verl_fakes import CountingInteraction
+
+    loops = write_setup(
+        tmp_path,
+        "interaction:\n  - name: counted\n    class_name: verl_fakes.CountingInteraction\n",
+    )
+    CountingInteraction.built = 0
+    server = ScriptedServer(tokenizer, lambda prompt, n: "done")
+    worker = make_worker(trainer_config(model_dir, loops), server)
+    for _ in range(2):
+        out = run_batch(worker, [row(f"q{i}", name="counted") for i in range(8)])
+        assert out.batch["rm_scores"].sum().item() == 8.0
+    assert CountingInteraction.built == 1  # 16 trajectories, one instance

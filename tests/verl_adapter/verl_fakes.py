@@ -52,3 +52,16 @@ class RaisingInteraction(SessionInteraction):
 
     async def score(self, state: Any, **kwargs: Any) -> float:
         return 0.5
+
+
+class CountingInteraction(SessionInteraction):
+    """Counts how many instances were built: verl builds one loop per trajectory."""
+
+    built = 0
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        super().__init__(config)
+        CountingInteraction.built += 1
+
+    async def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        return InteractionResult(True, "thanks", 1.0)
