@@ -65,3 +65,6 @@ class CountingInteraction(SessionInteraction):
 
     async def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
         return InteractionResult(True, "thanks", 1.0)
+
+    async def score(self, state: Any, **kwargs: Any) -> float:
+        return 1.0
