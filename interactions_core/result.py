@@ -47,12 +47,18 @@ class InteractionResult(_Fields):
         content: str,
         score: float,
         extra: Mapping[str, Any] | None = None,
+        _new: Any = tuple.__new__,
     ) -> InteractionResult:
-        if extra is None:
-            extra = {}
-        elif extra.__class__ is not dict:
-            extra = dict(extra)
-        return tuple.__new__(cls, (should_terminate, content, score, extra))
+        # One expression: this runs on every turn of every episode.
+        return _new(  # type: ignore[no-any-return]
+            cls,
+            (
+                should_terminate,
+                content,
+                score,
+                {} if extra is None else extra if extra.__class__ is dict else dict(extra),
+            ),
+        )
 
     @classmethod
     def coerce(cls, value: Any) -> InteractionResult:
