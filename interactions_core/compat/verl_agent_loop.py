@@ -43,7 +43,13 @@ from verl.experimental.agent_loop.tool_agent_loop import AgentState, ToolAgentLo
 from ..runtime.errors import InteractionCallError
 from ..runtime.session import Session
 
-__all__ = ["AGENT_NAME", "SUPPORTED_VERL", "InteractionAgentLoop", "interactions_for"]
+__all__ = [
+    "AGENT_NAME",
+    "SUPPORTED_VERL",
+    "InteractionAgentLoop",
+    "check_cluster_once",
+    "interactions_for",
+]
 
 #: The agent name this loop registers under (the dataset's ``agent_name`` value).
 AGENT_NAME = "interactions"
@@ -125,6 +131,24 @@ class _Catalog:
 
 _catalogs: dict[str | None, _Catalog] = {}
 _catalogs_lock = threading.Lock()
+_cluster_checked = False
+
+
+def check_cluster_once() -> None:
+    """Compare the plugins of every Ray node with this one, once per process.
+
+    The ``ray_check: true`` option: a node that is missing a plugin, or has
+    another version, fails the job at start-up with the table of differences
+    instead of failing the first sample that lands on it.
+    """
+    global _cluster_checked
+    with _catalogs_lock:
+        if _cluster_checked:
+            return
+        from ..ray import ensure_cluster_consistent
+
+        ensure_cluster_consistent()
+        _cluster_checked = True
 
 
 def interactions_for(config: str | os.PathLike[str] | None) -> _Catalog:
@@ -154,8 +178,10 @@ class InteractionAgentLoop(ToolAgentLoop):
 
     ``interaction_config`` is a path to an interactions-core config (verl's
     format or the by-name one); without it every installed interaction is
-    available by name. verl builds one instance per trajectory, so the per-episode
-    state lives on the instance while the interactions are shared per process.
+    available by name. ``ray_check: true`` runs :func:`check_cluster_once` when
+    the first trajectory of a worker process starts. verl builds one instance per
+    trajectory, so the per-episode state lives on the instance while the
+    interactions are shared per process.
     """
 
     def __init__(self, *args: Any, interaction_config: str | None = None, **kwargs: Any) -> None:
