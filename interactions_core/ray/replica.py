@@ -43,7 +43,8 @@ class Replica:
         self.incarnation = uuid.uuid4().hex
         self.name = str(spec["name"])
         self.interaction = load_config({"interaction": [spec]}).instantiate()[self.name]
-        self.calls = 0
+        self.calls = 0  # lifecycle calls served
+        self.round_trips = 0  # Ray calls received (a batch is one)
 
     async def ping(self) -> tuple[str, dict[str, Any]]:
         """The incarnation and where this replica runs."""
@@ -61,11 +62,16 @@ class Replica:
             "pid": os.getpid(),
             "node_id": node_id,
             "calls": self.calls,
+            "round_trips": self.round_trips,
             "open_sessions": getattr(self.interaction, "open_sessions", None),
         }
 
     async def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Envelope:
         """Run one lifecycle method of the interaction; never raises for the plugin's errors."""
+        self.round_trips += 1
+        return await self._run(method, args, kwargs)
+
+    async def _run(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Envelope:
         self.calls += 1
         try:
             value = await getattr(self.interaction, method)(*args, **kwargs)
@@ -77,6 +83,7 @@ class Replica:
         self, calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]]
     ) -> list[Envelope]:
         """Several calls in one Ray round trip, run concurrently, answers in order."""
+        self.round_trips += 1
         if len(calls) == 1:
-            return [await self.call(*calls[0])]
-        return list(await asyncio.gather(*(self.call(*c) for c in calls)))
+            return [await self._run(*calls[0])]
+        return list(await asyncio.gather(*(self._run(*c) for c in calls)))

@@ -140,7 +140,7 @@ def play_chunk(settings: RunSettings, chunk: list[tuple[int, Mapping[str, Any]]]
     return records
 
 
-def _lost_chunk(chunk: list[tuple[int, Mapping[str, Any]]], exc: BaseException) -> list[Any]:
+def _lost_chunk(chunk: list[tuple[int, Any]], exc: BaseException) -> list[Any]:
     """Error records for a chunk whose task failed as a whole (its worker died)."""
     from ..runtime.episode import EpisodeRecord, sample_id_of
 
@@ -188,7 +188,7 @@ def run_sharded(
     if runtime_env is not None:
         task = task.options(runtime_env=dict(runtime_env))
     settings_ref = ray.put(settings)
-    pairs = iter(samples) if indexed else enumerate(samples)
+    pairs: Iterable[Any] = iter(samples) if indexed else enumerate(samples)
     summary = RunSummary()
     summary.records = [] if keep_records else None
     window = 2 * workers
@@ -210,7 +210,7 @@ def run_sharded(
     try:
         while True:
             while not exhausted and len(in_flight) < window:
-                chunk = list(itertools.islice(pairs, chunk_size))
+                chunk: list[tuple[int, Any]] = list(itertools.islice(pairs, chunk_size))
                 if not chunk:
                     exhausted = True
                     break
@@ -271,7 +271,7 @@ def run_from_cli(
     settings = RunSettings(
         config,
         policy=args.policy,
-        policy_options=policy_options(args),
+        policy_options=policy_options,
         default=default,
         concurrency=args.concurrency,
         max_assistant_turns=args.max_assistant_turns,
