@@ -120,7 +120,7 @@ def ray(session: nox.Session) -> None:
     ``nox -s ray -- -k pool`` passes arguments to pytest.
     """
     python = heavy_env(session, "ray", [[RAY_PIN]])
-    session.run(str(python), "-m", "pytest", "tests/ray", "-q", *session.posargs, external=True)
+    session.run(str(python), "-m", "pytest", "tests/ray_cluster", "-q", *session.posargs, external=True)
     session.run(str(python), "benchmarks/bench_ray.py", "--quick", external=True)
 
 

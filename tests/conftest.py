@@ -77,12 +77,15 @@ def forget_modules():
 def _ray_importable() -> bool:
     import importlib.util
 
-    return importlib.util.find_spec("ray") is not None
+    spec = importlib.util.find_spec("ray")
+    return spec is not None and bool(spec.origin) and spec.origin != "namespace"
 
 
-#: tests/ray needs Ray, which the plain test install does not have: the nox session
-#: ``ray`` (run by .ci/run) runs them in an environment with Ray. With
+#: tests/ray_cluster needs Ray, which the plain test install does not have: the nox
+#: session ``ray`` (run by .ci/run) runs them in an environment with Ray. With
 #: INTERACTIONS_REQUIRE_RAY=1 a missing Ray fails the collection instead.
 collect_ignore = (
-    [] if _ray_importable() or os.environ.get("INTERACTIONS_REQUIRE_RAY") else ["ray"]
+    []
+    if _ray_importable() or os.environ.get("INTERACTIONS_REQUIRE_RAY")
+    else ["ray_cluster"]
 )

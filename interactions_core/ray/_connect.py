@@ -31,6 +31,8 @@ def connect(address: str | None = None, **init_options: Any) -> Any:
     ray = import_ray()
     if ray.is_initialized():
         return ray
+    if address not in (None, "auto", "local") and "://" not in str(address):
+        _probe(str(address))
     options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
     options.update(init_options)
     if address is not None:
@@ -39,9 +41,33 @@ def connect(address: str | None = None, **init_options: Any) -> Any:
         ray.init(**options)
     except ConnectionError as exc:
         where = f"at {address!r}" if address else "on this machine"
-        raise RayUnavailableError(
-            f"no Ray cluster could be reached {where}: {exc}. Start one with "
-            "'ray start --head' (or give the head's HOST:PORT), or leave the address out "
-            "to start a local cluster"
-        ) from None
+        raise _unreachable(where, str(exc)) from None
     return ray
+
+
+def _unreachable(where: str, why: str) -> RayUnavailableError:
+    return RayUnavailableError(
+        f"no Ray cluster could be reached {where}: {why}. Start one with "
+        "'ray start --head' (or give the head's HOST:PORT), or leave the address out "
+        "to start a local cluster"
+    )
+
+
+def _probe(address: str, timeout: float = 5.0) -> None:
+    """Fail in seconds, not minutes, when nothing listens at ``HOST:PORT``.
+
+    ``ray.init`` retries an unreachable address for a long time before giving up.
+    """
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise RayUnavailableError(
+            f"Ray address {address!r} is not HOST:PORT (e.g. 10.0.0.5:6379), 'auto' or "
+            "'ray://HOST:PORT'"
+        )
+    try:
+        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout):
+            pass
+    except OSError as exc:
+        raise _unreachable(f"at {address!r}", exc.strerror or str(exc)) from None
