@@ -9,10 +9,12 @@ else the tests run is scheduled there; they leave when this module ends.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import ray
 from cluster_support import add_node, cli, write_dist
 
 from interactions_core.ray import (
@@ -62,8 +64,14 @@ def odd_nodes(cluster: object, tmp_path_factory: pytest.TempPathFactory) -> Iter
     write_dist(older, "interactions-weather", "0.0.9", {"weather": "interactions_weather:X"})
     nodes = [add_node(cluster, extra), add_node(cluster, older)]
     yield nodes
+    ids = {node.node_id for node in nodes}  # type: ignore[attr-defined]
     for node in nodes:
         cluster.remove_node(node)  # type: ignore[attr-defined]
+    # later checks must not wait for nodes the cluster still thinks are alive
+    deadline = time.monotonic() + 120
+    while any(n["NodeID"] in ids and n["Alive"] for n in ray.nodes()):
+        assert time.monotonic() < deadline, "removed nodes still reported alive"
+        time.sleep(0.5)
 
 
 def _by_node(report: object) -> dict[str, list[tuple[str, str, str, str]]]:
