@@ -107,8 +107,6 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
-
-
 #: Ray, pinned: the cluster tests start real local clusters with this release.
 RAY_PIN = "ray==2.60.0"
 
@@ -120,7 +118,16 @@ def ray(session: nox.Session) -> None:
     ``nox -s ray -- -k pool`` passes arguments to pytest.
     """
     python = heavy_env(session, "ray", [[RAY_PIN]])
-    session.run(str(python), "-m", "pytest", "tests/ray_cluster", "-q", *session.posargs, external=True)
+    session.run(
+        str(python),
+        "-m",
+        "pytest",
+        "tests/ray_cluster",
+        "-q",
+        *session.posargs,
+        external=True,
+        env={"INTERACTIONS_REQUIRE_RAY": "1"},
+    )
     session.run(str(python), "benchmarks/bench_ray.py", "--quick", external=True)
 
 

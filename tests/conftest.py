@@ -85,7 +85,5 @@ def _ray_importable() -> bool:
 #: session ``ray`` (run by .ci/run) runs them in an environment with Ray. With
 #: INTERACTIONS_REQUIRE_RAY=1 a missing Ray fails the collection instead.
 collect_ignore = (
-    []
-    if _ray_importable() or os.environ.get("INTERACTIONS_REQUIRE_RAY")
-    else ["ray_cluster"]
+    [] if _ray_importable() or os.environ.get("INTERACTIONS_REQUIRE_RAY") else ["ray_cluster"]
 )
