@@ -51,6 +51,7 @@ class _ReplicaState:
         "info",
         "lost_reason",
         "next_probe",
+        "orphans",
         "probing",
         "semaphore",
         "sessions",
@@ -67,6 +68,9 @@ class _ReplicaState:
         self.lost_reason = ""
         self.next_probe = 0.0
         self.probing = False
+        #: Sessions failed while the replica was unreachable, by incarnation: if the
+        #: same process answers again they are finalized there, so nothing leaks.
+        self.orphans: list[tuple[str, str]] = []
         self.semaphore: asyncio.Semaphore | None = None
         self.batcher: _Batcher | None = None
 
@@ -380,6 +384,8 @@ class InteractionPool:
             del self._sessions[sid]
             state.sessions.discard(sid)
             self._lost[sid] = message
+            if not state.alive:
+                state.orphans.append((sid, incarnation))
 
     def _seen(self, state: _ReplicaState, incarnation: str) -> None:
         """An answer came from ``incarnation``: a new one means the replica restarted."""
@@ -405,6 +411,15 @@ class InteractionPool:
             state.next_probe = time.monotonic() + self.probe_interval
         else:
             state.info = info
+            orphans, state.orphans = state.orphans, []
+            # the same process came back (it was unreachable, not dead): release the
+            # sessions the pool gave up on, so its interaction does not keep them
+            for sid, old in orphans:
+                if old == incarnation:
+                    try:
+                        await state.handle.call.remote("finalize_interaction", (sid,), {})
+                    except Exception:
+                        pass
             if incarnation != state.incarnation:
                 self._seen(state, incarnation)
             state.alive = True

@@ -336,3 +336,38 @@ def _no_leftover_actors(address: str) -> Iterator[None]:
             return
         time.sleep(0.5)
     raise AssertionError(f"actors left alive after the test: {alive}")
+
+
+def test_sessions_given_up_on_an_unreachable_replica_are_released_when_it_answers(
+    address: str,
+) -> None:
+    pool = pool_for_entry(
+        {"interaction": [{"name": "gsm8k"}]}, "gsm8k", 1, resources=ZERO_CPU, probe_interval=0.1
+    )
+
+    async def main() -> None:
+        ids = [await pool.start_interaction(ground_truth="2") for _ in range(3)]
+        state = pool._replicas[0]
+        # what a transient ActorUnavailableError does: the pool gives up on the replica
+        pool._mark_dead(state, "unreachable for a moment")
+        with pytest.raises(ReplicaLostError, match="unreachable for a moment"):
+            await pool.generate_response(ids[0], [])
+        for sid in ids:
+            await pool.finalize_interaction(sid)  # quiet: the pool already let them go
+        assert (await pool.replica_stats())[0]["open_sessions"] == 3  # type: ignore[index]
+        await asyncio.sleep(0.2)
+        with pytest.raises(ReplicaLostError):  # no live replica yet; this starts the probe
+            await pool.start_interaction(ground_truth="2")
+        deadline = time.monotonic() + 30
+        while not state.alive and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert state.alive  # the same process answered: it takes sessions again...
+        stats = (await pool.replica_stats())[0]
+        assert stats is not None and stats["open_sessions"] == 0  # ...and leaks none
+        sid = await pool.start_interaction(ground_truth="2")
+        await pool.finalize_interaction(sid)
+
+    try:
+        asyncio.run(main())
+    finally:
+        pool.shutdown()
