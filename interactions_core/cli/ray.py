@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     check.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds,
         default=120.0,
         metavar="SECONDS",
         help="how long to wait for each node (default 120)",
@@ -39,6 +39,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     check.set_defaults(run=run)
     p.set_defaults(run=_usage, ray_parser=p)
+
+
+def _seconds(text: str) -> float:
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    return value
 
 
 def _usage(args: argparse.Namespace) -> int:
