@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -371,3 +374,61 @@ def test_sessions_given_up_on_an_unreachable_replica_are_released_when_it_answer
         asyncio.run(main())
     finally:
         pool.shutdown()
+
+
+def test_a_dotted_class_path_ships_with_the_jobs_py_modules(address: str, tmp_path: Path) -> None:
+    package = tmp_path / "code" / "acme_dotted"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "judge.py").write_text(
+        "import os\n"
+        "from interactions_core import SessionInteraction\n\n"
+        "class EchoJudge(SessionInteraction):\n"
+        "    def new_session(self, **kwargs):\n"
+        "        return {}\n\n"
+        "    async def respond(self, state, messages, **kwargs):\n"
+        "        return True, f'judged in {os.getpid()}', 1.0, {}\n",
+        encoding="utf-8",
+    )
+    # A local folder in py_modules is uploaded at the job level (ray.init), so this
+    # runs as a job of its own: a driver that has the package, workers that do not.
+    script = tmp_path / "job.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import asyncio, os, sys
+            sys.path.insert(0, {str(package.parent)!r})
+            import ray
+            from interactions_core.ray import remote_interactions_from_config
+
+            ray.init(address={address!r}, runtime_env={{"py_modules": [{str(package)!r}]}})
+            entry = {{"name": "echo", "class_name": "acme_dotted.judge.EchoJudge"}}
+            pools = remote_interactions_from_config(
+                {{"interaction": [entry]}}, replicas=1, resources={{"CPU": 0}}
+            )
+            pool = pools["echo"]
+
+            async def main():
+                sid = await pool.start_interaction()
+                result = await pool.generate_response(sid, [])
+                await pool.finalize_interaction(sid)
+                return result[1]
+
+            print(asyncio.run(main()), pool.replica_status()[0]["pid"], os.getpid())
+            pool.shutdown()
+            """
+        ),
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    replica_pid, driver_pid = proc.stdout.split()[-2:]
+    assert proc.stdout.strip().startswith(f"judged in {replica_pid}")  # ran in the replica
+    assert replica_pid != driver_pid
