@@ -160,3 +160,32 @@ def bench_verl(session: nox.Session) -> None:
         [["torch==2.13.0"], [f"verl=={version}", *VERL_UNDECLARED]],
     )
     session.run(str(python), "benchmarks/bench_verl_adapter.py", *session.posargs, external=True)
+#: Ray, pinned: the cluster tests start real local clusters with this release.
+RAY_PIN = "ray==2.60.0"
+
+
+@nox.session(python=False)
+def ray(session: nox.Session) -> None:
+    """interactions_core.ray on real local Ray clusters, then its benchmark (quick form).
+
+    ``nox -s ray -- -k pool`` passes arguments to pytest.
+    """
+    python = heavy_env(session, "ray", [[RAY_PIN]])
+    session.run(
+        str(python),
+        "-m",
+        "pytest",
+        "tests/ray_cluster",
+        "-q",
+        *session.posargs,
+        external=True,
+        env={"INTERACTIONS_REQUIRE_RAY": "1"},
+    )
+    session.run(str(python), "benchmarks/bench_ray.py", "--quick", external=True)
+
+
+@nox.session(python=False)
+def bench_ray(session: nox.Session) -> None:
+    """The Ray benchmark in full (pooled calls, batching, replicas, sharded runs)."""
+    python = heavy_env(session, "ray", [[RAY_PIN]])
+    session.run(str(python), "benchmarks/bench_ray.py", *session.posargs, external=True)

@@ -107,6 +107,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--list-policies", action="store_true", help="list the available policies and exit"
     )
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help="shard the episodes over Ray workers: the cluster at ADDRESS (HOST:PORT or "
+        "'auto'), else a new local one; put it after CONFIG (docs/ray.md)",
+    )
     p.set_defaults(run=run)
 
 
@@ -366,7 +375,15 @@ def run(args: argparse.Namespace) -> int:
                     await aclose()
 
     try:
-        summary, still_open = asyncio.run(main())
+        if args.ray is not None:  # sharded over a Ray cluster (interactions_core.ray.shard)
+            from ..ray.shard import run_from_cli
+
+            source = samples() if interactions is None else reader
+            summary, still_open = run_from_cli(
+                args, source, default, _policy_options(args), output, progress
+            )
+        else:
+            summary, still_open = asyncio.run(main())
     finally:
         if progress is not None:
             progress.close()
