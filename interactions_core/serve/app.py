@@ -1,0 +1,145 @@
+"""The served application: OpenEnv's FastAPI app for a hub, and running it with uvicorn.
+
+:func:`create_app` is OpenEnv's own ``create_app`` (so ``/ws``, ``/reset``,
+``/step``, ``/state``, ``/schema``, ``/metadata`` and ``/health`` behave as every
+OpenEnv client expects) plus what serving interactions needs:
+
+* ``GET /interactions``: what is served and the session counters;
+* readable client errors: a :class:`~interactions_core.serve.errors.ServeError`
+  on the HTTP routes becomes a 4xx (or 503 at capacity) whose ``detail`` is the
+  message (on ``/ws`` OpenEnv already sends the message as an error frame);
+* a start-up log line naming the served interactions, and at shutdown (SIGTERM,
+  Ctrl-C) a drain that finalizes every session still open.
+
+:func:`run` binds the socket itself, so a port in use is a one-line error, and
+``--port 0`` picks a free port that the log reports.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import socket
+import sys
+from typing import Any
+
+from .environment import InteractionAction, InteractionEnvironment, InteractionObservation
+from .errors import ServeError
+from .hub import Hub
+
+__all__ = ["create_app", "is_loopback", "run"]
+
+log = logging.getLogger("interactions_core.serve")
+
+#: WebSocket connections allowed per session slot: a client may connect before it
+#: resets, and a client over --max-sessions gets the readable capacity error at its
+#: reset (beyond this many connections OpenEnv refuses the connection itself).
+CONNECTIONS_PER_SESSION = 2
+
+
+def create_app(hub: Hub) -> Any:
+    """The FastAPI application serving every interaction of ``hub`` as one environment."""
+    from fastapi import Request
+    from fastapi.responses import JSONResponse
+    from openenv.core.env_server import create_app as openenv_app
+
+    limit = (hub.max_sessions or 64) * CONNECTIONS_PER_SESSION
+    app = openenv_app(
+        functools.partial(InteractionEnvironment, hub),
+        InteractionAction,
+        InteractionObservation,
+        env_name="interactions",
+        max_concurrent_envs=limit,
+    )
+
+    async def serve_error(request: Request, exc: Exception) -> JSONResponse:
+        status = getattr(exc, "status", 400)
+        return JSONResponse(status_code=status, content={"detail": str(exc)})
+
+    app.add_exception_handler(ServeError, serve_error)
+
+    @app.get("/interactions", tags=["Environment Info"], summary="Served interactions")
+    async def interactions() -> dict[str, Any]:
+        """The served interactions, the default, the limits and the session counters."""
+        return hub.describe()
+
+    async def started() -> None:
+        log.info("%s", hub.summary())
+
+    async def stopping() -> None:
+        drained = await hub.drain()
+        tracker = hub.tracker
+        log.info(
+            "shut down: %d session%s finalized at shutdown; %d started, %d finalized, %d open",
+            drained,
+            "" if drained == 1 else "s",
+            tracker.started,
+            tracker.finalized,
+            tracker.open,
+        )
+
+    app.router.on_startup.append(started)
+    app.router.on_shutdown.append(stopping)
+    return app
+
+
+def is_loopback(host: str) -> bool:
+    """True when ``host`` can only be reached from this machine."""
+    import ipaddress
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    from ..errors import InteractionsError
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise InteractionsError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}. Choose another --port "
+            "(0 picks a free one) or stop the process using it."
+        ) from exc
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _configure_logging(level: str) -> None:
+    logger = logging.getLogger("interactions_core")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s:  %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(level.upper())
+
+
+def run(hub: Hub, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
+    """Serve ``hub`` until SIGTERM or Ctrl-C; open sessions are finalized on the way out."""
+    import uvicorn
+
+    _configure_logging(log_level)
+    sock = _bind(host, port)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    log.info("listening on http://%s:%d (OpenEnv WebSocket at /ws)", shown, bound)
+    config = uvicorn.Config(
+        create_app(hub),
+        log_level=log_level,
+        lifespan="on",
+        timeout_graceful_shutdown=30,
+    )
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
