@@ -107,8 +107,6 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
-
-
 #: The OpenEnv server stack, pinned: what `interactions-core[openenv]` installs, tested.
 OPENENV_PINS = ["openenv-core==0.3.0", "uvicorn==0.55.0"]
 #: TRL and what its GRPO trainer needs on CPU; torch first so its CPU build is the one used.

@@ -84,6 +84,31 @@ def _require_openenv() -> None:
         )
 
 
+def is_loopback(host: str) -> bool:
+    """True when ``host`` can only be reached from this machine."""
+    import ipaddress
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def host_warning(host: str, token: str | None) -> str | None:
+    """The warning to print when listening on ``host`` exposes the server, else ``None``."""
+    if is_loopback(host):
+        return None
+    guard = (
+        f"a reset must bring the shared token from {TOKEN_VAR}"
+        if token
+        else f"there is no authentication: anyone who can connect runs episodes (set "
+        f"{TOKEN_VAR} to require a shared token, or keep the default --host 127.0.0.1)"
+    )
+    return f"listening on {host}, reachable from other machines; {guard}. Traffic is not encrypted."
+
+
 def run(args: argparse.Namespace) -> int:
     import os
 
@@ -92,7 +117,6 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise InteractionsError(f"--port must be between 0 and 65535, not {args.port}")
     _require_openenv()
-    from ..serve.app import is_loopback
     from ..serve.app import run as serve
     from ..serve.hub import Hub
 
@@ -105,16 +129,8 @@ def run(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         token=token,
     )
-    if not is_loopback(args.host):
-        guard = (
-            f"a reset must bring the shared token from {TOKEN_VAR}"
-            if token
-            else f"there is no authentication: anyone who can connect runs episodes (set "
-            f"{TOKEN_VAR} to require a shared token, or keep the default --host 127.0.0.1)"
-        )
-        sys.stderr.write(
-            f"interactions: warning: listening on {args.host}, reachable from other "
-            f"machines; {guard}. Traffic is not encrypted.\n"
-        )
+    warning = host_warning(args.host, token)
+    if warning:
+        sys.stderr.write(f"interactions: warning: {warning}\n")
     serve(hub, args.host, args.port, args.log_level)
     return 0

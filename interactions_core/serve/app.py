@@ -17,6 +17,7 @@ OpenEnv client expects) plus what serving interactions needs:
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import socket
@@ -27,7 +28,7 @@ from .environment import InteractionAction, InteractionEnvironment, InteractionO
 from .errors import ServeError
 from .hub import Hub
 
-__all__ = ["create_app", "is_loopback", "run"]
+__all__ = ["create_app", "run"]
 
 log = logging.getLogger("interactions_core.serve")
 
@@ -35,6 +36,8 @@ log = logging.getLogger("interactions_core.serve")
 #: resets, and a client over --max-sessions gets the readable capacity error at its
 #: reset (beyond this many connections OpenEnv refuses the connection itself).
 CONNECTIONS_PER_SESSION = 2
+#: Seconds a shutdown waits for the steps in flight before closing connections.
+DRAIN_WAIT = 30.0
 
 
 def create_app(hub: Hub) -> Any:
@@ -83,18 +86,6 @@ def create_app(hub: Hub) -> Any:
     return app
 
 
-def is_loopback(host: str) -> bool:
-    """True when ``host`` can only be reached from this machine."""
-    import ipaddress
-
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def _bind(host: str, port: int) -> socket.socket:
     from ..errors import InteractionsError
 
@@ -123,6 +114,86 @@ def _configure_logging(level: str) -> None:
     logger.setLevel(level.upper())
 
 
+class _QuietClose:
+    """ASGI wrapper: a WebSocket that is already closed when OpenEnv closes it is no error.
+
+    At shutdown uvicorn closes every WebSocket (code 1012) and OpenEnv's handler
+    then closes it again, which Starlette reports as a disconnect; without this
+    every open connection would print a traceback while the server drains.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+        from starlette.websockets import WebSocketDisconnect
+
+        try:
+            await self.app(scope, receive, send)
+        except WebSocketDisconnect:
+            pass
+
+
+def _server_class(hub: Hub) -> Any:
+    import contextlib
+    import signal
+    import threading
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server with a drain in front of its graceful shutdown.
+
+        On the first SIGTERM/SIGINT the hub stops admitting episodes and the
+        steps in flight are answered (up to ``DRAIN_WAIT`` seconds) before uvicorn
+        closes the connections; the lifespan shutdown then finalizes the sessions
+        still open. A second signal shuts down at once. uvicorn would re-raise the
+        signal once shut down (the process dying by it); a drained server exits 0.
+        """
+
+        loop: asyncio.AbstractEventLoop | None = None
+        draining = False
+
+        async def serve(self, sockets: Any = None) -> None:
+            self.loop = asyncio.get_running_loop()
+            await super().serve(sockets=sockets)
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            loop = self.loop
+            if self.draining or loop is None:
+                super().handle_exit(sig, frame)
+                return
+            self.draining = True
+            log.info(
+                "shutting down: refusing new episodes, finishing %d step(s) in flight", hub.busy
+            )
+
+            async def drain_then_exit() -> None:
+                if not await hub.wait_idle(DRAIN_WAIT):
+                    log.warning("%d step(s) still in flight after %g s", hub.busy, DRAIN_WAIT)
+                super(Server, self).handle_exit(sig, frame)
+
+            loop.call_soon_threadsafe(lambda: hub.spawn(drain_then_exit()))
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Any:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            signals = (signal.SIGINT, signal.SIGTERM)
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in signals}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Server
+
+
 def run(hub: Hub, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
     """Serve ``hub`` until SIGTERM or Ctrl-C; open sessions are finalized on the way out."""
     import uvicorn
@@ -133,12 +204,12 @@ def run(hub: Hub, host: str = "127.0.0.1", port: int = 8000, log_level: str = "i
     shown = f"[{host}]" if ":" in host else host
     log.info("listening on http://%s:%d (OpenEnv WebSocket at /ws)", shown, bound)
     config = uvicorn.Config(
-        create_app(hub),
+        _QuietClose(create_app(hub)),
         log_level=log_level,
         lifespan="on",
         timeout_graceful_shutdown=30,
     )
-    server = uvicorn.Server(config)
+    server = _server_class(hub)(config)
     try:
         server.run(sockets=[sock])
     finally:

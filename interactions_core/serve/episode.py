@@ -155,13 +155,16 @@ class ServedEpisode:
                 )
             self.turn += 1
             self.messages.append({"role": "assistant", "content": content})
+            hub = self.hub
+            hub.busy += 1
             try:
                 result = await session.respond(self.messages)
-                max_turns = self.hub.max_turns
+                max_turns = hub.max_turns
                 done = result.should_terminate or (max_turns is not None and self.turn >= max_turns)
                 if done:
                     self.final_score = await session.score()
             except BaseException as exc:
+                hub.busy -= 1
                 await self._close(session)
                 if isinstance(exc, InteractionCallError):
                     log.warning("%s", exc)
@@ -170,6 +173,7 @@ class ServedEpisode:
                         "start another."
                     ) from exc
                 raise
+            hub.busy -= 1
             feedback = result.content
             if done:
                 self.done = True

@@ -13,22 +13,23 @@ from ..errors import InteractionsError
 __all__ = ["AuthError", "BadActionError", "BadResetError", "CapacityError", "ServeError"]
 
 
-class ServeError(InteractionsError, ValueError):
+class ServeError(InteractionsError):
     """A request to the server could not be carried out; the message says why."""
 
     #: The HTTP status the server answers with for this error.
     status = 400
 
 
-class BadResetError(ServeError):
+class BadResetError(ServeError, ValueError):
     """A reset names an unknown interaction, or its prompt or arguments have the wrong shape."""
 
 
 class BadActionError(ServeError, TypeError):
     """A step's action is not ``{"content": "<the assistant's message>"}``, or comes too early.
 
-    Also a ``TypeError`` so pydantic lets it through its validators unchanged: the
-    client sees this message, not a generic "invalid message".
+    A ``TypeError`` and never a ``ValueError``: pydantic lets it through its
+    validators unchanged, so the client sees this message, not a generic
+    "invalid message".
     """
 
     status = 422

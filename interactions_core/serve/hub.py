@@ -64,6 +64,10 @@ class Hub:
         self.timeout = timeout
         self.token = token or None
         self.tracker = SessionTracker()
+        #: Steps being judged right now (a drain waits for them).
+        self.busy = 0
+        #: False once the server is shutting down: new episodes are refused.
+        self.accepting = True
         self._open: set[ServedEpisode] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ids = itertools.count()
@@ -107,6 +111,11 @@ class Hub:
 
     def admit(self, episode: ServedEpisode) -> None:
         """Count ``episode`` as open, or raise :class:`CapacityError` when the server is full."""
+        if not self.accepting:
+            raise CapacityError(
+                "the server is shutting down and starts no new episode; retry on another "
+                "server or once this one is back"
+            )
         limit = self.max_sessions
         if limit is not None and len(self._open) >= limit:
             raise CapacityError(
@@ -152,9 +161,7 @@ class Hub:
 
             close = difflib.get_close_matches(str(name), list(self.interactions), n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise BadResetError(
-                f"interaction {name!r} is not served here.{hint} Served: {served}."
-            )
+            raise BadResetError(f"interaction {name!r} is not served here.{hint} Served: {served}.")
         return name, interaction, kwargs
 
     # -- background work and shutdown -------------------------------------------
@@ -164,6 +171,15 @@ class Hub:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def wait_idle(self, timeout: float) -> bool:
+        """Stop admitting episodes; wait up to ``timeout`` s for steps in flight to finish."""
+        self.accepting = False
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.busy and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        return not self.busy
 
     async def drain(self) -> int:
         """End every episode still open (finalizing its session); return how many there were."""
@@ -204,5 +220,5 @@ class Hub:
         limits = f"max {self.max_sessions} sessions" if self.max_sessions else "no session limit"
         if self.max_turns:
             limits += f", max {self.max_turns} turns"
-        count = len(parts)
-        return f"serving {count} interaction{'s' if count != 1 else ''}: {', '.join(parts)}; {limits}"
+        plural = "s" if len(parts) != 1 else ""
+        return f"serving {len(parts)} interaction{plural}: {', '.join(parts)}; {limits}"
