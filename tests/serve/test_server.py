@@ -366,3 +366,29 @@ def test_sigterm_drains_open_sessions_and_in_flight_steps(tmp_path: Path) -> Non
     assert "finishing 1 step(s) in flight" in output, output
     assert "2 started, 2 finalized, 0 open" in output, output
     assert "Traceback" not in output, output
+
+
+def test_a_bad_config_or_a_busy_port_fails_before_serving(server: Server, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("interaction:\n  - name: gsm9k\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "interactions_core", "serve", str(bad), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert "gsm9k" in proc.stderr and "did you mean 'gsm8k'" in proc.stderr.lower()
+    assert "listening" not in proc.stderr and "Traceback" not in proc.stderr
+    port = server.url.rsplit(":", 1)[1]
+    good = tmp_path / "good.yaml"
+    good.write_text("interaction:\n  - name: gsm8k\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "interactions_core", "serve", str(good), "--port", port],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr
+    assert "Choose another --port" in proc.stderr and "Traceback" not in proc.stderr
