@@ -43,6 +43,10 @@ T = TypeVar("T")
 
 #: Seconds a call waits for the interaction (or the server) before giving up.
 CALL_TIMEOUT = 300.0
+#: Seconds a reset keeps retrying while the server is at capacity (--max-sessions).
+CAPACITY_WAIT = 120.0
+#: How the server's capacity error starts (interactions_core.serve.hub.Hub.admit).
+AT_CAPACITY = "the server is at capacity"
 
 
 class _Loop:
@@ -147,10 +151,22 @@ class _Remote:
             ) from exc
 
     def start(self, client: Any, prompt: Any, kwargs: Any, token: str | None) -> dict[str, Any]:
+        """Reset; while the server is at capacity, retry for up to ``CAPACITY_WAIT`` s."""
+        import time
+
         arguments: dict[str, Any] = {"prompt": prompt, "interaction_kwargs": kwargs}
         if token is not None:
             arguments["token"] = token
-        return self._result(self._call(client.reset(**arguments)))
+        deadline = time.monotonic() + CAPACITY_WAIT
+        delay = 0.05
+        while True:
+            try:
+                return self._result(self._call(client.reset(**arguments)))
+            except InteractionsError as exc:
+                if not str(exc).startswith(AT_CAPACITY) or time.monotonic() > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
     def step(self, client: Any, content: str) -> dict[str, Any]:
         return self._result(self._call(client.step({"content": content})))

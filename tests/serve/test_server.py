@@ -392,3 +392,31 @@ def test_a_bad_config_or_a_busy_port_fails_before_serving(server: Server, tmp_pa
     assert proc.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr
     assert "Choose another --port" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_trl_adapter_waits_for_a_free_session(tmp_path: Path) -> None:
+    import threading
+
+    from interactions_core.compat.trl import environment_factory
+
+    running = start_server(tmp_path, CONFIG, "--max-sessions", "1")
+    try:
+        factory = environment_factory(url=running.url)
+        first, second = factory(), factory()
+        first.reset(interaction_kwargs={"name": "logged", "ground_truth": "x"})
+        started = threading.Event()
+
+        def reset_second() -> None:
+            second.reset(interaction_kwargs={"name": "logged", "ground_truth": "y"})
+            started.set()
+
+        waiter = threading.Thread(target=reset_second)
+        waiter.start()
+        assert not started.wait(1.0)  # the server is full: the reset waits
+        assert first.answer("x") == "right"  # the first episode ends, freeing its session
+        waiter.join(30)
+        assert started.is_set()
+        assert second.answer("y") == "right" and second.get_reward() == 0.25
+        assert running.wait_sessions(0)["open"] == 0
+    finally:
+        assert running.stop() == 0, running.output()
