@@ -129,7 +129,9 @@ class ServedEpisode:
                 await session.start(**kwargs)
             except BaseException as exc:
                 await self._close(session)
+                self.session = None
                 if isinstance(exc, InteractionCallError):
+                    log.warning("%s", exc)
                     raise ServeError(f"{exc}; no episode was started") from exc
                 raise
         return self.observation()

@@ -179,3 +179,18 @@ def test_trl_factory_needs_a_config_or_a_url() -> None:
 
     with pytest.raises(InteractionsError, match="use environment_factory"):
         InteractionsEnvironment()
+
+
+class StartFails(Logged):
+    async def start_interaction(self, instance_id: str | None = None, **kwargs: object) -> str:
+        raise LookupError("no such problem")
+
+
+async def test_a_failed_start_starts_no_episode_and_holds_no_slot() -> None:
+    h = Hub({"fails": StartFails({"name": "fails"})}, default="fails", max_sessions=1)
+    episode = ServedEpisode(h)
+    with pytest.raises(ServeError, match="raised LookupError: no such problem; no episode"):
+        await episode.start()
+    assert h.open_sessions == 0 and h.tracker.open == 0
+    with pytest.raises(BadActionError, match="no episode has been started"):
+        await episode.step("x")
