@@ -78,8 +78,9 @@ def _require_openenv() -> None:
 
     missing = [m for m in ("openenv", "uvicorn") if importlib.util.find_spec(m) is None]
     if missing:
+        verb = "is" if len(missing) == 1 else "are"
         raise InteractionsError(
-            f"interactions serve needs {' and '.join(missing)}, which is not installed: "
+            f"interactions serve needs {' and '.join(missing)}, which {verb} not installed: "
             "pip install 'interactions-core[openenv]'"
         )
 
