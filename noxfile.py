@@ -189,3 +189,25 @@ def bench_ray(session: nox.Session) -> None:
     """The Ray benchmark in full (pooled calls, batching, replicas, sharded runs)."""
     python = heavy_env(session, "ray", [[RAY_PIN]])
     session.run(str(python), "benchmarks/bench_ray.py", *session.posargs, external=True)
+#: The OpenEnv server stack, pinned: what `interactions-core[openenv]` installs, tested.
+OPENENV_PINS = ["openenv-core==0.3.0", "uvicorn==0.55.0"]
+#: TRL and what its GRPO trainer needs on CPU; torch first so its CPU build is the one used.
+TRL_STEPS = [["torch==2.13.0"], ["trl==1.16.0", *OPENENV_PINS]]
+
+
+@nox.session(python=False)
+def serve(session: nox.Session) -> None:
+    """`interactions serve` on 127.0.0.1 driven by OpenEnv's own client; then its benchmark.
+
+    ``nox -s serve -- -k capacity`` passes arguments to pytest.
+    """
+    python = heavy_env(session, "serve", [OPENENV_PINS])
+    session.run(str(python), "-m", "pytest", "tests/serve", "-q", *session.posargs, external=True)
+    session.run(str(python), "benchmarks/bench_serve.py", "--quick", external=True)
+
+
+@nox.session(python=False)
+def trl(session: nox.Session) -> None:
+    """Two GRPO steps on CPU through `interactions_core.compat.trl`, in-process and served."""
+    python = heavy_env(session, "trl", TRL_STEPS)
+    session.run(str(python), "-m", "pytest", "tests/trl", "-q", *session.posargs, external=True)
