@@ -75,7 +75,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=_positive_int,
         default=16,
         metavar="N",
-        help="episodes in flight (default 16)",
+        help="episodes in flight (default 16); the openai policy keeps one request per "
+        "episode in flight unless -p concurrency=N caps it",
+    )
+    p.add_argument(
+        "--repeat",
+        type=_positive_int,
+        default=1,
+        metavar="K",
+        help="play every sample K times as independent episodes; the summary gives pass@k "
+        "for k = 1..K (default 1)",
+    )
+    p.add_argument(
+        "--pass-score",
+        type=float,
+        default=1.0,
+        metavar="X",
+        help="an episode passes (for pass@k) when its final score is at least X (default 1.0)",
     )
     p.add_argument("--max-assistant-turns", type=_positive_int, metavar="N", help="turn limit")
     p.add_argument(
@@ -322,6 +338,8 @@ def run(args: argparse.Namespace) -> int:
                 policy,
                 interactions,
                 concurrency=args.concurrency,
+                repeat=args.repeat,
+                pass_score=args.pass_score,
                 default=default,
                 max_assistant_turns=args.max_assistant_turns,
                 max_user_turns=args.max_user_turns,
