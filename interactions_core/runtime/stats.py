@@ -138,7 +138,9 @@ class PromptGroups:
         }
 
     def format_lines(self) -> list[str]:
-        """Summary lines: pass@k overall and per interaction (when there are several)."""
+        """Summary lines under ``--repeat`` (K = 1: none; pass@1 is in the JSON summary)."""
+        if self.repeat == 1:
+            return []
         data = self.as_dict()
         if not data["prompts"]:
             return []
