@@ -43,8 +43,7 @@ def response_bytes(answer: str) -> bytes:
         }
     ).encode()
     head = (
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
+        f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
     ).encode()
     return head + body
 

@@ -151,7 +151,9 @@ def test_concurrency_is_one_knob(tmp_path: Path, capsys: pytest.CaptureFixture[s
     srv = LearningServer(QUESTIONS, latency=0.15)
     try:
         config, data = write_data(tmp_path)
-        code, summary = run_json(capsys, srv.url, config, data, "--repeat", "2", "--concurrency", "6")
+        code, summary = run_json(
+            capsys, srv.url, config, data, "--repeat", "2", "--concurrency", "6"
+        )
         assert code == 0
         # 12 episodes, 6 in flight, and the policy follows: 6 requests at once.
         assert summary["requests_in_flight_max"] == 6 and srv.max_in_flight == 6
@@ -164,7 +166,9 @@ def test_concurrency_is_one_knob(tmp_path: Path, capsys: pytest.CaptureFixture[s
         srv.close()
 
 
-def test_records_without_usage_report_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_records_without_usage_report_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config, data = write_data(tmp_path)
     out = tmp_path / "r.jsonl"
     replay = tmp_path / "replay.jsonl"

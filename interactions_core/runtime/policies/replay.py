@@ -50,7 +50,7 @@ class ReplayPolicy(Policy):
             value = sample.get(key)
             flat = value.__class__ is list and not (value and value[0].__class__ is list)
             if flat and not repeat:
-                return iter(value)
+                return iter(value)  # type: ignore[arg-type]
         value = sample
         for key in self._path:
             if not isinstance(value, Mapping) or key not in value:
