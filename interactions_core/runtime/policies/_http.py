@@ -177,7 +177,10 @@ class ConnectionPool:
         self._closed = True
         idle, self._idle = self._idle, []
         for _, writer in idle:
-            writer.close()
+            try:
+                writer.close()
+            except RuntimeError:
+                pass  # its event loop is closed already (the socket goes with the transport)
 
 
 def _parse_head(head: bytes) -> tuple[int, dict[str, str], str]:
