@@ -235,3 +235,23 @@ async def test_closed_pool_refuses_requests() -> None:
     with pytest.raises(RuntimeError, match="closed"):
         await pool.post(b"{}")
     assert issubclass(ProtocolError, OSError)
+
+
+async def test_large_replies_whole(serve: Callable[[Handler], RawServer]) -> None:
+    """Replies far above the stream buffer's limit, sized and chunked, arrive whole."""
+    text = "x" * 3_000_000
+
+    def handler(conn: socket.socket, _: int) -> None:
+        first = True
+        while read_request(conn):
+            data = body(text)
+            if first:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(data) + data)
+            else:
+                step = 70_000
+                pieces = [data[i : i + step] for i in range(0, len(data), step)]
+                chunked = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+                conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked)
+            first = False
+
+    assert await ask(serve(handler).url, times=2) == [text, text]
