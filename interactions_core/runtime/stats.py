@@ -152,9 +152,8 @@ class PromptGroups:
         if data["score_std_mean"] is not None:
             groups = data["prompts"]
             lines.append(
-                f"group spread      score std {data['score_std_mean']:.3f} (mean over "
-                f"{groups} prompts); {data['uniform_groups']} of {groups} groups have equal "
-                "scores (no GRPO advantage)"
+                f"group spread      mean score std {data['score_std_mean']:.3f}; "
+                f"{data['uniform_groups']} of {groups} groups all equal (zero GRPO advantage)"
             )
         return lines
 

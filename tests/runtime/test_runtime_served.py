@@ -142,7 +142,7 @@ def test_text_summary_under_repeat(
     out = capsys.readouterr().out
     # c = 2 of n = 3 per prompt: pass@1 = 2/3, pass@2 = pass@3 = 1.
     assert "pass@k            1: 0.667  2: 1.000  3: 1.000  (6 prompts)" in out
-    assert "0 of 6 groups have equal scores" in out
+    assert "mean score std 0.577; 0 of 6 groups all equal" in out
     tokens = f"prompt {server.sent_prompt_tokens:,} "
     assert tokens in out and "request latency   p50 " in out and "(18 requests" in out
 
