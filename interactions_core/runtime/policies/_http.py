@@ -18,8 +18,7 @@ callers do by hand).
 from __future__ import annotations
 
 import asyncio
-import sys
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["ConnectionPool", "ProtocolError", "Response"]
@@ -38,30 +37,8 @@ class ProtocolError(OSError):
     """The server's bytes are not an HTTP/1.x response this client understands."""
 
 
-class Response:
-    """Status, lower-cased headers and body of one response."""
-
-    __slots__ = ("body", "headers", "status")
-
-    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        self.status = status
-        self.headers = headers
-        self.body = body
-
-
 _Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 _STALE = (ConnectionResetError, BrokenPipeError, asyncio.IncompleteReadError)
-
-if sys.version_info >= (3, 11):
-
-    async def _within(seconds: float, awaitable: Awaitable[Response]) -> Response:
-        async with asyncio.timeout(seconds):
-            return await awaitable
-
-else:  # pragma: no cover - Python 3.10
-
-    def _within(seconds: float, awaitable: Awaitable[Response]) -> Awaitable[Response]:
-        return asyncio.wait_for(awaitable, seconds)
 
 
 class ConnectionPool:
@@ -71,7 +48,13 @@ class ConnectionPool:
     reads the whole response and returns the connection to the idle list when
     the server keeps it open. The number of connections follows the number of
     requests in flight; callers that want a cap use a semaphore around ``post``.
-    ``timeout`` bounds a whole exchange (connect, send, complete response).
+
+    ``timeout`` bounds a whole exchange (sending and the complete response;
+    connecting too). A timer per request (``asyncio.timeout``) costs several
+    microseconds, as much as the rest of the client's work on a request, so
+    one watchdog per pool wakes four times per ``timeout`` (at least once a
+    second) while requests are in flight, and aborts the connections of the
+    exchanges past their deadline; such an exchange raises ``TimeoutError``.
     """
 
     def __init__(
@@ -95,6 +78,10 @@ class ConnectionPool:
         self._idle: list[_Stream] = []
         self._ssl: Any = None
         self._closed = False
+        self._deadlines: dict[asyncio.StreamWriter, float] = {}  # exchanges in progress
+        self._expired: set[asyncio.StreamWriter] = set()
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._tick = min(max(timeout / 4, 0.01), 1.0)
 
     async def _open(self) -> _Stream:
         ssl: Any = None
@@ -104,7 +91,13 @@ class ConnectionPool:
 
                 self._ssl = ssl_module.create_default_context()
             ssl = self._ssl
-        return await asyncio.open_connection(self.host, self.port, ssl=ssl, limit=_MAX_HEAD)
+        try:
+            return await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port, ssl=ssl, limit=_MAX_HEAD),
+                self.timeout,
+            )
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"no connection within {self.timeout:g} s") from None
 
     def _borrow(self) -> _Stream | None:
         idle = self._idle
@@ -120,9 +113,6 @@ class ConnectionPool:
         if self._closed:
             raise RuntimeError("the connection pool is closed")
         data = self._head + str(len(body)).encode() + b"\r\n\r\n" + body
-        return await _within(self.timeout, self._send(data))
-
-    async def _send(self, data: bytes) -> Response:
         stream = self._borrow()
         if stream is not None:
             try:
@@ -133,40 +123,58 @@ class ConnectionPool:
             # The server closed the kept-alive connection while it was idle: once more, fresh.
         return await self._exchange(await self._open(), data)
 
+    def _sweep(self) -> None:
+        """The watchdog: abort the exchanges past their deadline; re-arm while any runs."""
+        self._watchdog = None
+        deadlines = self._deadlines
+        if not deadlines:
+            return
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for writer, deadline in list(deadlines.items()):
+            if deadline <= now:
+                del deadlines[writer]
+                self._expired.add(writer)
+                writer.transport.abort()  # the exchange's pending read fails at once
+        if deadlines:
+            self._watchdog = loop.call_later(self._tick, self._sweep)
+
     async def _exchange(self, stream: _Stream, data: bytes) -> Response:
         reader, writer = stream
         reuse = False
+        deadlines = self._deadlines
+        loop = asyncio.get_running_loop()
+        deadlines[writer] = loop.time() + self.timeout
+        if self._watchdog is None:
+            self._watchdog = loop.call_later(self._tick, self._sweep)
         try:
             writer.write(data)
-            await writer.drain()
+            if writer.transport.get_write_buffer_size():
+                await writer.drain()  # only when the socket did not take it all at once
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                status, headers, version = _parse_head(head)
-                if status >= 200 or status == 101:
+                response = _parse_head(await reader.readuntil(b"\r\n\r\n"))
+                if response.status >= 200 or response.status == 101:
                     break  # 1xx interim responses (100 Continue, 103 Early Hints) precede it
-            connection = headers.get("connection", "").lower()
-            keep = (
-                ("close" not in connection)
-                if version == "HTTP/1.1"
-                else ("keep-alive" in connection)
-            )
-            length = headers.get("content-length")
-            if status in (204, 304) or 100 <= status < 200:
-                body = b""
-            elif "chunked" in headers.get("transfer-encoding", "").lower():
-                body = await _read_chunked(reader)
-            elif length is not None:
-                try:
-                    size = int(length)
-                except ValueError:
-                    raise ProtocolError(f"bad Content-Length header {length!r}") from None
-                body = await reader.readexactly(size) if size else b""
+            status = response.status
+            if status in (204, 304) or status < 200:
+                pass  # no body
+            elif response.chunked:
+                response.body = await _read_chunked(reader)
+            elif response.length is not None:
+                if response.length:
+                    response.body = await reader.readexactly(response.length)
             else:
-                body = await reader.read()  # the body ends when the server closes
-                keep = False
-            reuse = keep
-            return Response(status, headers, body)
+                response.body = await reader.read()  # the body ends when the server closes
+                response.keep_alive = False
+            reuse = response.keep_alive
+            return response
+        except BaseException:
+            if writer in self._expired:
+                self._expired.discard(writer)
+                raise TimeoutError(f"no complete response within {self.timeout:g} s") from None
+            raise
         finally:
+            deadlines.pop(writer, None)
             if reuse and not self._closed:
                 self._idle.append(stream)
             else:
@@ -175,6 +183,9 @@ class ConnectionPool:
     def close(self) -> None:
         """Close every idle connection; connections in use close when their request ends."""
         self._closed = True
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
         idle, self._idle = self._idle, []
         for _, writer in idle:
             try:
@@ -183,19 +194,61 @@ class ConnectionPool:
                 pass  # its event loop is closed already (the socket goes with the transport)
 
 
-def _parse_head(head: bytes) -> tuple[int, dict[str, str], str]:
-    lines = head.decode("latin-1").split("\r\n")
-    status_line = lines[0]
-    version, _, rest = status_line.partition(" ")
-    code = rest[:3]
-    if not version.startswith("HTTP/1.") or not code.isdigit():
-        raise ProtocolError(f"not an HTTP/1.x response: {status_line[:80]!r}")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if line:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-    return int(code), headers, version
+class Response:
+    """Status, framing and body of one response; other headers are parsed when asked for."""
+
+    __slots__ = ("_head", "body", "chunked", "keep_alive", "length", "status")
+
+    def __init__(self, status: int, head: bytes) -> None:
+        self.status = status
+        self._head = head
+        self.body = b""
+        self.length: int | None = None
+        self.chunked = False
+        self.keep_alive = True
+
+    def header(self, name: str) -> str | None:
+        """The value of header ``name`` (any case), or ``None``; the last one when repeated."""
+        found = None
+        key = name.lower()
+        for line in self._head.decode("latin-1").split("\r\n")[1:]:
+            field, sep, value = line.partition(":")
+            if sep and field.strip().lower() == key:
+                found = value.strip()
+        return found
+
+
+def _field(lower: bytes, name: bytes) -> bytes | None:
+    """The value of the header ``name`` (given as ``b"\\r\\nname:"``) in a lower-cased head."""
+    at = lower.find(name)
+    if at < 0:
+        return None
+    start = at + len(name)
+    return lower[start : lower.find(b"\r\n", start)].strip()
+
+
+def _parse_head(head: bytes) -> Response:
+    """Status and framing headers, read from the bytes with three substring searches."""
+    if head[:7] != b"HTTP/1." or not head[9:12].isdigit():
+        first = head.split(b"\r\n", 1)[0].decode("latin-1")
+        raise ProtocolError(f"not an HTTP/1.x response: {first[:80]!r}")
+    response = Response(int(head[9:12]), head)
+    lower = head.lower()
+    connection = _field(lower, b"\r\nconnection:")
+    if head[7:8] == b"1":
+        response.keep_alive = connection is None or b"close" not in connection
+    else:
+        response.keep_alive = connection is not None and b"keep-alive" in connection
+    encoding = _field(lower, b"\r\ntransfer-encoding:")
+    if encoding is not None and b"chunked" in encoding:
+        response.chunked = True
+        return response
+    length = _field(lower, b"\r\ncontent-length:")
+    if length is not None:
+        if not length.isdigit():
+            raise ProtocolError(f"bad Content-Length header {length.decode('latin-1')!r}")
+        response.length = int(length)
+    return response
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import PolicyError
-from ._http import TRANSIENT, ConnectionPool, Response
+from ._http import TRANSIENT, ConnectionPool
 from .base import Policy
 
 __all__ = ["OpenAIPolicy"]
@@ -251,17 +251,6 @@ class OpenAIPolicy(Policy):
             self._semaphore = asyncio.Semaphore(self.concurrency) if self.concurrency else None
         return pool
 
-    async def _post(self, pool: ConnectionPool, body: bytes) -> tuple[Response, float]:
-        self.in_flight += 1
-        if self.in_flight > self.max_in_flight:
-            self.max_in_flight = self.in_flight
-        started = _perf_counter()
-        try:
-            response = await pool.post(body)
-        finally:
-            self.in_flight -= 1
-        return response, _perf_counter() - started
-
     async def _request(self, body: bytes) -> tuple[str, Any, float]:
         pool = self._pool if self._loop is asyncio.get_running_loop() else None
         if pool is None:
@@ -269,13 +258,16 @@ class OpenAIPolicy(Policy):
         last = ""
         for attempt in range(self.retries + 1):
             retry_after: float | None = None
+            self.in_flight += 1
+            if self.in_flight > self.max_in_flight:
+                self.max_in_flight = self.in_flight
+            started = _perf_counter()
             try:
-                response, latency = await self._post(pool, body)
+                response = await pool.post(body)
             except TRANSIENT as exc:
                 last = f"{exc.__class__.__name__}: {exc}".rstrip(": ")
-                if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
-                    last += f" (no complete response within {self.timeout:g} s)"
             else:
+                latency = _perf_counter() - started
                 status, data = response.status, response.body
                 if status == 200:
                     text, usage = self._parse(status, data)
@@ -283,11 +275,13 @@ class OpenAIPolicy(Policy):
                 if status != 429 and status < 500:
                     raise self._fail_status(status, data)
                 last = f"HTTP {status}: {_snippet(data)!r}"
-                after = response.headers.get("retry-after")
+                after = response.header("retry-after")
                 try:
                     retry_after = float(after) if after else None
                 except ValueError:
                     retry_after = None
+            finally:
+                self.in_flight -= 1
             if attempt < self.retries:
                 await asyncio.sleep(self._delay(attempt, retry_after))
         tries = self.retries + 1
