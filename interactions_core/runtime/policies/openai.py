@@ -38,6 +38,8 @@ __all__ = ["OpenAIPolicy"]
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 _perf_counter = time.perf_counter
+# One encoder for every request: json.dumps(..., ensure_ascii=False) builds a new one per call.
+_encode = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def _snippet(data: bytes, limit: int = 200) -> str:
@@ -292,9 +294,7 @@ class OpenAIPolicy(Policy):
     async def reply(self, state: Any, messages: list[dict[str, Any]]) -> str:
         episode = state if state.__class__ is _Episode else None
         params = self.params if episode is None else episode.params
-        body = json.dumps(
-            {"model": self.model, "messages": messages, **params}, ensure_ascii=False
-        ).encode("utf-8")
+        body = _encode({"model": self.model, "messages": messages, **params}).encode("utf-8")
         semaphore = self._semaphore
         if self.concurrency is not None and (
             semaphore is None or self._loop is not asyncio.get_running_loop()
