@@ -37,6 +37,19 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _score(text: str) -> float:
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, not {text}")
+    return value
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
@@ -88,7 +101,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--pass-score",
-        type=float,
+        type=_score,
         default=1.0,
         metavar="X",
         help="an episode passes (for pass@k) when its final score is at least X (default 1.0)",

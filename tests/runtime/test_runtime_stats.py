@@ -203,3 +203,26 @@ def test_gsm8k_solutions_as_attempts_give_pass_at_4(
     assert at_k["1"] == pytest.approx(summary["final_score_mean"])
     assert at_k["1"] < at_k["2"] < at_k["3"] < at_k["4"]
     assert summary["prompt_groups"]["prompts"] == len(right) == 1319
+
+
+def test_pass_score_sets_what_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "d.jsonl"
+    rows = [
+        {
+            "prompt": [{"role": "user", "content": "q"}],
+            "interaction_kwargs": {"name": "rec", "answer": "yes"},
+            "responses": [["no"], ["yes"]],
+        }
+    ]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    config = tmp_path / "c.yaml"
+    config.write_text("interaction:\n  - name: rec\n    class_name: runtime_fakes.Recorder\n")
+    args = ["run", str(config), "--data", str(data), "--repeat", "2", "--json"]
+    assert main([*args, "--max-assistant-turns", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["pass_at_k"] == {"1": 0.0, "2": 0.0}
+    assert main([*args, "--max-assistant-turns", "1", "--pass-score", "0.5"]) == 0
+    # Recorder's final score is always 0.5: with --pass-score 0.5 every episode passes.
+    assert json.loads(capsys.readouterr().out)["pass_at_k"] == {"1": 1.0, "2": 1.0}
+    with pytest.raises(SystemExit):
+        main([*args, "--pass-score", "nan"])
+    assert "--pass-score: must be a finite number, not nan" in capsys.readouterr().err
