@@ -338,7 +338,8 @@ def run(args: argparse.Namespace) -> int:
     progress = None
     if show_progress:
         total = reader.count()
-        progress = Progress(sys.stderr, min(total, args.limit) if args.limit else total)
+        samples_total = min(total, args.limit) if args.limit else total
+        progress = Progress(sys.stderr, samples_total * args.repeat)  # episodes, not samples
 
     output = LineWriter(args.output, overwrite=args.overwrite) if args.output else None
     interrupted = [False]

@@ -6,6 +6,7 @@ Against real HTTP servers on 127.0.0.1 started by the tests.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -183,3 +184,45 @@ def test_records_without_usage_report_none(
     assert summary["usage"] is None and summary["requests_in_flight_max"] is None
     assert summary["pass_at_k"] == {"1": 1 / 6}  # only "What is 1 + 1?" is answered 2
     assert all(r["usage"] is None and r["repeat"] == 0 for r in read_records(out))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_progress_counts_episodes_not_samples(tmp_path: Path) -> None:
+    import os
+    import pty
+    import subprocess
+
+    data = tmp_path / "d.jsonl"
+    row = {"prompt": [{"role": "user", "content": "q"}], "responses": [["a"], ["b"], ["c"]]}
+    data.write_text(json.dumps(row) + "\n" + json.dumps(row) + "\n")
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "interactions_core",
+                "run",
+                "--data",
+                str(data),
+                "--repeat",
+                "3",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            timeout=60,
+        )
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(leader)
+    assert proc.returncode == 0
+    assert b"/6  " in shown  # 2 samples x 3 repeats
