@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -255,3 +259,40 @@ async def test_large_replies_whole(serve: Callable[[Handler], RawServer]) -> Non
             first = False
 
     assert await ask(serve(handler).url, times=2) == [text, text]
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+async def test_https_with_certificate_verification(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TLS to a server whose certificate the client trusts through SSL_CERT_FILE."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"),
+            *("-addext", "subjectAltName=IP:127.0.0.1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+
+    def handler(conn: socket.socket, _: int) -> None:
+        with context.wrap_socket(conn, server_side=True) as tls:
+            while read_request(tls):
+                data = body("over tls")
+                tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
+
+    server = RawServer(handler)
+    try:
+        url = server.url.replace("http://", "https://")
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        assert await ask(url, times=2) == ["over tls", "over tls"]
+        assert server.connections == 1
+        monkeypatch.delenv("SSL_CERT_FILE")  # an untrusted certificate is refused, clearly
+        with pytest.raises(PolicyError, match="SSLCertVerificationError"):
+            await ask(url, retries=0)
+    finally:
+        server.close()
