@@ -5,7 +5,9 @@ worker tasks, so memory holds at most that many live episodes (a worker is
 added only while every worker's episode is waiting): the samples are pulled one
 at a time, each finished record goes to ``on_record``
 (e.g. a line of the output file) and is dropped unless ``keep_records`` is set,
-and :class:`RunSummary` only keeps counters.
+and :class:`RunSummary` only keeps counters (under ``repeat > 1``, also each
+prompt's final scores, for pass@k; with a policy that reports usage, one
+latency per request, for the percentiles).
 
 :meth:`Runner.cancel` (the CLI binds it to Ctrl-C) stops taking new samples and
 cancels the running episodes; each one finalizes its session on the way out,
