@@ -17,6 +17,7 @@ and :meth:`Runner.run` returns the summary marked ``interrupted``.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -330,12 +331,8 @@ def _numbered(
 ) -> Iterator[tuple[int, int, Mapping[str, Any]]]:
     """``(index, repeat, sample)`` for every episode to play: a sample's repeats in a row."""
     if repeat == 1:
-        for index, sample in enumerate(samples):
-            yield index, 0, sample
-        return
-    for index, sample in enumerate(samples):
-        for r in range(repeat):
-            yield index, r, sample
+        return zip(itertools.count(), itertools.repeat(0), samples)  # no Python frame per item
+    return ((index, r, sample) for index, sample in enumerate(samples) for r in range(repeat))
 
 
 async def run_episodes(

@@ -78,16 +78,19 @@ class PromptGroups:
         # repeat == 1: per interaction [episodes, passed]; else per (interaction, index) scores
         self._single: dict[str | None, list[int]] = {}
         self._groups: dict[tuple[str | None, int], list[float]] = {}
+        if repeat == 1:  # chosen once: add() is on the path of every episode
+            self.add = self._add_single  # type: ignore[method-assign]
+
+    def _add_single(self, interaction: str | None, index: int, final_score: float) -> None:
+        tally = self._single.get(interaction)
+        if tally is None:
+            tally = self._single[interaction] = [0, 0]
+        tally[0] += 1
+        if final_score >= self.pass_score:
+            tally[1] += 1
 
     def add(self, interaction: str | None, index: int, final_score: float) -> None:
         """Count one scored episode of prompt ``index``."""
-        if self.repeat == 1:
-            tally = self._single.get(interaction)
-            if tally is None:
-                tally = self._single[interaction] = [0, 0]
-            tally[0] += 1
-            tally[1] += final_score >= self.pass_score
-            return
         key = (interaction, index)
         scores = self._groups.get(key)
         if scores is None:
