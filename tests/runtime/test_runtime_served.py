@@ -226,3 +226,34 @@ def test_progress_counts_episodes_not_samples(tmp_path: Path) -> None:
         os.close(leader)
     assert proc.returncode == 0
     assert b"/6  " in shown  # 2 samples x 3 repeats
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs RLIMIT_NOFILE")
+def test_concurrency_beyond_the_open_file_limit_waits_instead_of_failing(tmp_path: Path) -> None:
+    """--concurrency 100 in a process allowed 80 open files: requests queue, none fails."""
+    import resource
+    import subprocess
+
+    questions = {f"What is {i} times 1?": str(i) for i in range(100)}
+    config, data = write_data(tmp_path, questions)
+    srv = LearningServer(questions, latency=0.1)
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    try:
+        proc = subprocess.run(
+            [
+                *(sys.executable, "-m", "interactions_core", "run", config, "--data", data),
+                *("--policy", "openai", "--model", "m", "--base-url", srv.url, "--json"),
+                *("--concurrency", "100", "--max-assistant-turns", "1"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (80, hard)),
+        )
+    finally:
+        srv.close()
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["episodes"] == 100 and summary["errors"] == 0
+    assert summary["requests_in_flight_max"] == 16  # 80 files less a margin of 64
+    assert srv.max_in_flight <= 16

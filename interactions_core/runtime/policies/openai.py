@@ -22,6 +22,7 @@ body in the message.
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import os
 import random
@@ -50,6 +51,23 @@ def _snippet(data: bytes, limit: int = 200) -> str:
 def _tokens(usage: Any, key: str) -> int | None:
     value = usage.get(key) if usage.__class__ is dict else None
     return value if value.__class__ is int else None
+
+
+def _connection_cap() -> int | None:
+    """How many connections the process can afford: its open-file limit less a margin.
+
+    ``--concurrency 4000`` under the common default ``ulimit -n`` of 1024 would
+    otherwise fail requests with "Too many open files"; at the cap, requests
+    wait for a connection instead. ``None``: no limit is known (or none is set).
+    """
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Unix
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    return max(8, soft - 64)  # files, the event loop's own descriptors, the output...
 
 
 class _Episode:
@@ -159,6 +177,9 @@ class OpenAIPolicy(Policy):
         self._pool: ConnectionPool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._semaphore: asyncio.Semaphore | None = None
+        #: At most this many requests (connections) at once, whatever the concurrency.
+        self.connection_cap = _connection_cap()
+        self._slot_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
 
     # -- per episode ----------------------------------------------------------------
 
@@ -251,6 +272,7 @@ class OpenAIPolicy(Policy):
             )
             self._loop = loop
             self._semaphore = asyncio.Semaphore(self.concurrency) if self.concurrency else None
+            self._slot_waiters.clear()  # futures of another loop are never woken
         return pool
 
     async def _request(self, body: bytes) -> tuple[str, Any, float]:
@@ -258,8 +280,13 @@ class OpenAIPolicy(Policy):
         if pool is None:
             pool = self._connections()
         last = ""
+        cap = self.connection_cap
         for attempt in range(self.retries + 1):
             retry_after: float | None = None
+            while cap is not None and self.in_flight >= cap:
+                waiter = asyncio.get_running_loop().create_future()
+                self._slot_waiters.append(waiter)
+                await waiter  # a request ends and hands its slot over
             self.in_flight += 1
             if self.in_flight > self.max_in_flight:
                 self.max_in_flight = self.in_flight
@@ -284,6 +311,12 @@ class OpenAIPolicy(Policy):
                     retry_after = None
             finally:
                 self.in_flight -= 1
+                waiters = self._slot_waiters
+                while waiters:
+                    waiter = waiters.popleft()
+                    if not waiter.done():
+                        waiter.set_result(None)
+                        break
             if attempt < self.retries:
                 await asyncio.sleep(self._delay(attempt, retry_after))
         tries = self.retries + 1
