@@ -315,7 +315,8 @@ class EpisodeLoop:
         self._start = _overridden(policy, "start")
         self._start_takes_repeat = self._start is not None and _takes_repeat(self._start)
         self._finish = _overridden(policy, "finish")
-        self._usage = _overridden(policy, "usage")
+        usage = _overridden(policy, "usage")  # a plugin's own ``usage`` attribute is not ours
+        self._usage = usage if callable(usage) else None
         self._replay_field = _replay_field(policy)
         self._prefix = uuid.uuid4().hex[:12] + "-"
         # run() routes the common case inline unless a subclass has its own route().

@@ -226,3 +226,45 @@ def test_pass_score_sets_what_passes(tmp_path: Path, capsys: pytest.CaptureFixtu
     with pytest.raises(SystemExit):
         main([*args, "--pass-score", "nan"])
     assert "--pass-score: must be a finite number, not nan" in capsys.readouterr().err
+
+
+async def test_policy_usage_hook_feeds_the_record_and_the_summary() -> None:
+    class Metered:
+        def start(self, sample: Any) -> list[int]:
+            return [0]
+
+        def reply(self, state: list[int], messages: Any) -> str:
+            state[0] += 1
+            return "x"
+
+        def usage(self, state: list[int]) -> dict[str, Any]:
+            return {
+                "prompt_tokens": 10,
+                "completion_tokens": state[0],
+                "turns": [{"latency_s": 0.5}],
+            }
+
+    class Broken(Metered):
+        def usage(self, state: list[int]) -> dict[str, Any]:
+            raise RuntimeError("meter broke")
+
+    class Attribute(Metered):
+        usage = {"not": "a method"}  # type: ignore[assignment]
+
+    samples = [{"prompt": [{"role": "user", "content": "q"}]}] * 3
+    summary = await run_episodes(samples, Metered(), None, keep_records=True, observe=False)
+    assert summary.records is not None
+    assert all(
+        r.usage == {"prompt_tokens": 10, "completion_tokens": 1, "turns": [{"latency_s": 0.5}]}
+        for r in summary.records
+    )
+    usage = summary.as_dict()["usage"]
+    assert (usage["prompt_tokens"], usage["requests"], usage["latency_s"]["p99"]) == (30, 3, 0.5)
+
+    broken = await run_episodes(samples, Broken(), None, keep_records=True, observe=False)
+    assert broken.records is not None and broken.errors == 3
+    assert broken.records[0].errors[0]["where"] == "policy.usage"
+    assert "meter broke" in broken.records[0].errors[0]["message"]
+
+    plain = await run_episodes(samples, Attribute(), None, keep_records=True, observe=False)
+    assert plain.errors == 0 and plain.as_dict()["usage"] is None
