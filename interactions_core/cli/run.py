@@ -37,6 +37,19 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _score(text: str) -> float:
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, not {text}")
+    return value
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
@@ -75,7 +88,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=_positive_int,
         default=16,
         metavar="N",
-        help="episodes in flight (default 16)",
+        help="episodes in flight (default 16); the openai policy keeps one request per "
+        "episode in flight unless -p concurrency=N caps it",
+    )
+    p.add_argument(
+        "--repeat",
+        type=_positive_int,
+        default=1,
+        metavar="K",
+        help="play every sample K times as independent episodes; the summary gives pass@k "
+        "for k = 1..K (default 1)",
+    )
+    p.add_argument(
+        "--pass-score",
+        type=_score,
+        default=1.0,
+        metavar="X",
+        help="an episode passes (for pass@k) when its final score is at least X (default 1.0)",
     )
     p.add_argument("--max-assistant-turns", type=_positive_int, metavar="N", help="turn limit")
     p.add_argument(
@@ -318,7 +347,8 @@ def run(args: argparse.Namespace) -> int:
     progress = None
     if show_progress:
         total = reader.count()
-        progress = Progress(sys.stderr, min(total, args.limit) if args.limit else total)
+        samples_total = min(total, args.limit) if args.limit else total
+        progress = Progress(sys.stderr, samples_total * args.repeat)  # episodes, not samples
 
     output = LineWriter(args.output, overwrite=args.overwrite) if args.output else None
     interrupted = [False]
@@ -331,6 +361,8 @@ def run(args: argparse.Namespace) -> int:
                 policy,
                 interactions,
                 concurrency=args.concurrency,
+                repeat=args.repeat,
+                pass_score=args.pass_score,
                 default=default,
                 max_assistant_turns=args.max_assistant_turns,
                 max_user_turns=args.max_user_turns,
