@@ -160,6 +160,8 @@ def bench_verl(session: nox.Session) -> None:
         [["torch==2.13.0"], [f"verl=={version}", *VERL_UNDECLARED]],
     )
     session.run(str(python), "benchmarks/bench_verl_adapter.py", *session.posargs, external=True)
+
+
 #: Ray, pinned: the cluster tests start real local clusters with this release.
 RAY_PIN = "ray==2.60.0"
 
@@ -189,6 +191,8 @@ def bench_ray(session: nox.Session) -> None:
     """The Ray benchmark in full (pooled calls, batching, replicas, sharded runs)."""
     python = heavy_env(session, "ray", [[RAY_PIN]])
     session.run(str(python), "benchmarks/bench_ray.py", *session.posargs, external=True)
+
+
 #: The OpenEnv server stack, pinned: what `interactions-core[openenv]` installs, tested.
 OPENENV_PINS = ["openenv-core==0.3.0", "uvicorn==0.55.0"]
 #: TRL and what its GRPO trainer needs on CPU; torch first so its CPU build is the one used.
