@@ -131,14 +131,17 @@ def load(key: tuple[object, ...]) -> dict | None:
 
 
 def _hooks_file() -> str:
-    ident = repr((FORMAT, sys.executable, sys.version)).encode("utf-8", "surrogatepass")
+    # One file per Python version, shared by its virtualenvs and by every name of
+    # its executable (``python``, ``python3``): each result is keyed by the
+    # absolute path of the hook plugin's metadata, which tells environments apart.
+    ident = repr((FORMAT, sys.version)).encode("utf-8", "surrogatepass")
     return os.path.join(cache_dir(), f"hooks-{_fnv1a(ident):08x}.marshal")
 
 
 def load_hooks() -> dict:
     """What hook plugins registered, by hook key (see ``discovery.hook_key``); ``{}`` if none.
 
-    The file holds one interpreter's results (its name hashes the interpreter);
+    The file holds one Python version's results (its name hashes the version);
     each result is trusted only for the exact key it was stored under.
     """
     if not enabled():

@@ -174,13 +174,15 @@ def _record(group: str, ep: object, value_re: re.Pattern[str]) -> dict:
 
 
 def _installed_version(name: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
+    """The version of the installed distribution ``name``, read like :func:`_name_version`."""
+    from importlib.metadata import PackageNotFoundError, distribution
 
     try:
-        return version(name)
+        dist = distribution(name)
+        return _name_version(dist, _metadata_text(dist))[1]
     except PackageNotFoundError:
         return None
-    except Exception:  # unreadable metadata: treat as a version of its own
+    except Exception:  # unreadable metadata: a version of its own
         return "?"
 
 

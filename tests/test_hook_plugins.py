@@ -218,3 +218,14 @@ def suite_dist_at(make_dist, version, code):
     return make_dist(
         "hooky-suite", version, {PLUGINS: {"suite": "hooky_suite"}}, {"hooky_suite": code}
     )
+
+
+@pytest.mark.usefixtures("fresh_cache")
+def test_another_name_of_the_interpreter_reuses_hook_results(
+    make_dist, monkeypatch, forget_modules
+):
+    """``python`` and ``python3`` of one venv have separate indexes but share hook results."""
+    suite_dist(make_dist)
+    assert reimported("hooky_suite")
+    monkeypatch.setattr(sys, "executable", sys.executable + "-other-name")
+    assert not reimported("hooky_suite")
