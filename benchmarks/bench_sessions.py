@@ -35,6 +35,13 @@ WAIT_CONCURRENCY = 2_000
 WAIT_SECONDS = 0.010
 WAIT_GOAL = 1.10
 REPRODUCE = "python benchmarks/run.py --only sessions"
+MEMORY = "Memory: bytes per open session, documented-style `Gsm8kInteraction` / verl-style"
+WAITS = (
+    f"Concurrent waits: {WAIT_EPISODES:,} episodes, 2 x {WAIT_SECONDS * 1e3:.0f} ms model "
+    f"latency, {WAIT_CONCURRENCY:,} at once: runtime / bare worker tasks"
+)
+#: The rows this module reports, in order (the docs' table is checked against them).
+ROWS = (MEMORY, WAITS)
 
 
 async def _open_all(interaction: Any, ids: list[str], truths: list[str]) -> None:
@@ -112,9 +119,9 @@ def waiting_row(repeats: int) -> Row:
     serial = n * turns * delay
     # The waits must overlap on both sides, or this would measure something else.
     assert max(timed.a, timed.b) < serial / 10, (timed, serial)
+    assert turns == 2, "the row's title says two replies per episode"
     return Row.at_most(
-        f"Concurrent waits: {n:,} episodes, {turns} x {delay * 1e3:.0f} ms model latency, "
-        f"{width:,} at once: runtime / bare worker tasks",
+        WAITS,
         WAIT_GOAL,
         timed.ratio,
         f"{timed.describe('runtime', 'bare')}; one at a time: {serial:,.0f} s",
@@ -132,10 +139,10 @@ def run(repeats: int) -> list[Row]:
     verl = min(bytes_per_session(VerlStyleGsm8k, n) for _ in range(2))
     rows = [
         Row.at_most(
-            "Memory: bytes per open session, `Gsm8kInteraction` / verl-style",
+            MEMORY,
             GOAL,
             ours / verl,
-            f"{ours:.0f} B / {verl:.0f} B per session ({n:,} open)",
+            f"{ours:.0f} B / {verl:.0f} B per session ({n:,} open; tracemalloc, exact)",
             REPRODUCE,
         )
     ]

@@ -17,6 +17,13 @@ from _common import PYTHON, Row, alternate, clean_env, interactions_command, run
 GOAL = 1.5
 REPRODUCE = "python benchmarks/run.py --only startup"
 WRAPPER_ALONE = "import re, sys"
+WARM = "CLI start-up: warm `interactions list` / `python -c pass`"
+OVER_WRAPPER = (
+    "CLI start-up: warm `interactions list` / pip's console-script wrapper alone "
+    f"(`python -c '{WRAPPER_ALONE}'`)"
+)
+#: The rows this module reports, in order (the docs' table is checked against them).
+ROWS = (WARM, OVER_WRAPPER)
 
 
 def run(repeats: int) -> list[Row]:
@@ -27,15 +34,14 @@ def run(repeats: int) -> list[Row]:
     wrapper = alternate(cli, [PYTHON, "-c", WRAPPER_ALONE], repeats=repeats, env_a=env)
     return [
         Row.at_most(
-            "CLI start-up: warm `interactions list` / `python -c pass`",
+            WARM,
             GOAL,
             timed.ratio,
             timed.describe("list", "pass"),
             REPRODUCE,
         ),
         Row(
-            "CLI start-up: warm `interactions list` / pip's console-script wrapper alone "
-            f"(`python -c '{WRAPPER_ALONE}'`)",
+            OVER_WRAPPER,
             "report",
             wrapper.ratio,
             None,

@@ -32,6 +32,10 @@ GOAL = 1.05
 RUNTIME_GOAL = 1.10
 SESSIONS = 2000
 REPRODUCE = "python benchmarks/run.py --only turn"
+SESSION = "Per session: documented-style `Gsm8kInteraction` / minimal verl-style class"
+EPISODE = "Per episode: runtime `EpisodeLoop` (replay) / direct calls on the instance"
+#: The rows this module reports, in order (the docs' table is checked against them).
+ROWS = (SESSION, EPISODE)
 
 WRONG = [
     {"role": "user", "content": "Natalia sold clips to 48 of her friends... How many in all?"},
@@ -78,7 +82,7 @@ def runtime_rows(repeats: int, n: int) -> list[Row]:
 
     from interactions_core.runtime import EpisodeLoop, ReplayPolicy
 
-    title = "Per episode: runtime `EpisodeLoop` (replay) / direct calls on the instance"
+    title = EPISODE
     from interactions_gsm8k import Gsm8kInteraction
 
     loop = EpisodeLoop(ReplayPolicy(), {"gsm8k": Gsm8kInteraction({"name": "gsm8k"})})
@@ -110,7 +114,7 @@ def runtime_rows(repeats: int, n: int) -> list[Row]:
             RUNTIME_GOAL,
             timed.ratio,
             f"{timed.a / n * 1e6:.2f} us / {timed.b / n * 1e6:.2f} us per episode "
-            "(2 turns, final score, finalize)",
+            f"(2 turns, final score, finalize; medians of {timed.runs} batches of {n:,})",
             REPRODUCE,
         )
     ]
@@ -142,11 +146,12 @@ def run(repeats: int) -> list[Row]:
     timed = alternate_calls(ours, verl, repeats=repeats * 2)
     rows = [
         Row.at_most(
-            "Per session: documented-style `Gsm8kInteraction` / minimal verl-style class",
+            SESSION,
             GOAL,
             timed.ratio,
             f"{timed.a / n * 1e6:.2f} us / {timed.b / n * 1e6:.2f} us per session "
-            "(start, wrong turn, right turn, finalize)",
+            f"(start, wrong turn, right turn, finalize; CPU time, medians of {timed.runs} "
+            f"batches of {n:,})",
             REPRODUCE,
         )
     ]
