@@ -35,10 +35,6 @@ def derive_name(class_name: str) -> str:
     return simple.lower()
 
 
-#: Marks "no such session" where ``None`` may be a session's legitimate state.
-_NO_STATE: Any = object()
-
-
 def _new_instance_id() -> str:
     import uuid  # deferred: only sessions started without an id need it
 
@@ -192,6 +188,9 @@ class SessionInteraction(BaseInteraction):
 
     async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
         """Drop the session's state; finalizing twice is harmless."""
-        state = self._sessions.pop(instance_id, _NO_STATE)
-        if state is not _NO_STATE and self._ends_sessions:
-            self.end_session(state)  # also for a session whose state is None
+        try:
+            state = self._sessions.pop(instance_id)
+        except KeyError:
+            return  # never started, or already finalized
+        if self._ends_sessions:
+            self.end_session(state)

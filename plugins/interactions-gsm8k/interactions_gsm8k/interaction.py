@@ -113,7 +113,10 @@ class Gsm8kInteraction(SessionInteraction):
         Other interaction kwargs (``name``, ``query``, ...) are accepted and ignored.
         """
         state = _Session()
-        state.ground_truth = normalize_ground_truth(ground_truth)
+        if ground_truth.__class__ is str and "," not in ground_truth:
+            state.ground_truth = ground_truth.strip()  # the common case, in one step
+        else:
+            state.ground_truth = normalize_ground_truth(ground_truth)
         state.last_score = 0.0
         return state
 
