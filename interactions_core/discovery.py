@@ -274,7 +274,8 @@ def _remember_hooks(payload: dict, known: dict) -> None:
 
     Results for other distributions are kept while their folder exists (another
     ``sys.path`` of the same interpreter may use them); a result whose folder
-    now holds a newer key is dropped.
+    now holds a newer key is dropped. When two processes write at once the last
+    write wins: what the other learned is learned again later, never wrong.
     """
     results: dict = {}
     current_paths = set()
