@@ -229,3 +229,20 @@ def test_another_name_of_the_interpreter_reuses_hook_results(
     assert reimported("hooky_suite")
     monkeypatch.setattr(sys, "executable", sys.executable + "-other-name")
     assert not reimported("hooky_suite")
+
+
+@pytest.mark.usefixtures("fresh_cache")
+def test_a_corrupt_hook_result_file_is_ignored_and_rewritten(
+    make_dist, site_dir, fresh_cache, forget_modules
+):
+    suite_dist(make_dist)
+    assert reimported("hooky_suite")
+    [hooks_file] = fresh_cache.rglob("hooks-*.marshal")
+    for garbage in (b"", b"\x00\xff not marshal", hooks_file.read_bytes()[:7]):
+        hooks_file.write_bytes(garbage)
+        bump(site_dir)
+        make_dist(f"acme-x{len(garbage)}", "1")  # the index is rebuilt: results are needed
+        assert reimported("hooky_suite")  # unreadable results: the plugin is asked again
+    bump(site_dir)
+    make_dist("acme-last", "1")
+    assert not reimported("hooky_suite")  # and the rewritten file is trusted again
