@@ -260,7 +260,7 @@ def _build(complete: Callable[[dict], None] | None, known: dict | None) -> dict:
     if known:
         for record in payload["entries"]:
             result = known.get(record.get("hook_key"))
-            if result is not None:
+            if result is not None and not result.get("error"):
                 payload["hooks"][plugin_id(record)] = result
     if complete is not None:
         complete(payload)
@@ -285,7 +285,9 @@ def _remember_hooks(payload: dict, known: dict) -> None:
             continue
         current_paths.add(key[1])
         result = payload["hooks"].get(plugin_id(record))
-        if result is not None:
+        # A failure is not kept: what fixes it (a module installed that the plugin
+        # does not declare) may not change the key, so it is retried on a rebuild.
+        if result is not None and not result.get("error"):
             results[key] = result
     for key, result in known.items():
         if key not in results and key[1] not in current_paths and os.path.exists(key[1]):

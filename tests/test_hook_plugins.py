@@ -246,3 +246,21 @@ def test_a_corrupt_hook_result_file_is_ignored_and_rewritten(
     bump(site_dir)
     make_dist("acme-last", "1")
     assert not reimported("hooky_suite")  # and the rewritten file is trusted again
+
+
+@pytest.mark.usefixtures("fresh_cache")
+def test_a_failed_hook_plugin_is_retried_after_any_install(make_dist, site_dir, forget_modules):
+    """A failure may be fixed by installing something it does not declare: no reuse."""
+    make_dist(
+        "hooky-needy",
+        "1",
+        {PLUGINS: {"needy": "hooky_needy"}},
+        {"hooky_needy": "import acme_undeclared_dep\n" + SUITE},
+    )
+    registry = Registry.from_environment()
+    [problem] = [p for p in registry.plugin_problems() if p.distribution == "hooky-needy"]
+    assert "acme_undeclared_dep" in problem.error
+    bump(site_dir)
+    make_dist("acme-dep", "1", modules={"acme_undeclared_dep": "VALUE = 1\n"})
+    names = {e.name for e in Registry.from_environment().entries()}
+    assert {"suite/alpha", "suite/beta"} <= names
