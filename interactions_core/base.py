@@ -95,11 +95,14 @@ class SessionInteraction(BaseInteraction):
     :meth:`score` and :meth:`end_session`. Keep the state small (a ``__slots__``
     class or a tuple): one lives per open session.
 
-    The four lifecycle methods below are the whole cost the framework adds to a
-    turn: one dict lookup and the call of your method. They are written so that
-    a plugin using only this documented API is as fast as a hand-written verl
-    class keeping its own dict (``benchmarks/bench_turn.py`` checks that), so
-    there is no reason to override them or to reach into the session store.
+    The four lifecycle methods below are all the framework adds: per turn, one
+    dict lookup and the call of your method (the same work as verl's own
+    structure, whose ``generate_response`` awaits ``calculate_score``); per
+    session, one more Python call, :meth:`new_session`.
+    ``benchmarks/bench_turn.py`` compares a plugin written this way with a
+    hand-written verl class keeping its own dict. The bundled plugins have no
+    faster private path, and neither should yours: do not override these or
+    reach into the session store.
     """
 
     #: Whether the class overrides :meth:`end_session` (else finalizing skips the call).
