@@ -8,9 +8,10 @@ package README).
 
 It uses only the documented :class:`~interactions_core.base.SessionInteraction`
 API (``new_session``, ``respond``, ``score``): the base class owns the sessions.
-A turn still costs no more than verl's own (``benchmarks/bench_turn.py``): the two
-possible results are built once at import time (they are immutable and shared),
-and the extractor for the configured method is picked once per instance.
+Its own share of a turn is kept small (``benchmarks/bench_turn.py`` measures a
+session against a hand-written verl class): the two possible results are built
+once at import time (they are immutable and shared), and the extractor for the
+configured method is picked once per instance.
 """
 
 from __future__ import annotations
