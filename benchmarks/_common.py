@@ -91,17 +91,21 @@ def run_once(
 
 @dataclass
 class Timed:
-    """Medians of two commands timed alternately."""
+    """Medians of two commands timed alternately, and how many runs each median is of."""
 
     a: float
     b: float
+    runs: int
 
     @property
     def ratio(self) -> float:
         return self.a / self.b
 
     def describe(self, a: str, b: str) -> str:
-        return f"{a} {self.a * 1e3:.1f} ms / {b} {self.b * 1e3:.1f} ms (medians)"
+        return (
+            f"{a} {self.a * 1e3:.1f} ms / {b} {self.b * 1e3:.1f} ms "
+            f"(medians of {self.runs} runs each)"
+        )
 
 
 def alternate(
@@ -130,7 +134,7 @@ def alternate(
         else:
             times_a.append(run_once(cmd_a, env_a, before_a))
             times_b.append(run_once(cmd_b, env_b, before_b))
-    return Timed(statistics.median(times_a), statistics.median(times_b))
+    return Timed(statistics.median(times_a), statistics.median(times_b), repeats)
 
 
 def alternate_calls(
@@ -149,4 +153,4 @@ def alternate_calls(
         else:
             times_a.append(fn_a())
             times_b.append(fn_b())
-    return Timed(statistics.median(times_a), statistics.median(times_b))
+    return Timed(statistics.median(times_a), statistics.median(times_b), repeats)

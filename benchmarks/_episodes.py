@@ -7,6 +7,7 @@ feedback, final score, finalize) written straight against the interaction.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 WRONG_REPLY = "She sold 48 + 48 = 96 clips.\n#### 96"
@@ -19,13 +20,22 @@ SAMPLE: dict[str, Any] = {
 }
 
 
-async def direct_episode(interaction: Any, sample: dict[str, Any], instance_id: str) -> float:
+async def direct_episode(
+    interaction: Any,
+    sample: dict[str, Any],
+    instance_id: str,
+    *,
+    pause: Callable[[], Awaitable[None]] | None = None,
+) -> float:
+    """Play ``sample`` on ``interaction``; ``pause()`` is awaited before each reply (the model)."""
     kwargs = dict(sample["interaction_kwargs"])
     messages = list(sample["prompt"])
     await interaction.start_interaction(instance_id, **kwargs)
     try:
         scores = []
         for text in sample["responses"]:
+            if pause is not None:
+                await pause()
             messages.append({"role": "assistant", "content": text})
             result = await interaction.generate_response(instance_id, messages, **kwargs)
             scores.append(result.score)

@@ -11,6 +11,9 @@ from _common import PYTHON, Row, alternate, clean_env
 
 GOAL = 1.5
 REPRODUCE = "python benchmarks/run.py --only import"
+IMPORT = "Import: `import interactions_core` / `python -c pass`"
+#: The rows this module reports, in order (the docs' table is checked against them).
+ROWS = (IMPORT,)
 
 
 def run(repeats: int) -> list[Row]:
@@ -23,7 +26,7 @@ def run(repeats: int) -> list[Row]:
     )
     return [
         Row.at_most(
-            "Import: `import interactions_core` / `python -c pass`",
+            IMPORT,
             GOAL,
             timed.ratio,
             timed.describe("import", "pass"),

@@ -1,14 +1,22 @@
-"""Per-turn overhead: one GSM8K session, framework against hand-written verl style.
+"""Per-session overhead: one GSM8K session, the documented API against hand-written verl style.
 
 A session is ``start_interaction`` (with a ground truth), a wrong turn, a right
 turn and ``finalize_interaction``. The same sessions are driven, inside one
-event loop, through the bundled ``interactions_gsm8k.Gsm8kInteraction`` (the
-verl-compatible instance: typed results, managed session state) and through the
-minimal verl-style class of ``_verl_style.py``; batches alternate and the ratio
-of the medians is reported. Goal: at most 1.0x.
+event loop, through the bundled ``interactions_gsm8k.Gsm8kInteraction`` and
+through the minimal verl-style class of ``_verl_style.py``; batches alternate
+and the ratio of the medians is reported. Goal: at most 1.05x.
 
-Through the public runtime (when it has landed): the same sessions driven by the
-runtime against calling the instance directly. Goal: at most 1.10x.
+The bundled class is written the way ``docs/writing-plugins.md`` teaches
+(``new_session`` / ``respond`` / ``score`` on ``SessionInteraction``); the
+benchmark refuses to run if it overrides a lifecycle method, so the figure is
+what any plugin author gets, not a private fast path.
+
+Through the public runtime: the same sessions driven by ``EpisodeLoop`` against
+calling the instance directly. Goal: at most 1.10x.
+
+Times are the CPU time of the measuring thread (``time.thread_time``): on a
+shared machine, time spent descheduled by other processes is not counted, on
+either side.
 """
 
 from __future__ import annotations
@@ -20,10 +28,14 @@ from collections.abc import Callable
 from _common import Row, alternate_calls
 from _verl_style import VerlStyleGsm8k
 
-GOAL = 1.0
+GOAL = 1.05
 RUNTIME_GOAL = 1.10
 SESSIONS = 2000
 REPRODUCE = "python benchmarks/run.py --only turn"
+SESSION = "Per session: documented-style `Gsm8kInteraction` / minimal verl-style class"
+EPISODE = "Per episode: runtime `EpisodeLoop` (replay) / direct calls on the instance"
+#: The rows this module reports, in order (the docs' table is checked against them).
+ROWS = (SESSION, EPISODE)
 
 WRONG = [
     {"role": "user", "content": "Natalia sold clips to 48 of her friends... How many in all?"},
@@ -44,13 +56,13 @@ async def _direct(interaction: object, ids: list[str]) -> float:
     start_ = interaction.start_interaction  # type: ignore[attr-defined]
     respond = interaction.generate_response  # type: ignore[attr-defined]
     finalize = interaction.finalize_interaction  # type: ignore[attr-defined]
-    t0 = time.perf_counter()
+    t0 = time.thread_time()
     for iid in ids:
         await start_(iid, ground_truth="72")
         wrong = await respond(iid, WRONG)
         right = await respond(iid, RIGHT)
         await finalize(iid)
-    elapsed = time.perf_counter() - t0
+    elapsed = time.thread_time() - t0
     assert wrong[0] is False and right[0] is True and right[2] == 1.0
     return elapsed
 
@@ -66,19 +78,11 @@ def direct_timer(interaction: object, n: int, tag: str) -> Callable[[], float]:
 
 def runtime_rows(repeats: int, n: int) -> list[Row]:
     """Episodes through the public runtime vs the same episodes written by hand."""
-    title = "Per episode: runtime `EpisodeLoop` (replay) / direct calls on the instance"
-    try:
-        from interactions_core.runtime import EpisodeLoop, ReplayPolicy
-    except ImportError:
-        return [
-            Row.skipped(
-                title,
-                f"<= {RUNTIME_GOAL:.2f}x",
-                "not measured: the runtime has not landed",
-                REPRODUCE,
-            )
-        ]
     from _episodes import SAMPLE, direct_episode
+
+    from interactions_core.runtime import EpisodeLoop, ReplayPolicy
+
+    title = EPISODE
     from interactions_gsm8k import Gsm8kInteraction
 
     loop = EpisodeLoop(ReplayPolicy(), {"gsm8k": Gsm8kInteraction({"name": "gsm8k"})})
@@ -86,18 +90,18 @@ def runtime_rows(repeats: int, n: int) -> list[Row]:
     ids = session_ids(n, "direct")
 
     async def through_runtime() -> float:
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         for i in range(n):
             record = await loop.run(SAMPLE, i)
-        elapsed = time.perf_counter() - t0
+        elapsed = time.thread_time() - t0
         assert record.final_score == 1.0 and record.turns == 2, record.to_dict()
         return elapsed
 
     async def by_hand() -> float:
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         for iid in ids:
             final = await direct_episode(direct, SAMPLE, iid)
-        elapsed = time.perf_counter() - t0
+        elapsed = time.thread_time() - t0
         assert final == 1.0
         return elapsed
 
@@ -110,26 +114,44 @@ def runtime_rows(repeats: int, n: int) -> list[Row]:
             RUNTIME_GOAL,
             timed.ratio,
             f"{timed.a / n * 1e6:.2f} us / {timed.b / n * 1e6:.2f} us per episode "
-            "(2 turns, final score, finalize)",
+            f"(2 turns, final score, finalize; medians of {timed.runs} batches of {n:,})",
             REPRODUCE,
         )
     ]
 
 
+def documented_style(cls: type) -> type:
+    """``cls`` itself, after checking it uses only the documented session API."""
+    from interactions_core.base import SessionInteraction
+
+    lifecycle = (
+        "start_interaction",
+        "generate_response",
+        "calculate_score",
+        "finalize_interaction",
+    )
+    overridden = [m for m in lifecycle if getattr(cls, m) is not getattr(SessionInteraction, m)]
+    if not issubclass(cls, SessionInteraction) or overridden:
+        raise RuntimeError(f"{cls.__qualname__} bypasses SessionInteraction: {overridden}")
+    return cls
+
+
 def run(repeats: int) -> list[Row]:
     from interactions_gsm8k import Gsm8kInteraction
 
+    documented_style(Gsm8kInteraction)
     n = SESSIONS
     ours = direct_timer(Gsm8kInteraction({"name": "gsm8k"}), n, "ours")
     verl = direct_timer(VerlStyleGsm8k({"name": "gsm8k"}), n, "verl")
     timed = alternate_calls(ours, verl, repeats=repeats * 2)
     rows = [
         Row.at_most(
-            "Per turn: `Gsm8kInteraction` / minimal verl-style class",
+            SESSION,
             GOAL,
             timed.ratio,
             f"{timed.a / n * 1e6:.2f} us / {timed.b / n * 1e6:.2f} us per session "
-            "(start, wrong turn, right turn, finalize)",
+            f"(start, wrong turn, right turn, finalize; CPU time, medians of {timed.runs} "
+            f"batches of {n:,})",
             REPRODUCE,
         )
     ]

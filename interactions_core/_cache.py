@@ -19,6 +19,11 @@ Design choices:
   never a partial one.
 * Anything unreadable, corrupt or of another format version is ignored, never
   trusted; an unwritable folder degrades to no cache with one warning.
+* What hook plugins register is kept in a second file per interpreter, keyed by
+  each hook plugin's own distribution (:func:`load_hooks`, :func:`store_hooks`):
+  installing an unrelated package invalidates the index, but not what a hook
+  plugin told us, so the next cold start rescans metadata without importing the
+  hook plugins again.
 * ``INTERACTIONS_NO_CACHE=1`` turns it off; ``interactions cache clear`` empties it.
 
 This module is on the warm path of ``interactions list``: it imports nothing
@@ -39,7 +44,9 @@ __all__ = [
     "current_key",
     "enabled",
     "load",
+    "load_hooks",
     "store",
+    "store_hooks",
 ]
 
 #: Bump when the payload layout changes; older files are then ignored.
@@ -123,6 +130,43 @@ def load(key: tuple[object, ...]) -> dict | None:
     return payload if isinstance(payload, dict) else None
 
 
+def _hooks_file() -> str:
+    # One file per Python version, shared by its virtualenvs and by every name of
+    # its executable (``python``, ``python3``): each result is keyed by the
+    # absolute path of the hook plugin's metadata, which tells environments apart.
+    ident = repr((FORMAT, sys.version)).encode("utf-8", "surrogatepass")
+    return os.path.join(cache_dir(), f"hooks-{_fnv1a(ident):08x}.marshal")
+
+
+def load_hooks() -> dict:
+    """What hook plugins registered, by hook key (see ``discovery.hook_key``); ``{}`` if none.
+
+    The file holds one Python version's results (its name hashes the version);
+    each result is trusted only for the exact key it was stored under.
+    """
+    if not enabled():
+        return {}
+    try:
+        with open(_hooks_file(), "rb") as fh:
+            stored = marshal.load(fh)
+    except Exception:  # missing, truncated, corrupt, another Python's format
+        return {}
+    if not isinstance(stored, dict) or stored.get("format") != FORMAT:
+        return {}
+    results = stored.get("results")
+    if not isinstance(results, dict):
+        return {}
+    # A key is (plugin id, metadata folder, version, mtime, requirements): see discovery.
+    return {k: v for k, v in results.items() if isinstance(k, tuple) and len(k) == 5}
+
+
+def store_hooks(results: dict) -> bool:
+    """Write the hook results atomically; return whether they were written."""
+    if not enabled():
+        return False
+    return _write(_hooks_file(), {"format": FORMAT, "results": results})
+
+
 def _warn(message: str) -> None:
     global _warned
     if not _warned:
@@ -134,13 +178,17 @@ def store(key: tuple[object, ...], payload: dict) -> bool:
     """Write ``payload`` for ``key`` atomically; return whether it was written."""
     if not enabled():
         return False
-    path = _file_for(key)
+    return _write(_file_for(key), {"key": key, "payload": payload})
+
+
+def _write(path: str, content: dict) -> bool:
+    """Marshal ``content`` to ``path`` through a temporary file and a rename."""
     folder = os.path.dirname(path)
-    tmp = f"{path}.{os.getpid()}.{id(payload):x}.tmp"
+    tmp = f"{path}.{os.getpid()}.{id(content):x}.tmp"
     try:
         os.makedirs(folder, exist_ok=True)
         with open(tmp, "wb") as fh:
-            marshal.dump({"key": key, "payload": payload}, fh)
+            marshal.dump(content, fh)
         os.replace(tmp, path)
         return True
     except (OSError, ValueError) as exc:
@@ -189,7 +237,7 @@ class BuildLock:
 
 
 def clear() -> int:
-    """Remove every cached index; return how many files were removed."""
+    """Remove every cached index and hook result; return how many files were removed."""
     folder = cache_dir()
     removed = 0
     try:
@@ -197,7 +245,7 @@ def clear() -> int:
     except OSError:
         return 0
     for name in names:
-        if name.startswith("index-"):
+        if name.startswith(("index-", "hooks-")):
             try:
                 os.unlink(os.path.join(folder, name))
                 removed += 1

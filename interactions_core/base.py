@@ -94,6 +94,15 @@ class SessionInteraction(BaseInteraction):
     ``interaction_kwargs``, :meth:`respond` to judge a turn, and optionally
     :meth:`score` and :meth:`end_session`. Keep the state small (a ``__slots__``
     class or a tuple): one lives per open session.
+
+    The four lifecycle methods below are all the framework adds: per turn, one
+    dict lookup and the call of your method (the same work as verl's own
+    structure, whose ``generate_response`` awaits ``calculate_score``); per
+    session, one more Python call, :meth:`new_session`.
+    ``benchmarks/bench_turn.py`` compares a plugin written this way with a
+    hand-written verl class keeping its own dict. The bundled plugins have no
+    faster private path, and neither should yours: do not override these or
+    reach into the session store.
     """
 
     #: Whether the class overrides :meth:`end_session` (else finalizing skips the call).
@@ -138,32 +147,53 @@ class SessionInteraction(BaseInteraction):
         try:
             return self._sessions[instance_id]
         except KeyError:
-            raise SessionError(
-                f"interaction {self.name!r} has no open session {instance_id!r}: "
-                "call start_interaction first (a finalized session cannot be reused)"
-            ) from None
+            raise self._no_session(instance_id) from None
+
+    def _no_session(self, instance_id: str) -> SessionError:
+        return SessionError(
+            f"interaction {self.name!r} has no open session {instance_id!r}: "
+            "call start_interaction first (a finalized session cannot be reused)"
+        )
 
     async def start_interaction(self, instance_id: str | None = None, **kwargs: Any) -> str:
+        sessions = self._sessions
         if instance_id is None:
             instance_id = _new_instance_id()
-        elif instance_id in self._sessions:
+        elif instance_id in sessions:
             raise SessionError(
                 f"interaction {self.name!r} already has a live session {instance_id!r}; "
                 "finalize it first or use a fresh instance_id"
             )
-        self._sessions[instance_id] = self.new_session(**kwargs)
+        sessions[instance_id] = self.new_session(**kwargs)
         return instance_id
 
     async def generate_response(
         self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
     ) -> InteractionResult:
-        return await self.respond(self.session_state(instance_id), messages, **kwargs)
+        # The lookup is inlined (not session_state) and an empty kwargs is not
+        # forwarded with ``**``: this runs once per turn of every episode.
+        try:
+            state = self._sessions[instance_id]
+        except KeyError:
+            raise self._no_session(instance_id) from None
+        if kwargs:
+            return await self.respond(state, messages, **kwargs)
+        return await self.respond(state, messages)
 
     async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
-        return await self.score(self.session_state(instance_id), **kwargs)
+        try:
+            state = self._sessions[instance_id]
+        except KeyError:
+            raise self._no_session(instance_id) from None
+        if kwargs:
+            return await self.score(state, **kwargs)
+        return await self.score(state)
 
     async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
         """Drop the session's state; finalizing twice is harmless."""
-        state = self._sessions.pop(instance_id, None)
-        if state is not None and self._ends_sessions:
+        try:
+            state = self._sessions.pop(instance_id)
+        except KeyError:
+            return  # never started, or already finalized
+        if self._ends_sessions:
             self.end_session(state)

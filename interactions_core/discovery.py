@@ -14,9 +14,19 @@ unusable: such an entry is listed as broken, the scan goes on).
 The same distribution found twice on ``sys.path`` (a ``lib64`` symlink, an
 editable install next to a regular one) is one distribution: the first copy on
 ``sys.path`` wins, exactly as it does for imports.
+
+Hook plugins are the expensive part of a cold index: learning what one
+registers means importing it (the reasoning-gym suite imports reasoning-gym).
+What it registered is therefore remembered apart from the index, under the
+plugin's :func:`hook_key` (its own distribution and the versions of what it
+requires): installing an unrelated package rebuilds the index from metadata
+but reuses those results, and a hook plugin is asked again only when its own
+distribution, or one it depends on, changes.
 """
 
 from __future__ import annotations
+
+import os
 
 from . import _cache
 
@@ -31,6 +41,7 @@ __all__ = [
     "INTERACTIONS_GROUP",
     "PLUGINS_GROUP",
     "POLICIES_GROUP",
+    "hook_key",
     "load_index",
     "plugin_id",
     "save_hooks",
@@ -73,7 +84,19 @@ def _header_fields(text: str) -> tuple[str, str] | None:
     return found["name"], found["version"]
 
 
-def _name_version(dist: object) -> tuple[str, str]:
+def _metadata_text(dist: object) -> str | None:
+    """The raw ``METADATA`` (or ``PKG-INFO``) of ``dist``, ``None`` when unreadable."""
+    read_text = getattr(dist, "read_text", None)
+    if read_text is None:
+        return None
+    try:
+        text = read_text("METADATA") or read_text("PKG-INFO")
+    except Exception:
+        return None
+    return text if isinstance(text, str) else None
+
+
+def _name_version(dist: object, text: str | None) -> tuple[str, str]:
     """A distribution's ``Name`` and ``Version``.
 
     ``dist.metadata`` imports the email package and parses the whole file,
@@ -81,18 +104,36 @@ def _name_version(dist: object) -> tuple[str, str]:
     reading the two header fields directly is enough, with ``dist.metadata`` as
     the fallback for anything this cannot read with certainty.
     """
-    read_text = getattr(dist, "read_text", None)
-    if read_text is not None:
-        try:
-            text = read_text("METADATA") or read_text("PKG-INFO")
-        except Exception:
-            text = None
-        if isinstance(text, str):
-            fields = _header_fields(text)
-            if fields is not None:
-                return fields
+    if text is not None:
+        fields = _header_fields(text)
+        if fields is not None:
+            return fields
     meta = dist.metadata  # type: ignore[attr-defined]
     return meta["Name"] or "", meta["Version"] or ""
+
+
+def _requirements(text: str | None) -> list[str]:
+    """Names of the distributions a hook plugin requires (``Requires-Dist``, extras left out).
+
+    Only the name matters here (what it resolves to is looked up when the hook
+    key is built), so the line is not parsed further than its first word.
+    """
+    names = []
+    for line in (text or "").split("\n\n", 1)[0].splitlines():
+        field, colon, value = line.partition(":")
+        if not colon or field.strip().lower() != "requires-dist":
+            continue
+        requirement, _, marker = value.partition(";")
+        if "extra" in marker:
+            continue
+        name = requirement.strip()
+        for i, char in enumerate(name):
+            if not (char.isalnum() or char in "._-"):
+                name = name[:i]
+                break
+        if name:
+            names.append(name)
+    return names
 
 
 def _record(group: str, ep: object, value_re: re.Pattern[str]) -> dict:
@@ -100,11 +141,12 @@ def _record(group: str, ep: object, value_re: re.Pattern[str]) -> dict:
     value = getattr(ep, "value", "")
     dist = getattr(ep, "dist", None)
     error = None
-    dist_name, version, path = "", "", ""
+    dist_name, version, path, text = "", "", "", None
     try:
         if dist is None:
             raise LookupError("entry point has no distribution")
-        dist_name, version = _name_version(dist)
+        text = _metadata_text(dist)
+        dist_name, version = _name_version(dist, text)
         path = str(getattr(dist, "_path", "") or "")
         if not dist_name:
             raise LookupError("distribution metadata has no Name")
@@ -117,7 +159,7 @@ def _record(group: str, ep: object, value_re: re.Pattern[str]) -> dict:
             error = f"entry point value {value!r} names a module; expected 'module:Class'"
         elif group != PLUGINS_GROUP and (":" in name or not name.strip()):
             error = f"invalid interaction name {name!r}: names may not be empty or contain ':'"
-    return {
+    record = {
         "group": group,
         "name": name,
         "value": value.replace(" ", ""),
@@ -126,6 +168,43 @@ def _record(group: str, ep: object, value_re: re.Pattern[str]) -> dict:
         "path": path,
         "error": error,
     }
+    if group == PLUGINS_GROUP and error is None:
+        record["hook_key"] = hook_key(record, _requirements(text))
+    return record
+
+
+def _installed_version(name: str) -> str | None:
+    """The version of the installed distribution ``name``, read like :func:`_name_version`."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        dist = distribution(name)
+        return _name_version(dist, _metadata_text(dist))[1]
+    except PackageNotFoundError:
+        return None
+    except Exception:  # unreadable metadata: a version of its own
+        return "?"
+
+
+def hook_key(record: dict, requires: list[str]) -> tuple | None:
+    """What a hook plugin's registrations depend on, or ``None`` when that is unknowable.
+
+    The plugin's identity, where its metadata lives, its version and that
+    folder's mtime (a reinstall or an upgrade changes one of them), and the
+    installed version of each distribution it requires (a suite whose names
+    come from a dependency, or a core upgrade, is asked again). A plugin
+    changed in place without any of these changing (an editable install whose
+    code was edited) needs ``interactions cache clear``.
+    """
+    path = record["path"]
+    if not path:
+        return None
+    try:
+        mtime = os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+    deps = tuple((name, _installed_version(name)) for name in requires)
+    return (plugin_id(record), path, record["version"], mtime, deps)
 
 
 def plugin_id(record: dict) -> str:
@@ -161,9 +240,7 @@ def load_index(use_cache: bool = True, complete: Callable[[dict], None] | None =
     """
     key = _cache.current_key()
     if not use_cache:
-        payload: dict = {"entries": scan(), "hooks": {}}
-        if complete is not None:
-            complete(payload)
+        payload = _build(complete, known=None)
         payload["_key"] = key
         return payload
     cached = _cache.load(key)
@@ -171,12 +248,52 @@ def load_index(use_cache: bool = True, complete: Callable[[dict], None] | None =
         with _cache.BuildLock():
             cached = _cache.load(key)  # built by another process while we waited?
             if cached is None:
-                cached = {"entries": scan(), "hooks": {}}
-                if complete is not None:
-                    complete(cached)
+                cached = _build(complete, known=_cache.load_hooks())
                 _cache.store(key, cached)
     cached["_key"] = key
     return cached
+
+
+def _build(complete: Callable[[dict], None] | None, known: dict | None) -> dict:
+    """Scan metadata, reuse what hook plugins registered before, let ``complete`` add the rest."""
+    payload: dict = {"entries": scan(), "hooks": {}}
+    if known:
+        for record in payload["entries"]:
+            result = known.get(record.get("hook_key"))
+            if result is not None and not result.get("error"):
+                payload["hooks"][plugin_id(record)] = result
+    if complete is not None:
+        complete(payload)
+    if known is not None:
+        _remember_hooks(payload, known)
+    return payload
+
+
+def _remember_hooks(payload: dict, known: dict) -> None:
+    """Store the hook results of ``payload`` under their keys (best effort).
+
+    Results for other distributions are kept while their folder exists (another
+    ``sys.path`` of the same interpreter may use them); a result whose folder
+    now holds a newer key is dropped. When two processes write at once the last
+    write wins: what the other learned is learned again later, never wrong.
+    """
+    results: dict = {}
+    current_paths = set()
+    for record in payload["entries"]:
+        key = record.get("hook_key")
+        if key is None:
+            continue
+        current_paths.add(key[1])
+        result = payload["hooks"].get(plugin_id(record))
+        # A failure is not kept: what fixes it (a module installed that the plugin
+        # does not declare) may not change the key, so it is retried on a rebuild.
+        if result is not None and not result.get("error"):
+            results[key] = result
+    for key, result in known.items():
+        if key not in results and key[1] not in current_paths and os.path.exists(key[1]):
+            results[key] = result
+    if results != known:
+        _cache.store_hooks(results)
 
 
 def save_hooks(index: dict) -> None:
@@ -186,3 +303,4 @@ def save_hooks(index: dict) -> None:
         return
     payload = {k: v for k, v in index.items() if not k.startswith("_")}
     _cache.store(key, payload)
+    _remember_hooks(payload, _cache.load_hooks())

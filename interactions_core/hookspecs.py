@@ -1,12 +1,5 @@
 """The hook specifications: the contract between the core and its plugins.
 
-Two contracts live here.
-
-``InteractionSpec`` is the interaction lifecycle, verl's, with one consistent
-signature per method. Interactions are *objects*: the runtime calls these methods
-directly on the instance a config named (pluggy stays off the per-turn path), and
-this spec is what an implementation is validated against when it is loaded.
-
 ``PluginSpec`` holds the pluggy hooks that distributions registered under the
 ``interactions_core.plugins`` entry-point group may implement: registering many
 interactions (or policies, or dataset builders) at run time, and observing
@@ -20,42 +13,14 @@ from typing import Any
 
 import pluggy
 
+from .spec import InteractionSpec  # re-exported: the lifecycle is not a pluggy hook
+
 PROJECT_NAME = "interactions_core"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 __all__ = ["PROJECT_NAME", "InteractionSpec", "PluginSpec", "hookimpl", "hookspec"]
-
-
-class InteractionSpec:
-    """The async lifecycle every interaction implements (verl's calling convention)."""
-
-    @hookspec
-    async def start_interaction(self, instance_id: str | None = None, **kwargs: Any) -> str:
-        """Open a session. ``kwargs`` are the sample's ``interaction_kwargs``.
-
-        Returns the session id: ``instance_id`` when given, else a new unique one.
-        """
-        raise NotImplementedError
-
-    @hookspec
-    async def generate_response(
-        self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
-    ) -> Any:
-        """Judge the conversation so far; return an ``InteractionResult``
-        ``(should_terminate, content, score, extra)``."""
-        raise NotImplementedError
-
-    @hookspec
-    async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
-        """Return the session's score as a float."""
-        raise NotImplementedError
-
-    @hookspec
-    async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
-        """Release the session's state. Called exactly once per started session."""
-        raise NotImplementedError
 
 
 class PluginSpec:
@@ -66,7 +31,8 @@ class PluginSpec:
         """Contribute interactions at run time, e.g. a whole suite of tasks.
 
         Call ``register(name, cls, *, defaults=None, description=None)`` once per
-        interaction. ``cls`` is validated against :class:`InteractionSpec` like an
+        interaction. ``cls`` is validated against
+        :class:`~interactions_core.spec.InteractionSpec` like an
         entry-point class; ``defaults`` are config values applied before the
         user's ``config:``. Names registered here are cached in the index, so a
         warm ``interactions list`` does not run this hook again.

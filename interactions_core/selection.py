@@ -59,6 +59,8 @@ class Selection:
         return (None if self.allow is None else tuple(sorted(self.allow)), tuple(sorted(self.deny)))
 
     def _hit(self, items: frozenset[str], identities: tuple[str, ...]) -> bool:
+        if not items:  # no list set, the usual case: nothing to normalise for every entry
+            return False
         return any(i in items or normalize(i) in items for i in identities if i)
 
     def excluded(self, *identities: str) -> str | None:

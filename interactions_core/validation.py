@@ -6,14 +6,17 @@ names the plugin, the method and the signature it must have, instead of an
 ``AttributeError`` an hour into a training run. Every problem is reported, not
 only the first.
 
-Rules, per method of :class:`~interactions_core.hookspecs.InteractionSpec`:
+Rules, per method of :class:`~interactions_core.spec.InteractionSpec` (and of
+:class:`~interactions_core.spec.SessionSpec` for ``respond`` and ``score``), read
+from the spec's signatures:
 
 * it exists and is an ``async def`` (a coroutine function);
 * its leading positional parameters are the spec's, in order and by name (verl
   passes them positionally, the runtime may pass them by keyword);
 * it accepts ``**kwargs`` (samples pass arbitrary ``interaction_kwargs``);
 * any extra parameter has a default;
-* ``start_interaction``'s ``instance_id`` has a default (``None`` means "make one").
+* a parameter with a default in the spec has one (``start_interaction``'s
+  ``instance_id``: ``None`` means "make one").
 
 A subclass of :class:`~interactions_core.base.BaseInteraction` must override
 ``generate_response`` (or, for a :class:`~interactions_core.base.SessionInteraction`,
@@ -29,27 +32,33 @@ from typing import Any
 
 from .base import BaseInteraction, SessionInteraction
 from .errors import InteractionValidationError
+from .spec import InteractionSpec, SessionSpec
 
 __all__ = ["LIFECYCLE", "expected_signature", "validate_interaction_class"]
 
-LIFECYCLE = ("start_interaction", "generate_response", "calculate_score", "finalize_interaction")
 _SESSION_HOOKS = ("new_session", "respond", "score", "end_session")
 
-_SPEC_PARAMS: dict[str, tuple[str, ...]] = {
-    "start_interaction": ("instance_id",),
-    "generate_response": ("instance_id", "messages"),
-    "calculate_score": ("instance_id",),
-    "finalize_interaction": ("instance_id",),
-    "respond": ("state", "messages"),
-    "score": ("state",),
-}
+
+def _spec_methods(*specs: type) -> dict[str, list[inspect.Parameter]]:
+    """Each spec method's positional parameters after ``self``, in definition order."""
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return {
+        name: [p for p in list(inspect.signature(func).parameters.values())[1:] if p.kind in kinds]
+        for spec in specs
+        for name, func in vars(spec).items()
+        if inspect.iscoroutinefunction(func)
+    }
+
+
+#: The spec's methods -> their positional parameters (names and defaults matter).
+_SPEC = _spec_methods(InteractionSpec, SessionSpec)
+LIFECYCLE = tuple(_spec_methods(InteractionSpec))
+_SPEC_PARAMS: dict[str, tuple[str, ...]] = {m: tuple(p.name for p in ps) for m, ps in _SPEC.items()}
 
 
 def expected_signature(method: str) -> str:
-    """The signature ``method`` must have, as users should write it."""
-    params = list(_SPEC_PARAMS[method])
-    if method == "start_interaction":
-        params = ["instance_id=None"]
+    """The signature ``method`` must have, as users should write it (from the spec)."""
+    params = [p.name if p.default is p.empty else f"{p.name}={p.default!r}" for p in _SPEC[method]]
     return f"async def {method}(self, {', '.join([*params, '**kwargs'])})"
 
 
@@ -84,14 +93,12 @@ def _signature_problems(method: str, func: Any) -> list[str]:
     for p in params:
         if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is inspect.Parameter.empty:
             problems.append(f"has required keyword-only parameter {p.name!r}")
-    first = positional[0] if positional else None
-    if (
-        method == "start_interaction"
-        and first is not None
-        and first.name == "instance_id"
-        and first.default is inspect.Parameter.empty
-    ):
-        problems.append("must give instance_id a default (None: the interaction makes an id)")
+    for spec_param, param in zip(_SPEC[method], positional, strict=False):
+        if spec_param.default is not spec_param.empty and param.default is param.empty:
+            problems.append(
+                f"must give {param.name} a default, as the spec does "
+                f"({spec_param.name}={spec_param.default!r})"
+            )
     return problems
 
 

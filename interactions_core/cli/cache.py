@@ -12,7 +12,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "cache",
         help="show or clear the index cache",
         description="The index of installed plugins is cached per interpreter and sys.path and "
-        "refreshed automatically after installs. Set INTERACTIONS_NO_CACHE=1 to bypass it.",
+        "refreshed automatically after installs; what a hook plugin registers is re-learned "
+        "when that plugin's distribution (or one it requires) changes. Set "
+        "INTERACTIONS_NO_CACHE=1 to bypass it.",
     )
     p.add_argument("action", choices=("path", "clear"), help="print the folder, or empty it")
     p.set_defaults(run=run)
@@ -25,5 +27,5 @@ def run(args: argparse.Namespace) -> int:
         print(_cache.cache_dir())
     else:
         removed = _cache.clear()
-        print(f"removed {removed} cached index file{'s' if removed != 1 else ''}")
+        print(f"removed {removed} cache file{'s' if removed != 1 else ''}")
     return 0

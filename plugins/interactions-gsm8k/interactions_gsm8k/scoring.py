@@ -45,10 +45,8 @@ _NUMBER = re.compile(r"\-?[0-9\.\,]+")
 def _extract_strict(tail: str) -> str | None:
     """The number after the last ``#### `` in ``tail``, without commas."""
     found = _STRICT.findall(tail)
-    if not found:
-        return None
-    # The pattern cannot capture "$"; removing it keeps verl's normalisation explicit.
-    return found[-1].replace(",", "").replace("$", "")
+    # verl also removed "$", which the pattern cannot capture: only commas remain.
+    return found[-1].replace(",", "") if found else None
 
 
 def _extract_flexible(tail: str) -> str | None:

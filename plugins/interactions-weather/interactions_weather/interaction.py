@@ -4,8 +4,9 @@ This is verl's example of a tool-using interaction. It does not judge the answer
 itself, only whether the model called a tool (a message with role ``tool`` is in
 the conversation), and always ends the episode after one check.
 
-Both possible results are built once at import time and shared, so a turn costs a
-reverse scan of the messages and a dict lookup.
+It uses only the documented :class:`~interactions_core.base.SessionInteraction`
+API (``new_session``, ``respond``, ``score``). A turn costs a reverse scan of the
+messages and one result of its own.
 """
 
 from __future__ import annotations
@@ -67,33 +68,15 @@ class WeatherInteraction(SessionInteraction):
         """A fresh session; the sample's interaction kwargs are not needed."""
         return _Session()
 
-    def _judge(self, state: _Session, messages: Sequence[Any]) -> InteractionResult:
+    async def respond(
+        self, state: _Session, messages: list[dict[str, Any]], **kwargs: Any
+    ) -> InteractionResult:
         """Check the conversation and record the score on the session."""
         if _has_tool_message(messages):
             state.last_score = 1.0
             return InteractionResult(True, FOUND_MESSAGE, 1.0)
         state.last_score = 0.0
         return InteractionResult(True, MISSING_MESSAGE, 0.0)
-
-    async def generate_response(
-        self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
-    ) -> InteractionResult:
-        """Judge the conversation of the session ``instance_id``.
-
-        Overridden (rather than going through :meth:`respond`) to save a coroutine
-        per turn; the behaviour is the same.
-        """
-        try:
-            state = self._sessions[instance_id]
-        except KeyError:
-            state = self.session_state(instance_id)  # raises the core's SessionError
-        return self._judge(state, messages)
-
-    async def respond(
-        self, state: _Session, messages: list[dict[str, Any]], **kwargs: Any
-    ) -> InteractionResult:
-        """Judge the conversation of the session whose state is given."""
-        return self._judge(state, messages)
 
     async def score(self, state: _Session, **kwargs: Any) -> float:
         """The score of the last turn seen in the session (0.0 before any turn)."""

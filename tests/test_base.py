@@ -1,0 +1,98 @@
+"""``SessionInteraction``: the session store behind the documented API, and its users."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+
+from interactions_core import InteractionResult, SessionError
+from interactions_core.base import SessionInteraction
+
+LIFECYCLE = ("start_interaction", "generate_response", "calculate_score", "finalize_interaction")
+
+
+def bundled_classes() -> list[type]:
+    from interactions_gsm8k import Gsm8kInteraction
+    from interactions_weather import WeatherInteraction
+
+    return [Gsm8kInteraction, WeatherInteraction]
+
+
+@pytest.mark.parametrize("cls", bundled_classes(), ids=lambda c: c.__name__)
+def test_bundled_plugins_use_only_the_documented_api(cls: type) -> None:
+    """No lifecycle override and no access to the store: the benchmarks measure this API."""
+    assert issubclass(cls, SessionInteraction)
+    for method in LIFECYCLE:
+        assert getattr(cls, method) is getattr(SessionInteraction, method), method
+    source = inspect.getsource(inspect.getmodule(cls))
+    assert "_sessions" not in source and "session_state" not in source
+
+
+class Recorder(SessionInteraction):
+    """Records what the base class passes to the documented methods."""
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        super().__init__(config)
+        self.calls: list[tuple[str, Any]] = []
+
+    def new_session(self, **kwargs: Any) -> Any:
+        self.calls.append(("new_session", kwargs))
+        return kwargs.get("state")
+
+    async def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        self.calls.append(("respond", (state, kwargs)))
+        return InteractionResult(False, "again", 0.0)
+
+    async def score(self, state: Any, **kwargs: Any) -> float:
+        self.calls.append(("score", (state, kwargs)))
+        return 0.5
+
+    def end_session(self, state: Any) -> None:
+        self.calls.append(("end_session", state))
+
+
+async def test_kwargs_reach_the_documented_methods() -> None:
+    r = Recorder({})
+    sid = await r.start_interaction("s", state="x", query="q")
+    await r.generate_response(sid, [], temperature=0.5)
+    await r.generate_response(sid, [])
+    assert await r.calculate_score(sid, final=True) == 0.5
+    await r.calculate_score(sid)
+    assert r.calls == [
+        ("new_session", {"state": "x", "query": "q"}),
+        ("respond", ("x", {"temperature": 0.5})),
+        ("respond", ("x", {})),
+        ("score", ("x", {"final": True})),
+        ("score", ("x", {})),
+    ]
+
+
+async def test_end_session_runs_once_even_for_a_none_state() -> None:
+    r = Recorder({})
+    await r.start_interaction("s")  # new_session returns None: still a live session
+    assert r.open_sessions == 1
+    with pytest.raises(SessionError, match="already has a live session"):
+        await r.start_interaction("s")
+    await r.finalize_interaction("s")
+    await r.finalize_interaction("s")
+    assert [c for c in r.calls if c[0] == "end_session"] == [("end_session", None)]
+    assert r.open_sessions == 0
+
+
+async def test_unknown_sessions_raise_session_error_everywhere() -> None:
+    r = Recorder({"name": "rec"})
+    with pytest.raises(SessionError, match="'rec' has no open session 'nope'"):
+        await r.generate_response("nope", [])
+    with pytest.raises(SessionError, match="call start_interaction first"):
+        await r.calculate_score("nope")
+    with pytest.raises(SessionError):
+        r.session_state("nope")
+    await r.finalize_interaction("nope")  # harmless
+
+
+async def test_fresh_ids_are_drawn_when_none_is_given() -> None:
+    r = Recorder({})
+    ids = {await r.start_interaction() for _ in range(3)}
+    assert len(ids) == 3 and r.open_sessions == 3

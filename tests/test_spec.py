@@ -1,0 +1,67 @@
+"""One spec: the validator's rules and the base classes both come from ``spec.py``."""
+
+from __future__ import annotations
+
+import inspect
+
+from interactions_core import validation
+from interactions_core.base import BaseInteraction, SessionInteraction
+from interactions_core.hookspecs import InteractionSpec as ReExported
+from interactions_core.spec import InteractionSpec, SessionSpec
+
+
+def positional(func: object) -> list[tuple[str, object]]:
+    params = list(inspect.signature(func).parameters.values())[1:]  # type: ignore[arg-type]
+    return [(p.name, p.default) for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+
+
+def test_the_validator_reads_its_rules_from_the_spec() -> None:
+    assert validation.LIFECYCLE == (
+        "start_interaction",
+        "generate_response",
+        "calculate_score",
+        "finalize_interaction",
+    )
+    for spec in (InteractionSpec, SessionSpec):
+        for name, func in vars(spec).items():
+            if inspect.iscoroutinefunction(func):
+                names = tuple(n for n, _ in positional(func))
+                assert validation._SPEC_PARAMS[name] == names
+
+
+def test_a_changed_spec_changes_what_is_accepted(monkeypatch) -> None:
+    """Not a table of its own: edit the spec's signature and the validator follows."""
+
+    class Spec(InteractionSpec):
+        async def calculate_score(self, instance_id, mode="final", **kwargs):  # type: ignore[override]
+            raise NotImplementedError
+
+    monkeypatch.setattr(validation, "_SPEC", validation._spec_methods(Spec, SessionSpec))
+    assert validation.expected_signature("calculate_score") == (
+        "async def calculate_score(self, instance_id, mode='final', **kwargs)"
+    )
+
+    class NoDefault(BaseInteraction):
+        async def generate_response(self, instance_id, messages, **kwargs):
+            return True, "", 0.0, {}
+
+        async def calculate_score(self, instance_id, mode, **kwargs):
+            return 0.0
+
+    problems = validation._signature_problems("calculate_score", NoDefault.calculate_score)
+    assert any("must give mode a default" in p for p in problems)
+
+
+def test_the_base_classes_implement_the_spec_signatures() -> None:
+    for name, func in vars(InteractionSpec).items():
+        if inspect.iscoroutinefunction(func):
+            for base in (BaseInteraction, SessionInteraction):
+                assert positional(getattr(base, name)) == positional(func), (base, name)
+    for name in ("respond", "score"):
+        assert positional(getattr(SessionInteraction, name)) == positional(
+            getattr(SessionSpec, name)
+        )
+
+
+def test_hookspecs_reexports_the_one_spec() -> None:
+    assert ReExported is InteractionSpec
