@@ -32,7 +32,6 @@ CORRECT_MESSAGE = "Your response is correct!"
 INCORRECT_MESSAGE = "Your response is incorrect! You need to reflect on your answer and try again."
 
 
-
 @attrs.frozen
 class Gsm8kConfig:
     """Options of the ``gsm8k`` interaction (its ``config:`` mapping)."""
