@@ -10,7 +10,9 @@ then the first 681 again) to one local server that answers each after 50 ms
   recorded and counted);
 * the baseline: ``_bare_client.py``, 256 asyncio workers with a kept-alive
   connection each, posting and parsing, nothing else; its figure is its own
-  ``elapsed_s`` over the same span (first sample read to last response).
+  ``elapsed_s`` over the same span (first sample read to last response);
+* for information, ``_policy_client.py``: the baseline's workers calling the
+  ``openai`` policy instead of writing HTTP themselves (no runtime around it).
 
 Goal: the runtime at most 1.3x the baseline (medians of alternating runs). The
 latency-bound ideal is ``ceil(2000 / 256) * 50 ms = 0.40 s``. Two more rows
@@ -121,11 +123,13 @@ def run(repeats: int) -> list[Row]:
             "--no-progress",
         ]
         bare = [PYTHON, str(HERE / "_bare_client.py"), str(data), url, str(CONCURRENCY)]
-        runs: dict[str, list[tuple[float, float, float]]] = {"ours": [], "bare": []}
+        alone = [PYTHON, str(HERE / "_policy_client.py"), str(data), url, str(CONCURRENCY)]
+        commands = {"ours": ours, "bare": bare, "policy": alone}
+        runs: dict[str, list[tuple[float, float, float]]] = {k: [] for k in commands}
         in_flight: list[object] = []
 
         def once(which: str) -> None:
-            out, wall, cpu = timed_json(ours if which == "ours" else bare, env)
+            out, wall, cpu = timed_json(commands[which], env)
             if which == "ours":
                 assert out["episodes"] == EPISODES and not out["errors"], out
                 in_flight.append(out["requests_in_flight_max"])
@@ -133,17 +137,18 @@ def run(repeats: int) -> list[Row]:
                 assert out["requests"] == EPISODES, out
             runs[which].append((float(out["elapsed_s"]), wall, cpu))  # type: ignore[arg-type]
 
-        once("ours")  # warm-up: the index cache, bytecode, the server's accept queue
-        once("bare")
-        runs = {"ours": [], "bare": []}
+        for which in commands:  # warm-up: the index cache, bytecode, the server's accept queue
+            once(which)
+        runs = {k: [] for k in commands}
         for i in range(repeats):
-            for which in ("bare", "ours") if i % 2 else ("ours", "bare"):
+            for which in ("bare", "policy", "ours") if i % 2 else ("ours", "policy", "bare"):
                 once(which)
     finally:
         server.kill()
         server.wait()
     ours_run, ours_wall, ours_cpu = (statistics.median(x) for x in zip(*runs["ours"], strict=True))
     bare_run, bare_wall, bare_cpu = (statistics.median(x) for x in zip(*runs["bare"], strict=True))
+    alone_run, _, alone_cpu = (statistics.median(x) for x in zip(*runs["policy"], strict=True))
     return [
         Row.at_most(
             title,
@@ -168,6 +173,16 @@ def run(repeats: int) -> list[Row]:
             None,
             f"{ours_cpu * 1e3:.0f} ms / {bare_cpu * 1e3:.0f} ms (medians of {repeats}); the "
             "share of the wall-time ratio that grows when other work loads the machine",
+            REPRODUCE,
+        ),
+        Row(
+            "Served model, the openai policy alone (no runtime) / bare asyncio client: time, CPU",
+            "report",
+            alone_run / bare_run,
+            None,
+            f"time {alone_run * 1e3:.0f} / {bare_run * 1e3:.0f} ms, CPU of the processes "
+            f"{alone_cpu * 1e3:.0f} / {bare_cpu * 1e3:.0f} ms ({alone_cpu / bare_cpu:.2f}x): "
+            "the HTTP client's share; the rest of the first row is the runtime's",
             REPRODUCE,
         ),
     ]

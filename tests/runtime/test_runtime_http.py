@@ -296,3 +296,25 @@ async def test_https_with_certificate_verification(
             await ask(url, retries=0)
     finally:
         server.close()
+
+
+async def test_a_connect_that_hangs_times_out() -> None:
+    """A listener whose accept queue is full drops new connection attempts: connect hangs."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    try:
+        for _ in range(4):  # fill the accept queue; nobody ever accepts
+            filler = socket.socket()
+            filler.setblocking(False)
+            filler.connect_ex(("127.0.0.1", port))
+            fillers.append(filler)
+        await asyncio.sleep(0.1)
+        with pytest.raises(PolicyError, match=r"TimeoutError: no connection within 0\.3 s"):
+            await ask(f"http://127.0.0.1:{port}/v1", timeout=0.3, retries=0)
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()

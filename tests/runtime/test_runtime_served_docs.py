@@ -91,7 +91,8 @@ def test_policy_usage_example_has_the_shape_the_policy_records() -> None:
     assert usage["latency_s"] == pytest.approx(sum(t["latency_s"] for t in usage["turns"]))
     policy = OpenAIPolicy(model="m")
     state = policy.start({})
-    state.turns.extend(usage["turns"])
+    for turn in usage["turns"]:  # what reply() records for each response
+        state.count({k: turn[k] for k in ("prompt_tokens", "completion_tokens")}, turn["latency_s"])
     assert policy.usage(state) == usage
 
 

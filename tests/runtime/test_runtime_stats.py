@@ -268,3 +268,11 @@ async def test_policy_usage_hook_feeds_the_record_and_the_summary() -> None:
 
     plain = await run_episodes(samples, Attribute(), None, keep_records=True, observe=False)
     assert plain.errors == 0 and plain.as_dict()["usage"] is None
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 1.5])
+def test_runner_refuses_a_bad_repeat(bad: Any) -> None:
+    from interactions_core.runtime import Runner
+
+    with pytest.raises(ValueError, match="repeat must be a positive integer"):
+        Runner(ReplayPolicy(), None, repeat=bad, observe=False)

@@ -48,11 +48,6 @@ def _snippet(data: bytes, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _tokens(usage: Any, key: str) -> int | None:
-    value = usage.get(key) if usage.__class__ is dict else None
-    return value if value.__class__ is int else None
-
-
 def _connection_cap() -> int | None:
     """How many connections the process can afford: its open-file limit less a margin.
 
@@ -71,13 +66,39 @@ def _connection_cap() -> int | None:
 
 
 class _Episode:
-    """One episode's request parameters and per-turn accounting."""
+    """One episode's request parameters and accounting (per turn, and totals kept as it goes)."""
 
-    __slots__ = ("params", "turns")
+    __slots__ = ("completion_tokens", "latency_s", "params", "prompt_tokens", "turns")
 
     def __init__(self, params: dict[str, Any]) -> None:
         self.params = params
         self.turns: list[dict[str, Any]] = []
+        self.prompt_tokens: int | None = None  # None until the server reports a count
+        self.completion_tokens: int | None = None
+        self.latency_s = 0.0
+
+    def count(self, usage: Any, latency: float) -> None:
+        """Keep one turn's figures: the server's ``usage`` block and the request's latency."""
+        prompt = completion = None
+        if usage.__class__ is dict:
+            prompt = usage.get("prompt_tokens")
+            if prompt.__class__ is int:
+                self.prompt_tokens = (self.prompt_tokens or 0) + prompt
+            else:
+                prompt = None
+            completion = usage.get("completion_tokens")
+            if completion.__class__ is int:
+                self.completion_tokens = (self.completion_tokens or 0) + completion
+            else:
+                completion = None
+        self.latency_s += latency
+        self.turns.append(
+            {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "latency_s": round(latency, 6),
+            }
+        )
 
 
 class OpenAIPolicy(Policy):
@@ -197,14 +218,11 @@ class OpenAIPolicy(Policy):
         """
         if state.__class__ is not _Episode or not state.turns:
             return None
-        turns = state.turns
-        prompt = [t["prompt_tokens"] for t in turns if t["prompt_tokens"] is not None]
-        completion = [t["completion_tokens"] for t in turns if t["completion_tokens"] is not None]
         return {
-            "prompt_tokens": sum(prompt) if prompt else None,
-            "completion_tokens": sum(completion) if completion else None,
-            "latency_s": round(sum(t["latency_s"] for t in turns), 6),
-            "turns": turns,
+            "prompt_tokens": state.prompt_tokens,
+            "completion_tokens": state.completion_tokens,
+            "latency_s": round(state.latency_s, 6),
+            "turns": state.turns,
         }
 
     # -- the policy -------------------------------------------------------------
@@ -340,13 +358,7 @@ class OpenAIPolicy(Policy):
             async with semaphore:
                 text, usage, latency = await self._request(body)
         if episode is not None:
-            episode.turns.append(
-                {
-                    "prompt_tokens": _tokens(usage, "prompt_tokens"),
-                    "completion_tokens": _tokens(usage, "completion_tokens"),
-                    "latency_s": round(latency, 6),
-                }
-            )
+            episode.count(usage, latency)
         return text
 
     async def aclose(self) -> None:
