@@ -91,8 +91,16 @@ def timed_json(cmd: list[str], env: dict[str, str]) -> tuple[dict[str, object], 
     return json.loads(proc.stdout), wall, cpu
 
 
+TITLE = "Served model: `run --concurrency 256` (openai, 2,000 x 50 ms) / bare asyncio client"
+PROCESSES = "Served model, whole processes (start-up and imports included)"
+CPU = "Served model, CPU time of the whole processes (user + system)"
+ALONE = "Served model, the openai policy alone (no runtime) / bare asyncio client: time, CPU"
+#: The rows this module reports, in order (docs/performance.md's table is checked against them).
+ROWS = (TITLE, PROCESSES, CPU, ALONE)
+
+
 def run(repeats: int) -> list[Row]:
-    title = "Served model: `run --concurrency 256` (openai, 2,000 x 50 ms) / bare asyncio client"
+    title = TITLE
     if not GSM8K.is_file():
         return [Row.skipped(title, f"<= {GOAL:.2f}x", f"not measured: {GSM8K} missing", REPRODUCE)]
     repeats = max(3, min(repeats, 15))
@@ -159,7 +167,7 @@ def run(repeats: int) -> list[Row]:
             REPRODUCE,
         ),
         Row(
-            "Served model, whole processes (start-up and imports included)",
+            PROCESSES,
             "report",
             ours_wall / bare_wall,
             None,
@@ -167,7 +175,7 @@ def run(repeats: int) -> list[Row]:
             REPRODUCE,
         ),
         Row(
-            "Served model, CPU time of the whole processes (user + system)",
+            CPU,
             "report",
             ours_cpu / bare_cpu,
             None,
@@ -176,7 +184,7 @@ def run(repeats: int) -> list[Row]:
             REPRODUCE,
         ),
         Row(
-            "Served model, the openai policy alone (no runtime) / bare asyncio client: time, CPU",
+            ALONE,
             "report",
             alone_run / bare_run,
             None,
