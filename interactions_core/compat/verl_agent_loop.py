@@ -184,8 +184,16 @@ class InteractionAgentLoop(ToolAgentLoop):
     interactions are shared per process.
     """
 
-    def __init__(self, *args: Any, interaction_config: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        interaction_config: str | None = None,
+        ray_check: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
+        if ray_check:
+            check_cluster_once()
         if interaction_config:
             interaction_config = _resolve_path(str(interaction_config))
         self.catalog = interactions_for(interaction_config)
