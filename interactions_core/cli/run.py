@@ -110,6 +110,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+def _duration(seconds: float) -> str:
+    """``42s``, ``3m05s`` or ``2h07m``: an estimate, so no finer than it needs to be."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s // 60 % 60:02d}m"
+
+
 class Progress:
     """A one-line progress bar on a terminal stream, redrawn at most 10 times a second."""
 
@@ -135,7 +145,10 @@ class Progress:
             bar = f"[{'#' * filled}{'.' * (24 - filled)}] {done}/{self.total}"
         else:
             bar = f"{done} episodes"
-        self.stream.write(f"\r{bar}  {rate:,.0f}/s  errors {errors}\x1b[K")
+        eta = ""
+        if self.total and done and self.total > done:
+            eta = f"  ETA {_duration((self.total - done) / rate)}"
+        self.stream.write(f"\r{bar}  {rate:,.0f}/s  errors {errors}{eta}\x1b[K")
         self.stream.flush()
 
     def close(self) -> None:

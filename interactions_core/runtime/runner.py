@@ -21,6 +21,7 @@ from typing import Any
 
 from .episode import END_REASONS, EpisodeLoop, EpisodeRecord, Observers
 from .session import SessionTracker
+from .summary_stats import SummaryStats
 
 __all__ = ["RunSummary", "Runner", "run_episodes"]
 
@@ -46,10 +47,13 @@ class RunSummary:
         self.elapsed_s = 0.0
         self.interrupted = False
         self.records: list[EpisodeRecord] | None = None
+        #: Per-interaction figures, uncertainty and the solved curve (``summary_stats.py``).
+        self.stats = SummaryStats()
 
     def add(self, record: EpisodeRecord) -> None:
         """Count one finished episode."""
         self.episodes += 1
+        self.stats.add_record(record)
         reason = record.end_reason
         by_reason = self.end_reasons
         by_reason[reason] = by_reason.get(reason, 0) + 1
@@ -118,6 +122,7 @@ class RunSummary:
             "episodes_per_second": self.episodes_per_second,
             "interrupted": self.interrupted,
             "error_examples": self.error_examples,
+            **self.stats.as_dict(),
         }
 
     def format(self) -> str:
@@ -138,14 +143,14 @@ class RunSummary:
             lines.append(f"ended by          {reasons}")
         if self.turns:
             hist = "  ".join(f"{n}: {self.turns[n]}" for n in sorted(self.turns))
-            lines.append(f"assistant turns   {hist}")
-        mean = self.final_score_mean
-        lines.append(f"final score mean  {'-' if mean is None else f'{mean:.4f}'}")
+            lines.append(f"assistant turns   {hist}  ({self.stats.format_turns()})")
+        lines.append(f"final score mean  {self.stats.format_final()}")
         by_turn = self.score_by_turn
         if by_turn:
             lines.append(
                 "score by turn     " + "  ".join(f"{n}: {s:.3f}" for n, s in by_turn.items())
             )
+        lines.extend(self.stats.format_lines())
         rate = self.episodes_per_second
         rate_text = f" ({rate:,.0f} episodes/s)" if rate else ""
         lines.append(f"time              {self.elapsed_s:.2f} s{rate_text}")
