@@ -5,6 +5,7 @@ See ``docs/run.md`` for the reference and worked examples.
 
 from __future__ import annotations
 
+import os
 import sys
 
 TYPE_CHECKING = False
@@ -96,7 +97,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", metavar="FILE", help="write one JSON record per episode")
     p.add_argument("--trace", metavar="FILE", help="write a JSONL trace of every session event")
     p.add_argument(
-        "--overwrite", action="store_true", help="replace an existing --output/--trace file"
+        "--report",
+        metavar="FILE",
+        help="also write an HTML report of the run (see 'interactions report')",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing --output/--trace/--report file",
     )
     p.add_argument(
         "--strict", action="store_true", help="stop at the first bad row instead of skipping it"
@@ -206,7 +214,8 @@ def _check_paths(args: argparse.Namespace) -> None:
     from ..runtime.datasets import is_special_file, same_file
 
     inputs = [("--data", args.data)] + ([("CONFIG", args.config)] if args.config else [])
-    outputs = [(flag, path) for flag, path in (("--output", args.output), ("--trace", args.trace))]
+    named = (("--output", args.output), ("--trace", args.trace), ("--report", args.report))
+    outputs = [(flag, path) for flag, path in named]
     problems = []
     for flag, path in outputs:
         if not path or is_special_file(path):  # /dev/null destroys nothing
@@ -223,6 +232,9 @@ def _check_paths(args: argparse.Namespace) -> None:
             f"--output and --trace are the same file ({args.output}); records and trace "
             "events need a file each"
         )
+    for flag, path in outputs[:2]:
+        if path and args.report and not is_special_file(path) and same_file(path, args.report):
+            problems.append(f"{flag} and --report are the same file ({path}); choose two files")
     if problems:
         raise ConfigError(problems)
 
@@ -277,7 +289,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(["--data FILE is required (the samples to run)"])
     _check_paths(args)
     reader = SampleReader(args.data, strict=args.strict, limit=args.limit, format=args.format)
-    for path in (args.output, args.trace):
+    for path in (args.output, args.trace, args.report):
         if path:
             refuse_existing(path, args.overwrite)
     registry = get_registry()
@@ -325,6 +337,11 @@ def run(args: argparse.Namespace) -> int:
         progress = Progress(sys.stderr, min(total, args.limit) if args.limit else total)
 
     output = LineWriter(args.output, overwrite=args.overwrite) if args.output else None
+    report = None
+    if args.report:
+        from ..report import RunData
+
+        report = RunData(os.path.basename(args.output or args.data))
     interrupted = [False]
 
     async def main() -> Any:
@@ -359,8 +376,12 @@ def run(args: argparse.Namespace) -> int:
             done = [0, 0]
 
             def on_record(record: Any) -> None:
-                if output is not None:
-                    output.write(record.to_dict())
+                if output is not None or report is not None:
+                    as_dict = record.to_dict()
+                    if output is not None:
+                        output.write(as_dict)
+                    if report is not None:
+                        report.add(as_dict)
                 done[0] += 1
                 done[1] += bool(record.errors)
                 if progress is not None:
@@ -386,6 +407,10 @@ def run(args: argparse.Namespace) -> int:
         if output is not None:
             output.close()
     summary.skipped_rows = reader.skipped
+    if report is not None and report.seen:
+        from ..report import write_report
+
+        write_report([report], args.report)
     if args.json:
         from ._output import print_json
 
