@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import math
 import os
 import random
 from array import array
@@ -81,9 +82,12 @@ class RunData:
         self.stats = SummaryStats()
         self.durations = array("d")
         self.errored: list[dict[str, Any]] = []
-        self._worst: list[tuple[float, int, dict[str, Any]]] = []  # max-heap by score
+        self._worst: list[tuple[float, int, dict[str, Any]]] = []  # min-heap of -score
         self._sample: list[tuple[int, Mapping[str, Any]]] = []
         self._random = random.Random(seed)
+        self._eligible = 0  # episodes without error so far
+        self._next_kept = 0  # the one of those the sample takes next
+        self._w = 1.0
         self.seen = 0
         self.bad_lines = 0
         self.bad_examples: list[str] = []
@@ -102,23 +106,40 @@ class RunData:
             return
         final = record.get("final_score")
         if isinstance(final, (int, float)):
-            item = (-float(final), seen)
+            item = (-float(final), -seen)  # ties: the earliest episode stays
             if len(self._worst) < WORST_KEPT:
                 heapq.heappush(self._worst, (*item, episode_view(record)))
             elif item > self._worst[0][:2]:
                 heapq.heapreplace(self._worst, (*item, episode_view(record)))
-        # reservoir sample (Algorithm R); the view is built only when kept
-        if len(self._sample) < SAMPLE_KEPT:
-            self._sample.append((seen, record))
-        else:
-            slot = self._random.randrange(seen + 1)
-            if slot < SAMPLE_KEPT:
-                self._sample[slot] = (seen, record)
+        # Reservoir sample (Li's Algorithm L: random draws only when an episode is
+        # kept, not per episode); the view is built only for the final sample.
+        eligible = self._eligible
+        self._eligible = eligible + 1
+        if eligible == self._next_kept:
+            if len(self._sample) < SAMPLE_KEPT:
+                self._sample.append((seen, record))
+                self._next_kept += 1
+                if len(self._sample) == SAMPLE_KEPT:
+                    self._w = math.exp(math.log(self._uniform()) / SAMPLE_KEPT)
+                    self._skip()
+            else:
+                self._sample[self._random.randrange(SAMPLE_KEPT)] = (seen, record)
+                self._w *= math.exp(math.log(self._uniform()) / SAMPLE_KEPT)
+                self._skip()
+
+    def _uniform(self) -> float:
+        """A uniform draw in (0, 1): never 0, whose logarithm is undefined."""
+        return 1.0 - self._random.random()
+
+    def _skip(self) -> None:
+        """Choose the next episode to enter the full reservoir."""
+        gap = math.floor(math.log(self._uniform()) / math.log1p(-self._w)) if self._w < 1 else 0
+        self._next_kept += gap + 1
 
     @property
     def worst(self) -> list[dict[str, Any]]:
         """The lowest final scores among episodes without error, lowest first."""
-        return [view for _, _, view in sorted(self._worst, key=lambda t: (-t[0], t[1]))]
+        return [view for _, _, view in sorted(self._worst, key=lambda t: (-t[0], -t[1]))]
 
     @property
     def sample(self) -> list[dict[str, Any]]:

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
+
+K = TypeVar("K")
 
 __all__ = ["NO_INTERACTION", "SOLVED_THRESHOLD", "GroupStats", "SummaryStats", "error_kind"]
 
@@ -36,6 +38,11 @@ def error_kind(error: Mapping[str, Any]) -> str:
     For example ``generate_response: ValueError``: where it was raised and what.
     """
     return f"{error.get('where') or '?'}: {error.get('type') or 'Error'}"
+
+
+def _add_counts(target: dict[K, int], source: Mapping[K, int]) -> None:
+    for key, count in source.items():
+        target[key] = target.get(key, 0) + count
 
 
 def _quantile(histogram: Mapping[int, int], total: int, q: float) -> int | None:
@@ -134,6 +141,38 @@ class GroupStats:
                 sums[i] += score
                 counts[i] += 1
 
+    @classmethod
+    def merged(cls, groups: Iterable[GroupStats]) -> GroupStats:
+        """One group holding the episodes of all ``groups`` (Chan et al.'s variance merge)."""
+        out = cls()
+        for g in groups:
+            out.episodes += g.episodes
+            out.errors += g.errors
+            out.terminated += g.terminated
+            out.turns_sum += g.turns_sum
+            out.scored += g.scored
+            _add_counts(out.turns, g.turns)
+            _add_counts(out.solved_at, g.solved_at)
+            _add_counts(out.end_reasons, g.end_reasons)
+            _add_counts(out.errors_by_kind, g.errors_by_kind)
+            if g.final_n:
+                n = out.final_n + g.final_n
+                delta = g.final_mean - out.final_mean
+                out.final_m2 += g.final_m2 + delta * delta * out.final_n * g.final_n / n
+                out.final_mean += delta * g.final_n / n
+                out.final_n = n
+                out.final_binary = out.final_binary and g.final_binary
+            missing = len(g.turn_score_sums) - len(out.turn_score_sums)
+            if missing > 0:
+                out.turn_score_sums.extend([0.0] * missing)
+                out.turn_score_counts.extend([0] * missing)
+            for i, (total, count) in enumerate(
+                zip(g.turn_score_sums, g.turn_score_counts, strict=True)
+            ):
+                out.turn_score_sums[i] += total
+                out.turn_score_counts[i] += count
+        return out
+
     # -- derived figures ---------------------------------------------------
 
     @property
@@ -228,8 +267,15 @@ class SummaryStats:
 
     def __init__(self, threshold: float = SOLVED_THRESHOLD) -> None:
         self.threshold = threshold
-        self.total = GroupStats()
         self.groups: dict[str, GroupStats] = {}
+        self._total: GroupStats | None = None
+
+    @property
+    def total(self) -> GroupStats:
+        """The whole run: the groups merged (each episode is counted once, in its group)."""
+        if self._total is None:
+            self._total = GroupStats.merged(self.groups.values())
+        return self._total
 
     def add(
         self,
@@ -245,10 +291,10 @@ class SummaryStats:
         group = self.groups.get(name)
         if group is None:
             group = self.groups[name] = GroupStats()
-        has = interaction is not None
-        threshold = self.threshold
-        self.total.add(end_reason, turns, scores, final_score, errors, has, threshold)
-        group.add(end_reason, turns, scores, final_score, errors, has, threshold)
+        self._total = None
+        group.add(
+            end_reason, turns, scores, final_score, errors, interaction is not None, self.threshold
+        )
 
     def add_record(self, record: Any) -> None:
         """Count an :class:`~.episode.EpisodeRecord`."""

@@ -206,3 +206,13 @@ def test_svg_charts() -> None:
     heights = [float(h) for h in re.findall(r'rect class="bar"[^>]*height="([\d.]+)"', bars)]
     assert heights[1] == pytest.approx(3 * heights[0])
     assert "no data" in line_chart("t", [], x_label="x", y_label="y")
+
+
+def test_the_sample_keeps_filling_between_errored_episodes() -> None:
+    run = RunData("r")
+    error = {"where": "policy.reply", "type": "RuntimeError", "message": "x"}
+    for i in range(4000):
+        run.add(record(i, [1.0], errors=[error] if i % 3 == 0 else []))
+    indexes = [e["index"] for e in run.sample]
+    assert len(indexes) == SAMPLE_KEPT and all(i % 3 for i in indexes)
+    assert sum(i >= 2000 for i in indexes) > SAMPLE_KEPT / 4  # drawn from the whole run

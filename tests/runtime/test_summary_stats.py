@@ -165,3 +165,20 @@ def test_progress_shows_an_eta() -> None:
     assert "ETA 30s" in stream.getvalue()
     assert "25/100" in stream.getvalue()
     assert (_duration(185), _duration(7620), _duration(0.4)) == ("3m05s", "2h07m", "0s")
+
+
+def test_the_run_total_merges_the_interactions_exactly() -> None:
+    a = [0.2, 0.5, 0.9]
+    b = [0.4, 0.75, 0.1, 0.3]
+    stats = SummaryStats()
+    for v in a:
+        add(stats, "a", [0.0, v], final_score=v)
+    for v in b:
+        add(stats, "b", [v], final_score=v)
+    final = stats.total.final_score()
+    assert final["mean"] == pytest.approx(statistics.mean(a + b))
+    assert final["std"] == pytest.approx(statistics.stdev(a + b))
+    assert stats.total.turns == {1: 4, 2: 3} and stats.total.episodes == 7
+    assert stats.total.score_by_turn() == pytest.approx({1: sum(b) / 7, 2: sum(a) / 3})
+    add(stats, "b", [1.0])  # adding after reading the total refreshes it
+    assert stats.total.episodes == 8 and stats.total.solved_by_turn()[1] == pytest.approx(1 / 8)
