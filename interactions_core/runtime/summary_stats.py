@@ -106,40 +106,52 @@ class GroupStats:
         has_interaction: bool,
         threshold: float,
     ) -> None:
+        # Called once per episode during a run: locals and few attribute writes.
         self.episodes += 1
-        self.end_reasons[end_reason] = self.end_reasons.get(end_reason, 0) + 1
-        self.turns[turns] = self.turns.get(turns, 0) + 1
+        by_reason = self.end_reasons
+        by_reason[end_reason] = by_reason.get(end_reason, 0) + 1
+        by_turns = self.turns
+        by_turns[turns] = by_turns.get(turns, 0) + 1
         self.turns_sum += turns
         if errors:
             self.errors += 1
+            by_kind = self.errors_by_kind
             for error in errors:
                 kind = error_kind(error)
-                self.errors_by_kind[kind] = self.errors_by_kind.get(kind, 0) + 1
+                by_kind[kind] = by_kind.get(kind, 0) + 1
             return
         if end_reason == "terminated":
             self.terminated += 1
         if final_score is not None:
-            self.final_n += 1
-            delta = final_score - self.final_mean
-            self.final_mean += delta / self.final_n
-            self.final_m2 += delta * (final_score - self.final_mean)
+            n = self.final_n = self.final_n + 1
+            mean = self.final_mean
+            delta = final_score - mean
+            mean += delta / n
+            self.final_mean = mean
+            self.final_m2 += delta * (final_score - mean)
             if final_score != 0 and final_score != 1:
                 self.final_binary = False
-        if has_interaction:
-            self.scored += 1
-            for turn, score in enumerate(scores, 1):
-                if score >= threshold:
-                    self.solved_at[turn] = self.solved_at.get(turn, 0) + 1
-                    break
         if scores:
-            sums, counts = self.turn_score_sums, self.turn_score_counts
-            missing = len(scores) - len(sums)
-            if missing > 0:
+            sums = self.turn_score_sums
+            n_scores = len(scores)
+            if n_scores > len(sums):
+                missing = n_scores - len(sums)
                 sums.extend([0.0] * missing)
-                counts.extend([0] * missing)
+                self.turn_score_counts.extend([0] * missing)
+            reached = self.turn_score_counts
+            solved = 0
             for i, score in enumerate(scores):
                 sums[i] += score
-                counts[i] += 1
+                reached[i] += 1
+                if not solved and score >= threshold:
+                    solved = i + 1
+            if has_interaction:
+                self.scored += 1
+                if solved:
+                    at = self.solved_at
+                    at[solved] = at.get(solved, 0) + 1
+        elif has_interaction:
+            self.scored += 1
 
     @classmethod
     def merged(cls, groups: Iterable[GroupStats]) -> GroupStats:
@@ -268,6 +280,7 @@ class SummaryStats:
     def __init__(self, threshold: float = SOLVED_THRESHOLD) -> None:
         self.threshold = threshold
         self.groups: dict[str, GroupStats] = {}
+        self._by_name: dict[str | None, GroupStats] = {}  # as recorded, None included
         self._total: GroupStats | None = None
 
     @property
@@ -287,25 +300,38 @@ class SummaryStats:
         errors: Sequence[Mapping[str, Any]],
     ) -> None:
         """Count one finished episode."""
-        name = NO_INTERACTION if interaction is None else interaction
-        group = self.groups.get(name)
+        group = self._by_name.get(interaction)
         if group is None:
-            group = self.groups[name] = GroupStats()
+            group = self._group(interaction)
         self._total = None
         group.add(
             end_reason, turns, scores, final_score, errors, interaction is not None, self.threshold
         )
 
     def add_record(self, record: Any) -> None:
-        """Count an :class:`~.episode.EpisodeRecord`."""
-        self.add(
-            record.interaction,
+        """Count an :class:`~.episode.EpisodeRecord` (the run's per-episode path)."""
+        interaction = record.interaction
+        group = self._by_name.get(interaction)
+        if group is None:
+            group = self._group(interaction)
+        self._total = None
+        group.add(
             record.end_reason,
             record.turns,
             record.scores,
             record.final_score,
             record.errors,
+            interaction is not None,
+            self.threshold,
         )
+
+    def _group(self, interaction: str | None) -> GroupStats:
+        name = NO_INTERACTION if interaction is None else interaction
+        group = self.groups.get(name)
+        if group is None:
+            group = self.groups[name] = GroupStats()
+        self._by_name[interaction] = group
+        return group
 
     def add_dict(self, record: Mapping[str, Any]) -> None:
         """Count a record read back from an ``--output`` file."""
