@@ -36,8 +36,10 @@ svg .grid{stroke:#e4e7ec}svg .tick,svg .axis-label,svg .empty{font-size:11px;fil
 .legend span{display:inline-block;margin-right:12px;font-size:12px}
 .legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
 button.open{font:inherit;padding:1px 8px;cursor:pointer}
-#episode{background:#fff;border:2px solid #0072B2;padding:10px 14px;margin-top:12px}
-#episode[hidden]{display:none}
+#episode{position:fixed;top:0;right:0;bottom:0;width:min(46vw,640px);overflow:auto;
+background:#fff;border-left:3px solid #0072B2;padding:10px 16px;box-shadow:-4px 0 16px #0003}
+#episode[hidden]{display:none}#episode h3{margin:4px 0;font-size:15px;padding-right:40px}
+button.close{position:absolute;top:8px;right:10px;font:inherit;font-size:18px;cursor:pointer}
 .turn{border-left:4px solid #c9cfdb;margin:8px 0;padding:4px 10px;background:#fafbfc}
 .turn.assistant{border-color:#0072B2}.turn.user{border-color:#009E73}
 .turn.feedback{border-color:#D55E00}.turn .role{font-weight:600;font-size:12px;color:#4a5263}
@@ -54,6 +56,10 @@ _SCRIPT = """
   function show(run, kind, i){
     var ep = data[run][kind][i];
     panel.textContent = '';
+    var close = el('button', 'close', '\u00d7');
+    close.title = 'close (Esc)';
+    close.addEventListener('click', function(){ panel.hidden = true; });
+    panel.appendChild(close);
     panel.appendChild(el('h3', null, data[run].label + ' - episode ' + ep.index +
       ' (sample ' + JSON.stringify(ep.sample_id) + ')'));
     panel.appendChild(el('p', 'note', 'interaction ' + ep.interaction + ', ended by ' +
@@ -78,8 +84,11 @@ _SCRIPT = """
       panel.appendChild(el('p', 'err', 'error in ' + e.where + ': ' + e.type + ': ' + e.message));
     });
     panel.hidden = false;
-    panel.scrollIntoView({block: 'nearest'});
+    panel.scrollTop = 0;
   }
+  document.addEventListener('keydown', function(ev){
+    if (ev.key === 'Escape') { panel.hidden = true; }
+  });
   document.addEventListener('click', function(ev){
     var b = ev.target.closest('button.open');
     if (!b) { return; }
@@ -183,13 +192,14 @@ _DURATION_EDGES = [m * 10.0**e for e in range(-6, 5) for m in (1, 2, 5)]
 
 
 def _seconds(value: float) -> str:
+    """``45µs``, ``12ms``, ``3.4s``, ``2.5min``: durations span nine orders of magnitude."""
     if value < 1e-3:
-        return f"{value * 1e6:.0f}µs"
+        return f"{value * 1e6:.3g}µs"
     if value < 1:
-        return f"{value * 1e3:.0f}ms"
+        return f"{value * 1e3:.3g}ms"
     if value < 60:
-        return f"{value:.0f}s"
-    return f"{value / 60:.0f}min"
+        return f"{value:.3g}s"
+    return f"{value / 60:.3g}min"
 
 
 def _duration_bins(runs: Sequence[RunData]) -> tuple[list[str], list[list[float]]]:
@@ -368,13 +378,22 @@ def _episode_table(run_index: int, kind: str, episodes: Sequence[dict[str, Any]]
                 escape(str(ep["end_reason"])),
                 _num(ep["turns"]),
                 _num(ep["final_score"]),
-                _num(ep["duration_s"], 3),
+                _seconds(ep["duration_s"]) if isinstance(ep["duration_s"], (int, float)) else "-",
                 escape(f"{error['where']}: {error['type']}: {error['message']}"[:200])
                 if error
                 else "",
             ]
         )
-    headers = ("episode", "sample", "interaction", "ended by", "turns", "final", "seconds", "error")
+    headers = (
+        "episode",
+        "sample",
+        "interaction",
+        "ended by",
+        "turns",
+        "final",
+        "duration",
+        "error",
+    )
     return _table(headers, rows, cls=f"episodes {kind}")
 
 
@@ -437,10 +456,15 @@ def render(runs: Sequence[RunData], *, title: str | None = None) -> str:
             parts.append(f"<h2>{escape(prefix)}Unreadable lines ({run.bad_lines:,})</h2><ul>")
             parts.extend(f"<li>{escape(b)}</li>" for b in run.bad_examples)
             parts.append("</ul>")
+        errors = run.stats.total.errors
         parts.append(
             f"<h2>{escape(prefix)}Errored episodes</h2>"
-            f'<p class="note">the first {len(run.errored)} of {run.stats.total.errors:,}</p>'
-            + _episode_table(i, "errored", kept[i]["errored"])
+            + (
+                f'<p class="note">the first {len(run.errored)} of {errors:,}</p>'
+                + _episode_table(i, "errored", kept[i]["errored"])
+                if errors
+                else '<p class="note">no episode errored</p>'
+            )
         )
         parts.append(
             f"<h2>{escape(prefix)}Lowest final scores</h2>"
