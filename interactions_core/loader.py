@@ -73,7 +73,11 @@ class LoadedConfig:
 
 
 def _resolve_entry(
-    entry: ConfigEntry, registry: Registry, source: str | None, problems: list[str]
+    entry: ConfigEntry,
+    registry: Registry,
+    source: str | None,
+    problems: list[str],
+    causes: list[BaseException] | None = None,
 ) -> ResolvedEntry | None:
     defaults: dict[str, Any] = {}
     if entry.class_name:
@@ -82,6 +86,8 @@ def _resolve_entry(
             cls = load_class_path(entry.class_name, registry.selection)
         except InteractionsError as exc:
             problems.append(f"{entry.where(source, *key)}: {exc}")
+            if causes is not None:
+                causes.append(exc)
             return None
         origin = entry.class_name
         name = entry.explicit_name or derive_name(entry.class_name)
@@ -93,6 +99,8 @@ def _resolve_entry(
             cls = registry.load(found)
         except InteractionsError as exc:
             problems.append(f"{entry.where(source, *key)}: {exc}")
+            if causes is not None:
+                causes.append(exc)
             return None
         defaults = dict(found.defaults)
         origin = found.qualified
@@ -125,8 +133,9 @@ def load_config(
     problems: list[str] = list(config.problems)
     resolved: list[ResolvedEntry] = []
     seen: dict[str, ConfigEntry] = {}
+    causes: list[BaseException] = []  # the first is chained, so the original is never lost
     for entry in config.entries:
-        r = _resolve_entry(entry, registry, config.source, problems)
+        r = _resolve_entry(entry, registry, config.source, problems, causes)
         if r is None:
             continue
         if r.name in seen:
@@ -149,7 +158,10 @@ def load_config(
             f"interactions ({', '.join(seen) or 'none'}){hint}"
         )
     if problems:
-        raise ConfigError(problems, config.source)
+        error = ConfigError(problems, config.source)
+        if causes:
+            raise error from causes[0]
+        raise error
     return LoadedConfig(config, resolved)
 
 

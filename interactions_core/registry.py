@@ -384,7 +384,10 @@ class Registry:
         try:
             klass = self._import(entry)
         except PluginLoadError as exc:
-            entry.status, entry.error = "broken", str(exc.__cause__ or exc)
+            from .fault import describe
+
+            cause = exc.__cause__
+            entry.status, entry.error = "broken", describe(cause) if cause else str(exc)
             raise
         label = f"interaction {entry.describe()}"
         try:
@@ -422,9 +425,9 @@ class Registry:
         try:
             return import_target(entry.target)
         except Exception as exc:
-            raise PluginLoadError(
-                f"interaction {entry.describe()} failed to import: {exc.__class__.__name__}: {exc}"
-            ) from exc
+            from .fault import import_failure
+
+            raise PluginLoadError(import_failure(f"interaction {entry.describe()}", exc)) from exc
 
     def check(self) -> list[Entry]:
         """Import and validate every usable entry; return all entries with updated status."""
@@ -469,9 +472,13 @@ def load_class_path(path: str, selection: Selection | None = None) -> Any:
     try:
         klass = import_target(f"{module_name}:{attr}")
     except Exception as exc:
-        raise PluginLoadError(
-            f"cannot import class_name {path!r}: {exc.__class__.__name__}: {exc}"
-        ) from exc
+        from .fault import MissingAttributeError, import_failure
+
+        if isinstance(exc, MissingAttributeError):
+            raise PluginLoadError(
+                f"cannot import class_name {path!r}: {exc}{exc.suggestion()}"
+            ) from exc
+        raise PluginLoadError(import_failure(f"class_name {path!r}", exc)) from exc
     from .validation import validate_interaction_class
 
     validate_interaction_class(klass, f"class_name {path!r}")
