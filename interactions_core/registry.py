@@ -341,14 +341,13 @@ class Registry:
         return usable[0]
 
     def _unknown_message(self, name: str) -> str:
-        from .naming import suggest
+        from .naming import suggest, summarize
 
         entries = self.entries()
         known = sorted({e.name for e in entries if e.status != "disabled"})
         message = f"unknown interaction {name!r}{suggest(name, known, n=3) or '.'}"
         if known:
-            shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
-            message += f" Installed: {shown}."
+            message += f" Installed ({len(known)}): {summarize(known)}."
         disabled = sum(1 for e in entries if e.status == "disabled")
         unconsulted = [
             r["dist"]
