@@ -46,12 +46,15 @@ def build_parser() -> argparse.ArgumentParser:
 class _ListArgs:
     """What argparse would build for ``list`` or ``list --json``."""
 
-    __slots__ = ("check", "command", "json")
+    __slots__ = ("all", "check", "command", "distribution", "json", "patterns")
 
     def __init__(self, json: bool) -> None:
         self.command = "list"
         self.json = json
         self.check = False
+        self.patterns: list[str] = []
+        self.distribution = None
+        self.all = False
 
 
 def _fast_list(args: list[str]) -> _ListArgs | None:
