@@ -107,3 +107,12 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site (MkDocs), every warning and broken link an error; the CLI
+    reference must match the CLI's parser."""
+    session.install("-e", ".", "mkdocs>=1.6")
+    session.run("python", "docs/tools/cli_reference.py", "--check")
+    session.run("mkdocs", "build", "--strict", "--site-dir", session.create_tmp() + "/site")
