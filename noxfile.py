@@ -107,8 +107,6 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
-
-
 @nox.session
 def docs(session: nox.Session) -> None:
     """The documentation site (MkDocs), every warning and broken link an error; the CLI

@@ -98,9 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     text = render()
     if check:
         if not PAGE.is_file() or PAGE.read_text(encoding="utf-8") != text:
-            sys.stderr.write(
-                f"docs/{PAGE.name} is stale: run python docs/tools/cli_reference.py\n"
-            )
+            sys.stderr.write(f"docs/{PAGE.name} is stale: run python docs/tools/cli_reference.py\n")
             return 1
         return 0
     PAGE.write_text(text, encoding="utf-8")
