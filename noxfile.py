@@ -107,6 +107,116 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
+#: The verl releases the agent-loop adapter supports, each tested in its own environment.
+VERL_VERSIONS = ["0.9.0", "0.9.1"]
+#: What verl's agent loop imports without declaring it, and what the tests build tokenizers with.
+VERL_UNDECLARED = ["cachetools", "uvicorn", "fastapi", "tokenizers"]
+
+
+@nox.session(venv_backend="none")
+@nox.parametrize("verl", VERL_VERSIONS)
+def verl(session: nox.Session, verl: str) -> None:
+    """The verl adapters against verl's released wheels (torch CPU build, no GPU, no Ray)."""
+    python = heavy_env(
+        session,
+        f"verl-{verl}",
+        [["torch==2.13.0"], [f"verl=={verl}", *VERL_UNDECLARED]],
+    )
+    session.run(str(python), "-m", "pytest", "tests/verl_adapter", "-p", "no:cacheprovider",
+                *session.posargs, external=True)  # fmt: skip
+
+
+#: The last verl release that ships verl/interactions, for the drop-in's tests.
+VERL_LEGACY = "0.7.1"
+
+
+@nox.session(venv_backend="none")
+def verl_legacy(session: nox.Session) -> None:
+    """The verl <= 0.7 drop-in against verl 0.7.1's released code and its own tests."""
+    python = heavy_env(session, "verl-legacy", [["omegaconf"]])
+    downloads = HEAVY_ENVS / f"verl-{VERL_LEGACY}-dist"
+    wheel = downloads / f"verl-{VERL_LEGACY}-py3-none-any.whl"
+    sdist = downloads / f"verl-{VERL_LEGACY}.tar.gz"
+    pip = [str(python), "-m", "pip", "download", "-q", "--no-deps", "-d", str(downloads)]
+    if not wheel.exists():
+        session.run(*pip, "--only-binary", ":all:", f"verl=={VERL_LEGACY}", external=True)
+    if not sdist.exists():
+        session.run(*pip, "--no-binary", ":all:", f"verl=={VERL_LEGACY}", external=True)
+    env = {
+        "INTERACTIONS_VERL_LEGACY_WHEEL": str(wheel),
+        "INTERACTIONS_VERL_LEGACY_SDIST": str(sdist),
+    }
+    session.run(str(python), "-m", "pytest", "tests/verl_legacy", "-p", "no:cacheprovider",
+                *session.posargs, external=True, env=env)  # fmt: skip
+
+
+@nox.session(venv_backend="none")
+def bench_verl(session: nox.Session) -> None:
+    """The verl adapter's overhead over a bare agent loop, in the newest verl's environment."""
+    version = VERL_VERSIONS[-1]
+    python = heavy_env(
+        session,
+        f"verl-{version}",
+        [["torch==2.13.0"], [f"verl=={version}", *VERL_UNDECLARED]],
+    )
+    session.run(str(python), "benchmarks/bench_verl_adapter.py", *session.posargs, external=True)
+
+
+#: Ray, pinned: the cluster tests start real local clusters with this release.
+RAY_PIN = "ray==2.60.0"
+
+
+@nox.session(python=False)
+def ray(session: nox.Session) -> None:
+    """interactions_core.ray on real local Ray clusters, then its benchmark (quick form).
+
+    ``nox -s ray -- -k pool`` passes arguments to pytest.
+    """
+    python = heavy_env(session, "ray", [[RAY_PIN]])
+    session.run(
+        str(python),
+        "-m",
+        "pytest",
+        "tests/ray_cluster",
+        "-q",
+        *session.posargs,
+        external=True,
+        env={"INTERACTIONS_REQUIRE_RAY": "1"},
+    )
+    session.run(str(python), "benchmarks/bench_ray.py", "--quick", external=True)
+
+
+@nox.session(python=False)
+def bench_ray(session: nox.Session) -> None:
+    """The Ray benchmark in full (pooled calls, batching, replicas, sharded runs)."""
+    python = heavy_env(session, "ray", [[RAY_PIN]])
+    session.run(str(python), "benchmarks/bench_ray.py", *session.posargs, external=True)
+
+
+#: The OpenEnv server stack, pinned: what `interactions-core[openenv]` installs, tested.
+OPENENV_PINS = ["openenv-core==0.3.0", "uvicorn==0.55.0"]
+#: TRL and what its GRPO trainer needs on CPU; torch first so its CPU build is the one used.
+TRL_STEPS = [["torch==2.13.0"], ["trl==1.16.0", *OPENENV_PINS]]
+
+
+@nox.session(python=False)
+def serve(session: nox.Session) -> None:
+    """`interactions serve` on 127.0.0.1 driven by OpenEnv's own client; then its benchmark.
+
+    ``nox -s serve -- -k capacity`` passes arguments to pytest.
+    """
+    python = heavy_env(session, "serve", [OPENENV_PINS])
+    session.run(str(python), "-m", "pytest", "tests/serve", "-q", *session.posargs, external=True)
+    session.run(str(python), "benchmarks/bench_serve.py", "--quick", external=True)
+
+
+@nox.session(python=False)
+def trl(session: nox.Session) -> None:
+    """Two GRPO steps on CPU through `interactions_core.compat.trl`, in-process and served."""
+    python = heavy_env(session, "trl", TRL_STEPS)
+    session.run(str(python), "-m", "pytest", "tests/trl", "-q", *session.posargs, external=True)
+
+
 @nox.session
 def docs(session: nox.Session) -> None:
     """The documentation site (MkDocs), every warning and broken link an error; the CLI

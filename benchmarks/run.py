@@ -24,7 +24,7 @@ sys.path.insert(0, str(HERE))
 from _common import Row  # noqa: E402
 
 #: Benchmark modules, in table order: ``--only`` takes these names.
-BENCHMARKS = ("startup", "import", "discovery", "turn", "sessions", "report")
+BENCHMARKS = ("startup", "import", "discovery", "turn", "sessions", "served", "report")
 REPEATS = {"full": 41, "quick": 11}
 
 

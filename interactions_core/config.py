@@ -12,6 +12,12 @@ The format is a superset of verl's::
       - name: legacy
         class_name: my_pkg.mod.MyInteraction   # verl's dotted path
         config: {}
+      - name: judge
+        replicas: 4                     # served by a pool of 4 Ray actors (docs/ray.md)
+        resources: {CPU: 1}             # Ray resources of each replica
+
+``replicas`` and ``resources`` matter only to the Ray integration
+(:mod:`interactions_core.ray`); a plain load builds one local instance.
 
 :func:`parse_config` checks the *structure* only (keys, types, names) and reports
 every problem with its file and line. Resolving names against the installed
@@ -31,6 +37,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ._interpolation import find_interpolation, resolve_interpolations
 from .errors import ConfigError
 
 __all__ = ["MAX_CONFIG_BYTES", "ConfigEntry", "InteractionsConfig", "parse_config", "read_yaml"]
@@ -40,7 +47,7 @@ MAX_CONFIG_BYTES = 4 * 1024 * 1024
 #: Most values a document may expand to through aliases (the data handed to plugins
 #: is shared, but anything that copies or prints it pays the full expansion).
 MAX_EXPANDED_VALUES = 1_000_000
-ENTRY_KEYS = ("name", "plugin", "class_name", "config")
+ENTRY_KEYS = ("name", "plugin", "class_name", "config", "replicas", "resources")
 TOP_KEYS = ("interaction", "default")
 
 _PLAIN_TAGS = {
@@ -239,6 +246,8 @@ class ConfigEntry:
         "lines",
         "name",
         "plugin",
+        "replicas",
+        "resources",
     )
 
     def __init__(
@@ -250,6 +259,8 @@ class ConfigEntry:
         config: dict[str, Any],
         line: int | None,
         lines: Lines,
+        replicas: int | None = None,
+        resources: dict[str, float] | None = None,
     ) -> None:
         self.index = index
         self.explicit_name = name
@@ -259,6 +270,9 @@ class ConfigEntry:
         self.config = config
         self.line = line
         self.lines = lines  # key path within the entry -> line
+        #: Ray pool size and per-replica resources (used by interactions_core.ray only).
+        self.replicas = replicas
+        self.resources = resources
 
     def where(self, source: str | None, *key: Any) -> str:
         line = self.lines.get(key) or self.line
@@ -379,6 +393,10 @@ def parse_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> Interact
         )
         raise ConfigError(problems)
     _check_expansion(items, loc("interaction"))
+    found = find_interpolation(data)
+    if found is not None:  # verl's ${...}: resolved as OmegaConf does, or refused
+        data = resolve_interpolations(data, loc(*found[0]))
+        items = data.get("interaction") or []
     by_entry: dict[int, Lines] = {}  # one pass: grouping per entry would be quadratic
     for p, ln in lines.items():
         if len(p) >= 2 and p[0] == "interaction" and isinstance(p[1], int):
@@ -437,6 +455,36 @@ def parse_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> Interact
         elif any(not isinstance(k, str) for k in config):
             ok = False
             problems.append(f"{loc(*base, 'config')}: interaction[{i}].config keys must be strings")
+        replicas = item.get("replicas")
+        if replicas is not None and (
+            isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1
+        ):
+            ok = False
+            problems.append(
+                f"{loc(*base, 'replicas')}: interaction[{i}].replicas must be a positive "
+                f"integer (the number of Ray actors serving it), not {_short(replicas)}"
+            )
+        resources = item.get("resources")
+        if resources is not None:
+            bad = not isinstance(resources, dict) or any(
+                not isinstance(k, str)
+                or isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or not v >= 0
+                for k, v in resources.items()
+            )
+            if bad:
+                ok = False
+                problems.append(
+                    f"{loc(*base, 'resources')}: interaction[{i}].resources must map Ray "
+                    "resource names to non-negative numbers, e.g. {CPU: 1, GPU: 0.5}"
+                )
+            elif replicas is None:
+                ok = False
+                problems.append(
+                    f"{loc(*base, 'resources')}: interaction[{i}].resources needs "
+                    "'replicas: N' as well: resources are those of each pool replica"
+                )
         if not ok:
             continue
         entry_lines = by_entry.get(i, {})
@@ -449,6 +497,8 @@ def parse_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> Interact
                 dict(config),
                 lines.get(base),
                 entry_lines,
+                replicas,
+                dict(resources) if resources is not None else None,
             )
         )
     return InteractionsConfig(entries, default, src, lines.get(("default",)), problems)

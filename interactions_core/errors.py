@@ -81,3 +81,15 @@ class ConformanceError(InteractionsError, AssertionError):
     def __init__(self, message: str, violations: Sequence[object] = ()) -> None:
         self.violations = list(violations)
         super().__init__(message)
+
+
+class InteractionsWarning(UserWarning):
+    """Base class of the framework's warnings (the CLI prints them as one line)."""
+
+
+class LegacyInteractionWarning(InteractionsWarning):
+    """A verl-style class breaks the spec in ways verl tolerated; it is loaded anyway.
+
+    Raised (as a warning) by the verl drop-in, whose loader accepts what verl's
+    accepted, for example verl's own ``calculate_score(self)``.
+    """

@@ -23,7 +23,7 @@ from .config import ConfigEntry, InteractionsConfig, parse_config
 from .errors import ConfigError, InteractionsError
 from .registry import Registry, get_registry, load_class_path
 
-__all__ = ["LoadedConfig", "ResolvedEntry", "load_config", "load_interactions"]
+__all__ = ["LoadedConfig", "ResolvedEntry", "class_for_path", "load_config", "load_interactions"]
 
 Source = str | os.PathLike[str] | Mapping[str, Any]
 
@@ -56,11 +56,20 @@ class LoadedConfig:
         return [r.name for r in self.entries]
 
     def instantiate(self) -> dict[str, Any]:
-        """Create every interaction; on any failure none is returned."""
+        """Create every interaction; on any failure none is returned.
+
+        Classes are built the way verl builds them, ``cls(config=...)``, with the
+        entry's options and its ``name``; a class whose parameter has another name
+        gets the mapping positionally.
+        """
         out: dict[str, Any] = {}
         for r in self.entries:
             try:
-                out[r.name] = r.cls({**r.options, "name": r.name})
+                options = {**r.options, "name": r.name}
+                if _takes_config_keyword(r.cls):
+                    out[r.name] = r.cls(config=options)
+                else:
+                    out[r.name] = r.cls(options)
             except Exception as exc:
                 raise ConfigError(
                     [
@@ -72,24 +81,83 @@ class LoadedConfig:
         return out
 
 
+def _takes_config_keyword(cls: Any) -> bool:
+    import inspect
+
+    try:
+        inspect.signature(cls).bind(config={})
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def class_for_path(
+    path: str, registry: Registry, where: str, legacy: bool
+) -> tuple[Any, str, dict[str, Any]]:
+    """The class a ``class_name`` entry names, its origin and its registered defaults.
+
+    verl's built-in paths follow :mod:`interactions_core.compat.verl_paths`.
+    """
+    from .compat.verl_paths import VERL_BASE, VERL_BUILTINS, VerlPathWarning, verl_module_installed
+
+    plugin = VERL_BUILTINS.get(path)
+    if (plugin is not None or path == VERL_BASE) and not verl_module_installed(path):
+        import warnings
+
+        if plugin is None:
+            from .base import BaseInteraction
+
+            warnings.warn(
+                f"{where}: {path} is verl's base class and verl's interaction module is not "
+                "installed (verl 0.8 removed it): interactions_core.BaseInteraction is used",
+                VerlPathWarning,
+                stacklevel=2,
+            )
+            return BaseInteraction, "interactions_core.BaseInteraction", {}
+        found = registry.resolve(plugin)
+        cls = registry.load(found)
+        warnings.warn(
+            f"{where}: {path} is verl's built-in interaction and verl's interaction module is "
+            f"not installed (verl 0.8 removed it): the installed plugin {found.qualified} "
+            f"{found.version} is used instead; write 'plugin: {plugin}' to say so",
+            VerlPathWarning,
+            stacklevel=2,
+        )
+        return cls, found.qualified, dict(found.defaults)
+    cls = load_class_path(path, registry.selection, strict=not legacy)
+    if plugin is not None:
+        import warnings
+
+        warnings.warn(
+            f"{where}: {path} loaded verl's own class; to use the installed plugin "
+            f"instead (same interaction, with verl's bugs fixed), write 'plugin: {plugin}' "
+            "in place of class_name",
+            VerlPathWarning,
+            stacklevel=2,
+        )
+    return cls, path, {}
+
+
 def _resolve_entry(
     entry: ConfigEntry,
     registry: Registry,
     source: str | None,
     problems: list[str],
+    legacy: bool = False,
     causes: list[BaseException] | None = None,
 ) -> ResolvedEntry | None:
     defaults: dict[str, Any] = {}
     if entry.class_name:
         key: tuple[str, ...] = ("class_name",)
         try:
-            cls = load_class_path(entry.class_name, registry.selection)
+            cls, origin, defaults = class_for_path(
+                entry.class_name, registry, entry.where(source, *key), legacy
+            )
         except InteractionsError as exc:
             problems.append(f"{entry.where(source, *key)}: {exc}")
             if causes is not None:
                 causes.append(exc)
             return None
-        origin = entry.class_name
         name = entry.explicit_name or derive_name(entry.class_name)
     else:
         plugin = entry.plugin or entry.explicit_name or ""
@@ -119,12 +187,18 @@ def _resolve_entry(
 
 
 def load_config(
-    source: Source, *, registry: Registry | None = None, default: str | None = None
+    source: Source,
+    *,
+    registry: Registry | None = None,
+    default: str | None = None,
+    legacy: bool = False,
 ) -> LoadedConfig:
     """Parse, resolve and validate ``source``; raise :class:`ConfigError` listing every problem.
 
     ``default`` overrides the config's ``default:`` key (the CLI's
-    ``--default-interaction``).
+    ``--default-interaction``). ``legacy`` (the verl drop-in) accepts dotted-path
+    classes that break the spec the way verl tolerated, with a
+    :class:`~interactions_core.errors.LegacyInteractionWarning` instead of an error.
     """
     config = parse_config(source)
     if default is not None:
@@ -135,13 +209,13 @@ def load_config(
     seen: dict[str, ConfigEntry] = {}
     causes: list[BaseException] = []  # the first is chained, so the original is never lost
     for entry in config.entries:
-        r = _resolve_entry(entry, registry, config.source, problems, causes)
+        r = _resolve_entry(entry, registry, config.source, problems, legacy, causes)
         if r is None:
             continue
         if r.name in seen:
             first = seen[r.name]
             problems.append(
-                f"{entry.where(config.source)}: duplicate interaction name {r.name!r} "
+                f"{entry.where(config.source)}: Duplicate interaction name {r.name!r} found "
                 f"(already used by interaction[{first.index}]); names must be unique"
             )
             continue

@@ -27,6 +27,7 @@ from . import discovery
 from .errors import (
     ConflictError,
     DisabledError,
+    InteractionValidationError,
     PluginLoadError,
     TrustError,
     UnknownInteractionError,
@@ -447,12 +448,14 @@ class Registry:
         return klass(options)
 
 
-def load_class_path(path: str, selection: Selection | None = None) -> Any:
+def load_class_path(path: str, selection: Selection | None = None, *, strict: bool = True) -> Any:
     """Import a verl-style dotted class path (``pkg.mod.Class``) after the trust checks.
 
     Refused when ``INTERACTIONS_NO_CLASS_PATHS`` is set (configs are data; only
     installed distributions are trusted) or when the allow/deny lists exclude the
-    path or its top-level package.
+    path or its top-level package. With ``strict=False`` (the verl drop-in) a class
+    that breaks the spec is returned with a
+    :class:`~interactions_core.errors.LegacyInteractionWarning` naming the problems.
     """
     if os.environ.get(CLASS_PATHS_VAR, "").strip().lower() in ("1", "true", "yes", "on"):
         raise TrustError(
@@ -480,7 +483,20 @@ def load_class_path(path: str, selection: Selection | None = None) -> Any:
         raise PluginLoadError(import_failure(f"class_name {path!r}", exc)) from exc
     from .validation import validate_interaction_class
 
-    validate_interaction_class(klass, f"class_name {path!r}")
+    try:
+        validate_interaction_class(klass, f"class_name {path!r}")
+    except InteractionValidationError as exc:
+        if strict:
+            raise
+        import warnings
+
+        from .errors import LegacyInteractionWarning
+
+        warnings.warn(
+            f"{exc}\n  (loaded anyway, as verl's loader would: calls the spec promises may fail)",
+            LegacyInteractionWarning,
+            stacklevel=3,
+        )
     return klass
 
 

@@ -7,32 +7,58 @@ rollout code expects::
 
     should_terminate, content, score, extra = await interaction.generate_response(...)
 
-Results are immutable, so an interaction can build the ones it returns often (a
-fixed "correct!" message, say) once and hand the same object out every turn.
+``extra`` is a plain ``dict``, new for every result unless one is passed, so a
+result pickles (Ray), deep-copies and JSON-encodes like verl's own, and a trainer
+that adds a key to one turn's ``extra`` cannot change another turn's. Build a
+result per call rather than sharing one object between turns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from math import isfinite
-from types import MappingProxyType
 from typing import Any, NamedTuple
 
-#: An empty, read-only ``extra`` mapping that results can share safely.
-EMPTY_EXTRA: Mapping[str, Any] = MappingProxyType({})
 
-
-class InteractionResult(NamedTuple):
-    """What an interaction answers after an assistant turn."""
-
+class _Fields(NamedTuple):
     should_terminate: bool
-    """True when the episode is over from the interaction's side."""
     content: str
-    """Feedback text, appended to the conversation as a ``user`` message."""
     score: float
-    """Score of this turn; always a float."""
-    extra: Mapping[str, Any] = EMPTY_EXTRA
-    """Free-form metrics or data for the trainer; read-only by convention."""
+    extra: dict[str, Any]
+
+
+class InteractionResult(_Fields):
+    """What an interaction answers after an assistant turn.
+
+    A named tuple of four fields:
+
+    * ``should_terminate`` -- true when the episode is over from the interaction's side;
+    * ``content`` -- feedback text, appended to the conversation as a ``user`` message;
+    * ``score`` -- the score of this turn, always a float;
+    * ``extra`` -- free-form metrics or data for the trainer: a plain ``dict`` of this
+      result's own (a new empty one by default; any other mapping is copied into one).
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        should_terminate: bool,
+        content: str,
+        score: float,
+        extra: Mapping[str, Any] | None = None,
+        _new: Any = tuple.__new__,
+    ) -> InteractionResult:
+        # One expression: this runs on every turn of every episode.
+        return _new(  # type: ignore[no-any-return]
+            cls,
+            (
+                should_terminate,
+                content,
+                score,
+                {} if extra is None else extra if extra.__class__ is dict else dict(extra),
+            ),
+        )
 
     @classmethod
     def coerce(cls, value: Any) -> InteractionResult:
@@ -54,9 +80,7 @@ class InteractionResult(NamedTuple):
         if not isinstance(content, str):
             raise TypeError(f"content must be a str, got {type(content).__name__}")
         score = as_score(score, "score")
-        if extra is None:
-            extra = EMPTY_EXTRA
-        elif not isinstance(extra, Mapping):
+        if extra is not None and not isinstance(extra, Mapping):
             raise TypeError(f"extra must be a mapping, got {type(extra).__name__}")
         return cls(terminate, content, score, extra)
 

@@ -104,7 +104,7 @@ def test_every_problem_is_reported_with_its_line(acme, tmp_path):
         f"{path}:6: interaction[1].name: unknown interaction 'acmee'; did you mean 'acme'" in text
     )
     assert f"{path}:8: interaction[2]: unknown key 'nmae'" in text and "did you mean 'name'" in text
-    assert "duplicate interaction name 'acme'" in text
+    assert "Duplicate interaction name 'acme' found" in text
 
 
 def test_nothing_is_instantiated_when_any_entry_is_invalid(acme, tmp_path):
@@ -227,7 +227,7 @@ def test_verl_duplicate_names_are_value_errors(tmp_path, site_dir, forget_module
             class_name: verlish_mod.EchoInteraction
         """,
     )
-    with pytest.raises(ValueError, match="duplicate interaction name 'echo'"):
+    with pytest.raises(ValueError, match="Duplicate interaction name 'echo' found"):
         initialize_interactions_from_config(str(path))
 
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS = ("list", "show", "check", "run", "report", "data", "new", "cache")
+COMMANDS = ("list", "show", "check", "run", "report", "data", "new", "cache", "serve", "ray")
 
 
 def build_parser() -> argparse.ArgumentParser:

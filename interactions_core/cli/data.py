@@ -33,6 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--limit", type=_positive_int, metavar="N", help="write the first N rows only (N >= 1)"
     )
+    p.add_argument(
+        "--agent-name",
+        metavar="NAME",
+        help="write verl's agent_name column with NAME on every row (e.g. 'interactions', "
+        "the verl agent loop of interactions_core.compat.verl_agent_loop)",
+    )
     p.add_argument("--json", action="store_true", help="list builders as JSON")
     p.add_argument("options", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p.set_defaults(run=run)
@@ -40,7 +46,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _split(rest: list[str], args: argparse.Namespace) -> list[str]:
     """Pick the command's own flags out of what follows BUILDER; return the builder's."""
-    own_value = {"--output": "output", "-o": "output", "--format": "format", "--limit": "limit"}
+    own_value = {
+        "--output": "output",
+        "-o": "output",
+        "--format": "format",
+        "--limit": "limit",
+        "--agent-name": "agent_name",
+    }
     own_flag = {"--overwrite": "overwrite", "--json": "json"}
     out: list[str] = []
     i = 0
@@ -136,6 +148,9 @@ def run(args: argparse.Namespace) -> int:
     rows = run_builder(info, options)  # exceptions the builder raises come out named
     if args.limit is not None:
         rows = itertools.islice(rows, args.limit)
+    if args.agent_name:
+        agent_name = args.agent_name
+        rows = ({**row, "agent_name": agent_name} for row in rows)
     try:
         count = write_rows(rows, args.output, format=args.format, overwrite=args.overwrite)
     except (ValueError, TypeError, OSError) as exc:

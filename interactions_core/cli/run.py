@@ -38,6 +38,19 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _score(text: str) -> float:
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, not {text}")
+    return value
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
@@ -76,7 +89,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=_positive_int,
         default=16,
         metavar="N",
-        help="episodes in flight (default 16)",
+        help="episodes in flight (default 16); the openai policy keeps one request per "
+        "episode in flight unless -p concurrency=N caps it",
+    )
+    p.add_argument(
+        "--repeat",
+        type=_positive_int,
+        default=1,
+        metavar="K",
+        help="play every sample K times as independent episodes; the summary gives pass@k "
+        "for k = 1..K (default 1)",
+    )
+    p.add_argument(
+        "--pass-score",
+        type=_score,
+        default=1.0,
+        metavar="X",
+        help="an episode passes (for pass@k) when its final score is at least X (default 1.0)",
     )
     p.add_argument("--max-assistant-turns", type=_positive_int, metavar="N", help="turn limit")
     p.add_argument(
@@ -114,6 +143,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     p.add_argument(
         "--list-policies", action="store_true", help="list the available policies and exit"
+    )
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help="shard the episodes over Ray workers: the cluster at ADDRESS (HOST:PORT or "
+        "'auto'), else a new local one; put it after CONFIG (docs/ray.md)",
     )
     p.set_defaults(run=run)
 
@@ -334,7 +372,8 @@ def run(args: argparse.Namespace) -> int:
     progress = None
     if show_progress:
         total = reader.count()
-        progress = Progress(sys.stderr, min(total, args.limit) if args.limit else total)
+        samples_total = min(total, args.limit) if args.limit else total
+        progress = Progress(sys.stderr, samples_total * args.repeat)  # episodes, not samples
 
     output = LineWriter(args.output, overwrite=args.overwrite) if args.output else None
     report = None
@@ -352,6 +391,8 @@ def run(args: argparse.Namespace) -> int:
                 policy,
                 interactions,
                 concurrency=args.concurrency,
+                repeat=args.repeat,
+                pass_score=args.pass_score,
                 default=default,
                 max_assistant_turns=args.max_assistant_turns,
                 max_user_turns=args.max_user_turns,
@@ -400,7 +441,16 @@ def run(args: argparse.Namespace) -> int:
                     await aclose()
 
     try:
-        summary, still_open = asyncio.run(main())
+        if args.ray is not None:  # sharded over a Ray cluster (interactions_core.ray.shard)
+            from ..ray.shard import run_from_cli
+
+            source = samples() if interactions is None else reader
+            sink = output if report is None else _Tee(output, report)
+            summary, still_open = run_from_cli(
+                args, source, default, _policy_options(args), sink, progress
+            )
+        else:
+            summary, still_open = asyncio.run(main())
     finally:
         if progress is not None:
             progress.close()
@@ -448,6 +498,19 @@ def run(args: argparse.Namespace) -> int:
             )
         return 1
     return 0
+
+
+class _Tee:
+    """Records to the ``--output`` file (if any) and to the ``--report`` being built."""
+
+    def __init__(self, output: Any, report: Any) -> None:
+        self.output = output
+        self.report = report
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.output is not None:
+            self.output.write(record)
+        self.report.add(record)
 
 
 def _maybe_tracing(tracing: Any, registry: Any, args: argparse.Namespace) -> Any:

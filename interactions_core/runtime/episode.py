@@ -113,6 +113,15 @@ def _replay_field(policy: Any) -> str | None:
     return key
 
 
+def _takes_repeat(start: Callable[..., Any]) -> bool:
+    """Whether a policy's ``start`` accepts ``repeat=`` (older policies take the sample only)."""
+    try:
+        parameters = inspect.signature(start).parameters
+    except (TypeError, ValueError):
+        return False
+    return "repeat" in parameters or any(p.kind == p.VAR_KEYWORD for p in parameters.values())
+
+
 _NO_ERRORS: list[dict[str, Any]] = []  # shared and never appended to
 
 
@@ -128,15 +137,18 @@ class EpisodeRecord:
         "instance_id",
         "interaction",
         "messages",
+        "repeat",
         "sample_id",
         "scores",
         "started_at",
         "turns",
+        "usage",
         "user_turns",
     )
 
-    def __init__(self, index: int, sample_id: Any) -> None:
+    def __init__(self, index: int, sample_id: Any, repeat: int = 0) -> None:
         self.index = index
+        self.repeat = repeat  # which of the sample's --repeat episodes (0-based)
         self.sample_id = sample_id
         self.interaction: str | None = None
         self.instance_id: str | None = None
@@ -149,6 +161,7 @@ class EpisodeRecord:
         self.errors: list[dict[str, Any]] = _NO_ERRORS  # replaced by a list on the first error
         self.started_at = 0.0  # a perf_counter reading; to_dict() gives epoch seconds
         self.duration_s = 0.0
+        self.usage: dict[str, Any] | None = None  # the policy's accounting (tokens, latency)
 
     @property
     def ok(self) -> bool:
@@ -180,6 +193,7 @@ class EpisodeRecord:
     def to_dict(self) -> dict[str, Any]:
         return {
             "index": self.index,
+            "repeat": self.repeat,
             "sample_id": self.sample_id,
             "interaction": self.interaction,
             "instance_id": self.instance_id,
@@ -191,6 +205,7 @@ class EpisodeRecord:
             "errors": list(self.errors),
             "started_at": round(self.started_at + _WALL_OFFSET, 6),
             "duration_s": self.duration_s,
+            "usage": self.usage,
             "messages": self.messages,
         }
 
@@ -298,7 +313,10 @@ class EpisodeLoop:
         self._reply_is_async = inspect.iscoroutinefunction(policy.reply)
         # start/finish are skipped entirely when they are the base class's no-ops.
         self._start = _overridden(policy, "start")
+        self._start_takes_repeat = self._start is not None and _takes_repeat(self._start)
         self._finish = _overridden(policy, "finish")
+        usage = _overridden(policy, "usage")  # a plugin's own ``usage`` attribute is not ours
+        self._usage = usage if callable(usage) else None
         self._replay_field = _replay_field(policy)
         self._prefix = uuid.uuid4().hex[:12] + "-"
         # run() routes the common case inline unless a subclass has its own route().
@@ -356,8 +374,13 @@ class EpisodeLoop:
         """Await an interaction call under the run's timeout (only used when one is set)."""
         return await asyncio.wait_for(awaitable, self.timeout)
 
-    async def run(self, sample: Mapping[str, Any], index: int = 0) -> EpisodeRecord:
+    async def run(
+        self, sample: Mapping[str, Any], index: int = 0, repeat: int = 0
+    ) -> EpisodeRecord:
         """Play one episode of ``sample``; never raises except ``CancelledError``.
+
+        ``repeat`` numbers the episodes of one sample under ``--repeat`` (0-based);
+        a policy whose ``start`` takes a ``repeat`` argument receives it.
 
         The lifecycle calls are made inline (not through :class:`Session`) so an
         episode costs little more than the same calls written by hand; the
@@ -427,10 +450,18 @@ class EpisodeLoop:
                             target_name, target, kwargs = routed
             where = "policy.start"
             replay_field = self._replay_field
-            if replay_field is not None and (value := get(replay_field)).__class__ is list:
+            if (
+                replay_field is not None
+                and (value := get(replay_field)).__class__ is list
+                and not repeat
+                and not (value and value[0].__class__ is list)
+            ):
                 state = iter(value)  # ReplayPolicy.start's common case, inline
             elif self._start is not None:
-                state = self._start(sample)
+                if repeat and self._start_takes_repeat:
+                    state = self._start(sample, repeat=repeat)
+                else:
+                    state = self._start(sample)
             have_state = True
             reply = self._reply
             reply_is_async = self._reply_is_async
@@ -563,6 +594,8 @@ class EpisodeLoop:
             record.add_error(where, exc)
         finally:
             record.index = index
+            record.repeat = repeat
+            record.usage = None
             record.sample_id = sample_id
             record.interaction = name
             record.instance_id = instance_id or None
@@ -590,6 +623,11 @@ class EpisodeLoop:
                         record.final_score = None
                 finally:
                     self.tracker.finalized += 1
+            if have_state and self._usage is not None:
+                try:
+                    record.usage = self._usage(state)
+                except Exception as exc:
+                    record.add_error("policy.usage", exc)
             if have_state and self._finish is not None:
                 try:
                     self._finish(state)

@@ -5,7 +5,9 @@ worker tasks, so memory holds at most that many live episodes (a worker is
 added only while every worker's episode is waiting): the samples are pulled one
 at a time, each finished record goes to ``on_record``
 (e.g. a line of the output file) and is dropped unless ``keep_records`` is set,
-and :class:`RunSummary` only keeps counters.
+and :class:`RunSummary` only keeps counters (under ``repeat > 1``, also each
+prompt's final scores, for pass@k; with a policy that reports usage, one
+latency per request, for the percentiles).
 
 :meth:`Runner.cancel` (the CLI binds it to Ctrl-C) stops taking new samples and
 cancels the running episodes; each one finalizes its session on the way out,
@@ -15,12 +17,14 @@ and :meth:`Runner.run` returns the summary marked ``interrupted``.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from .episode import END_REASONS, EpisodeLoop, EpisodeRecord, Observers
 from .session import SessionTracker
+from .stats import PASS_SCORE, PromptGroups, UsageStats
 from .summary_stats import SummaryStats
 
 __all__ = ["RunSummary", "Runner", "run_episodes"]
@@ -49,6 +53,9 @@ class RunSummary:
         self.records: list[EpisodeRecord] | None = None
         #: Per-interaction figures, uncertainty and the solved curve (``summary_stats.py``).
         self.stats = SummaryStats()
+        self.groups = PromptGroups()  # pass@k and the spread within a prompt's repeats
+        self.usage = UsageStats()  # tokens and request latency, when the policy reports them
+        self.requests_in_flight_max: int | None = None
 
     def add(self, record: EpisodeRecord) -> None:
         """Count one finished episode."""
@@ -60,6 +67,8 @@ class RunSummary:
         by_turns = self.turns
         turns = record.turns
         by_turns[turns] = by_turns.get(turns, 0) + 1
+        if record.usage is not None:
+            self.usage.add(record.usage)
         if record.errors:
             self.errors += 1
             if len(self.error_examples) < ERROR_EXAMPLES:
@@ -74,6 +83,7 @@ class RunSummary:
         if final is not None:
             self.final_score_sum += final
             self.final_score_count += 1
+            self.groups.add(record.interaction, record.index, final)
         scores = record.scores
         if scores:
             sums, counts = self.turn_score_sums, self.turn_score_counts
@@ -122,7 +132,17 @@ class RunSummary:
             "episodes_per_second": self.episodes_per_second,
             "interrupted": self.interrupted,
             "error_examples": self.error_examples,
+            **self._model_fields(),
             **self.stats.as_dict(),
+        }
+
+    def _model_fields(self) -> dict[str, Any]:
+        groups = self.groups.as_dict()
+        return {
+            "pass_at_k": groups.pop("pass_at_k"),
+            "prompt_groups": groups,
+            "usage": self.usage.as_dict(),
+            "requests_in_flight_max": self.requests_in_flight_max,
         }
 
     def format(self) -> str:
@@ -151,6 +171,8 @@ class RunSummary:
                 "score by turn     " + "  ".join(f"{n}: {s:.3f}" for n, s in by_turn.items())
             )
         lines.extend(self.stats.format_lines())
+        lines += self.groups.format_lines()
+        lines += self.usage.format_lines(self.requests_in_flight_max)
         rate = self.episodes_per_second
         rate_text = f" ({rate:,.0f} episodes/s)" if rate else ""
         lines.append(f"time              {self.elapsed_s:.2f} s{rate_text}")
@@ -163,8 +185,12 @@ class Runner:
     """Plays samples concurrently through one :class:`EpisodeLoop`.
 
     ``concurrency`` is the number of episodes in flight (capped by the policy's
-    ``max_concurrency``). Observer hooks come from ``registry``'s hook plugins
-    (looked up once; ``observe=False`` skips them) unless ``observers`` is given.
+    ``max_concurrency``). ``repeat`` plays every sample that many times, as
+    independent episodes numbered by the record's ``repeat`` (0-based), one
+    sample's repeats one after the other; ``pass_score`` is the final score at
+    which an episode counts as passed for pass@k. Observer hooks come from
+    ``registry``'s hook plugins (looked up once; ``observe=False`` skips them)
+    unless ``observers`` is given.
     Other keyword arguments go to :class:`EpisodeLoop`.
     """
 
@@ -174,6 +200,8 @@ class Runner:
         interactions: Mapping[str, Any] | None = None,
         *,
         concurrency: int = 16,
+        repeat: int = 1,
+        pass_score: float = PASS_SCORE,
         default: str | None = None,
         max_assistant_turns: int | None = None,
         max_user_turns: int | None = None,
@@ -184,6 +212,10 @@ class Runner:
     ) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError(f"concurrency must be a positive integer, not {concurrency!r}")
+        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+            raise ValueError(f"repeat must be a positive integer, not {repeat!r}")
+        self.repeat = repeat
+        self.pass_score = pass_score
         cap = getattr(policy, "max_concurrency", None)
         self.concurrency = min(concurrency, cap) if cap else concurrency
         if observers is None and observe:
@@ -232,9 +264,10 @@ class Runner:
         the run: running episodes are finalized, then the exception propagates.
         """
         summary = RunSummary()
+        summary.groups = PromptGroups(self.repeat, self.pass_score)
         records: list[EpisodeRecord] | None = [] if keep_records else None
         summary.records = records
-        items = enumerate(samples)
+        items = _numbered(samples, self.repeat)
         play = self.loop.run
         count = summary.add
         fatal: list[BaseException] = []
@@ -254,7 +287,7 @@ class Runner:
             spare = False
             while not self._stopping:
                 try:
-                    index, sample = next(items)
+                    index, repeat, sample = next(items)
                 except StopIteration:
                     return
                 except Exception as exc:
@@ -264,7 +297,7 @@ class Runner:
                 if not spare and len(tasks) < cap:
                     spare = True
                     tasks.append(loop.create_task(worker()))
-                record = await play(sample, index)
+                record = await play(sample, index, repeat)
                 count(record)
                 if records is not None:
                     records.append(record)
@@ -290,11 +323,21 @@ class Runner:
             raise
         finally:
             summary.elapsed_s = time.perf_counter() - started
+            summary.requests_in_flight_max = getattr(self.loop.policy, "max_in_flight", None)
             self._tasks = []
         summary.interrupted = self._stopping and not fatal
         if fatal:
             raise fatal[0]
         return summary
+
+
+def _numbered(
+    samples: Iterable[Mapping[str, Any]], repeat: int
+) -> Iterator[tuple[int, int, Mapping[str, Any]]]:
+    """``(index, repeat, sample)`` for every episode to play: a sample's repeats in a row."""
+    if repeat == 1:
+        return zip(itertools.count(), itertools.repeat(0), samples)  # no Python frame per item
+    return ((index, r, sample) for index, sample in enumerate(samples) for r in range(repeat))
 
 
 async def run_episodes(
@@ -309,8 +352,9 @@ async def run_episodes(
     """Play ``samples`` with ``policy`` against ``interactions``; return the summary.
 
     The one-call form of :class:`Runner`: ``options`` are its keyword arguments
-    (``concurrency``, ``default``, ``max_assistant_turns``, ``max_user_turns``,
-    ``timeout``, ``registry``, ``observe``). With ``keep_records=True`` the
+    (``concurrency``, ``repeat``, ``pass_score``, ``default``,
+    ``max_assistant_turns``, ``max_user_turns``, ``timeout``, ``registry``,
+    ``observe``). With ``keep_records=True`` the
     records are in ``summary.records``. The policy's ``aclose()`` is awaited at
     the end.
     """

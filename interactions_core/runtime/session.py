@@ -35,6 +35,31 @@ __all__ = ["Session", "SessionTracker", "call_error"]
 
 _NEW, _OPEN, _CLOSED = 0, 1, 2
 
+#: Per function: whether it takes the session id. verl's own base class declared
+#: ``calculate_score(self)`` and ``finalize_interaction(self)`` (its loop never
+#: called them); classes inheriting those are called without arguments.
+_TAKES_ID: dict[Any, bool] = {}
+
+
+def _takes_instance_id(interaction: Any, method: str) -> bool:
+    func = getattr(type(interaction), method, None)
+    known = _TAKES_ID.get(func)
+    if known is None:
+        import inspect
+
+        positional = (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.VAR_POSITIONAL,
+        )
+        try:
+            params = list(inspect.signature(func).parameters.values())[1:]  # type: ignore[arg-type]
+            known = any(p.kind in positional for p in params)
+        except (TypeError, ValueError):
+            known = True
+        _TAKES_ID[func] = known
+    return known
+
 
 class SessionTracker:
     """Counts sessions started, finalized and still open (shared by a run's sessions).
@@ -171,7 +196,10 @@ class Session:
         """Call ``calculate_score``; the score must be a real number (returned as float)."""
         self._check_open("calculate_score")
         try:
-            call = self.interaction.calculate_score(self.instance_id, **self._kwargs)
+            if _takes_instance_id(self.interaction, "calculate_score"):
+                call = self.interaction.calculate_score(self.instance_id, **self._kwargs)
+            else:
+                call = self.interaction.calculate_score()
             if self.timeout is None:
                 value = await call
             else:
@@ -193,7 +221,10 @@ class Session:
         self._state = _CLOSED
         tracker = self.tracker
         try:
-            call = self.interaction.finalize_interaction(self.instance_id)
+            if _takes_instance_id(self.interaction, "finalize_interaction"):
+                call = self.interaction.finalize_interaction(self.instance_id)
+            else:
+                call = self.interaction.finalize_interaction()
             if self.timeout is None:
                 await call
             else:

@@ -6,13 +6,18 @@ error naming the accepted ones) and, per episode:
 
 1. ``state = policy.start(sample)`` — per-episode state from the sample (the row
    as read from the dataset). Raise :class:`~interactions_core.runtime.errors.PolicyError`
-   when the sample cannot be played (the episode is recorded as an error).
+   when the sample cannot be played (the episode is recorded as an error). Under
+   ``--repeat K`` a ``start`` that accepts a ``repeat`` keyword is called as
+   ``start(sample, repeat=r)`` for the repeats ``r >= 1`` (a seed per repeat, the
+   ``r``-th recorded attempt); other policies see the sample only.
 2. ``text = policy.reply(state, messages)``, once per assistant turn, with the
    full conversation so far. Return the reply text, or ``None`` when the policy
    has nothing more to say (the episode ends as ``exhausted``). ``reply`` may be
    an ``async def`` (a model server) or a plain ``def`` (replay: no coroutine per
    turn); the runtime checks which once per run.
-3. ``policy.finish(state)`` — always called once the episode is over.
+3. ``policy.usage(state)`` — optional: the episode's accounting (token counts,
+   request latency) as a JSON-ready mapping, kept in the record's ``usage``.
+4. ``policy.finish(state)`` — always called once the episode is over.
 
 ``await policy.aclose()`` runs once at the end of the run (close connections).
 ``max_concurrency`` caps how many episodes run at once with this policy
@@ -51,6 +56,10 @@ class Policy:
         May be overridden as ``def`` or ``async def``.
         """
         raise NotImplementedError(f"{type(self).__name__} must implement reply")
+
+    def usage(self, state: Any) -> Mapping[str, Any] | None:
+        """The episode's accounting for the record's ``usage`` (``None``: nothing to report)."""
+        return None
 
     def finish(self, state: Any) -> None:
         """Release the episode's state (nothing by default)."""

@@ -4,9 +4,14 @@ vLLM, SGLang, Ollama, llama.cpp's server and hosted APIs all speak
 ``POST {base_url}/chat/completions``. This policy sends the conversation so far
 and returns ``choices[0].message.content``.
 
-It uses the standard library only (``http.client`` in a small thread pool, one
-kept-alive connection per thread), so it adds no dependency to the core:
-rollouts are bounded by the model server, not by the HTTP client.
+It uses the standard library only (keep-alive connections driven by asyncio
+streams, see ``_http.py``), so it adds no dependency to the core, and it keeps
+as many requests in flight as the run has episodes in flight: an evaluation is
+bound by the model server, not by the client.
+
+Per episode it records what the server reported for each turn (prompt and
+completion tokens) and how long the request took; :meth:`OpenAIPolicy.usage`
+hands that to the episode record.
 
 Failures: HTTP 429 and 5xx, connection errors and timeouts are retried with
 exponential backoff (honouring ``Retry-After``); other 4xx responses and
@@ -17,30 +22,25 @@ body in the message.
 from __future__ import annotations
 
 import asyncio
-import http.client
+import collections
 import json
 import os
-import queue
 import random
-import threading
+import time
 import urllib.parse
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, Future
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import PolicyError
+from ._http import TRANSIENT, ConnectionPool
 from .base import Policy
 
 __all__ = ["OpenAIPolicy"]
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
-
-
-class _Retryable(Exception):
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
+_perf_counter = time.perf_counter
+# One encoder for every request: json.dumps(..., ensure_ascii=False) builds a new one per call.
+_encode = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def _snippet(data: bytes, limit: int = 200) -> str:
@@ -48,69 +48,36 @@ def _snippet(data: bytes, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-class _DaemonPool(Executor):
-    """A thread pool whose workers are daemon threads, never joined at exit.
+def _tokens(usage: Any, key: str) -> int | None:
+    value = usage.get(key) if usage.__class__ is dict else None
+    return value if value.__class__ is int else None
 
-    ``ThreadPoolExecutor`` joins its workers when the interpreter exits, so a
-    request blocked in a socket read would hold a Ctrl-C'd process for up to the
-    socket timeout (and a second Ctrl-C would interrupt that join with a
-    traceback). A request abandoned here simply dies with the process.
+
+def _connection_cap() -> int | None:
+    """How many connections the process can afford: its open-file limit less a margin.
+
+    ``--concurrency 4000`` under the common default ``ulimit -n`` of 1024 would
+    otherwise fail requests with "Too many open files"; at the cap, requests
+    wait for a connection instead. ``None``: no limit is known (or none is set).
     """
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Unix
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    return max(8, soft - 64)  # files, the event loop's own descriptors, the output...
 
-    def __init__(self, max_workers: int, name: str) -> None:
-        self._max = max_workers
-        self._name = name
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._threads = 0
-        self._idle = 0
-        self._lock = threading.Lock()
-        self._closed = False
 
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        future: Future[Any] = Future()
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("cannot submit after shutdown")
-            self._queue.put((future, fn, args, kwargs))
-            if self._idle == 0 and self._threads < self._max:
-                self._threads += 1
-                threading.Thread(
-                    target=self._work, name=f"{self._name}-{self._threads}", daemon=True
-                ).start()
-            elif self._idle > 0:
-                self._idle -= 1  # an idle worker takes this item
-        return future
+class _Episode:
+    """One episode's request parameters and per-turn accounting."""
 
-    def _work(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            future, fn, args, kwargs = item
-            if future.set_running_or_notify_cancel():
-                try:
-                    result = fn(*args, **kwargs)
-                except BaseException as exc:
-                    future.set_exception(exc)
-                else:
-                    future.set_result(result)
-            with self._lock:
-                self._idle += 1
+    __slots__ = ("params", "turns")
 
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        with self._lock:
-            self._closed = True
-            threads = self._threads
-        if cancel_futures:
-            while True:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is not None:
-                    item[0].cancel()
-        for _ in range(threads):
-            self._queue.put(None)  # busy workers stop after their request, never joined
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.params = params
+        self.turns: list[dict[str, Any]] = []
 
 
 class OpenAIPolicy(Policy):
@@ -120,10 +87,12 @@ class OpenAIPolicy(Policy):
     ``http://127.0.0.1:8000/v1``), ``api_key_env`` (the environment variable
     holding the API key; default: ``OPENAI_API_KEY`` when it is set, else no key),
     sampling parameters ``temperature``, ``top_p``, ``max_tokens``, ``stop``,
-    ``seed``, ``extra_body`` (a mapping merged into every request), ``concurrency``
-    (requests in flight, default 8), ``timeout`` (seconds per socket operation,
-    default 120), ``retries`` (default 4) and ``backoff`` (first delay in seconds,
-    default 0.5, doubled per attempt up to ``max_backoff``, default 30).
+    ``seed`` (repeat ``r`` of a sample is sent ``seed + r``), ``extra_body`` (a
+    mapping merged into every request, last), ``concurrency`` (a cap on requests
+    in flight; default none: one request per episode in flight, so the run's
+    ``--concurrency`` decides), ``timeout`` (seconds per request, default 120),
+    ``retries`` (default 4) and ``backoff`` (first delay in seconds, default 0.5,
+    doubled per attempt up to ``max_backoff``, default 30).
     """
 
     name = "openai"
@@ -140,7 +109,7 @@ class OpenAIPolicy(Policy):
         stop: str | Sequence[str] | None = None,
         seed: int | None = None,
         extra_body: Mapping[str, Any] | None = None,
-        concurrency: int = 8,
+        concurrency: int | None = None,
         timeout: float = 120.0,
         retries: int = 4,
         backoff: float = 0.5,
@@ -148,10 +117,14 @@ class OpenAIPolicy(Policy):
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError("model must be the served model's name (--model NAME)")
-        if not isinstance(concurrency, int) or concurrency < 1:
+        if concurrency is not None and (
+            isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
+        ):
             raise ValueError(f"concurrency must be a positive integer, not {concurrency!r}")
         if not isinstance(retries, int) or retries < 0:
             raise ValueError(f"retries must be a non-negative integer, not {retries!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ValueError(f"seed must be an integer, not {seed!r}")
         for label, value in (("timeout", timeout), ("backoff", backoff)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"{label} must be a positive number of seconds, not {value!r}")
@@ -160,20 +133,24 @@ class OpenAIPolicy(Policy):
         url = urllib.parse.urlsplit(base_url.rstrip("/"))
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"base_url must be an http(s) URL, not {base_url!r}")
+        try:
+            port = url.port
+        except ValueError:
+            raise ValueError(f"base_url has an invalid port: {base_url!r}") from None
         path = (
             url.path if url.path.endswith("/chat/completions") else url.path + "/chat/completions"
         )
         self.model = model
         self.url = urllib.parse.urlunsplit((url.scheme, url.netloc, path, "", ""))
-        self._scheme, self._host, self._port, self._path = url.scheme, url.hostname, url.port, path
         key_env = api_key_env or DEFAULT_KEY_ENV
         key = os.environ.get(key_env)
         if api_key_env and not key:
             raise ValueError(f"api_key_env names ${api_key_env}, which is not set")
-        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if key:
-            self._headers["Authorization"] = f"Bearer {key}"
+            headers["Authorization"] = f"Bearer {key}"
         self._key_env = key_env if key else None
+        self.seed = seed
         self.params: dict[str, Any] = {
             k: v
             for k, v in (
@@ -185,62 +162,54 @@ class OpenAIPolicy(Policy):
             )
             if v is not None
         }
-        self.params.update(extra_body or {})
+        self.extra_body = dict(extra_body or {})
+        self.params.update(self.extra_body)
         self.concurrency = concurrency
         self.timeout = float(timeout)
         self.retries = retries
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
-        self._pool: _DaemonPool | None = None
+        #: Requests in flight now, and the most at any moment of this policy's life.
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._pool_args = (url.scheme, url.hostname, port, path, headers)
+        self._netloc = url.netloc.rpartition("@")[2]
+        self._pool: ConnectionPool | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._semaphore: asyncio.Semaphore | None = None
-        self._local = threading.local()
-        self._connections: list[http.client.HTTPConnection] = []
-        self._lock = threading.Lock()
+        #: At most this many requests (connections) at once, whatever the concurrency.
+        self.connection_cap = _connection_cap()
+        self._slot_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
 
-    # -- HTTP, in a worker thread ---------------------------------------------
+    # -- per episode ----------------------------------------------------------------
 
-    def _connect(self) -> http.client.HTTPConnection:
-        cls = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
-        conn = cls(self._host, self._port, timeout=self.timeout)
-        with self._lock:
-            self._connections.append(conn)
-        return conn
+    def start(self, sample: Mapping[str, Any], repeat: int = 0) -> _Episode:
+        """Per-episode state: the request parameters (with this repeat's seed)."""
+        params = self.params
+        if repeat and self.seed is not None and "seed" not in self.extra_body:
+            params = {**params, "seed": self.seed + repeat}
+        return _Episode(params)
 
-    def _drop(self, conn: http.client.HTTPConnection) -> None:
-        conn.close()
-        self._local.conn = None
-        with self._lock:
-            if conn in self._connections:
-                self._connections.remove(conn)
+    def usage(self, state: Any) -> dict[str, Any] | None:
+        """The episode's accounting: token totals, request time, and each turn's figures.
 
-    def _post(self, body: bytes) -> tuple[int, str | None, bytes]:
-        for fresh in (False, True):
-            conn = getattr(self._local, "conn", None)
-            reused = conn is not None and not fresh
-            if conn is None or fresh:
-                if conn is not None:
-                    self._drop(conn)
-                conn = self._local.conn = self._connect()
-            try:
-                conn.request("POST", self._path, body, self._headers)
-                response = conn.getresponse()
-                data = response.read()
-            except _STALE:
-                self._drop(conn)
-                if reused:
-                    continue  # the server closed a kept-alive connection: reconnect once
-                raise
-            except BaseException:
-                self._drop(conn)
-                raise
-            if response.will_close:
-                self._drop(conn)
-            return response.status, response.getheader("Retry-After"), data
-        raise AssertionError("unreachable")
+        A total is ``None`` when the server reported that count for no turn.
+        """
+        if state.__class__ is not _Episode or not state.turns:
+            return None
+        turns = state.turns
+        prompt = [t["prompt_tokens"] for t in turns if t["prompt_tokens"] is not None]
+        completion = [t["completion_tokens"] for t in turns if t["completion_tokens"] is not None]
+        return {
+            "prompt_tokens": sum(prompt) if prompt else None,
+            "completion_tokens": sum(completion) if completion else None,
+            "latency_s": round(sum(t["latency_s"] for t in turns), 6),
+            "turns": turns,
+        }
 
     # -- the policy -------------------------------------------------------------
 
-    def _parse(self, status: int, data: bytes) -> str:
+    def _parse(self, status: int, data: bytes) -> tuple[str, Any]:
         try:
             body = json.loads(data)
         except ValueError:
@@ -257,13 +226,15 @@ class OpenAIPolicy(Policy):
                 f"openai: malformed chat-completions response from {self.url}{hint}: "
                 f"no choices[0].message in {_snippet(data)!r}"
             ) from None
+        usage = body.get("usage")
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, str):
-            return content
+            return content, usage
         if content is None:
-            return ""  # e.g. a tool-calling turn with no text
+            return "", usage  # e.g. a tool-calling turn with no text
         if isinstance(content, list):
-            return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+            text = "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+            return text, usage
         raise PolicyError(
             f"openai: choices[0].message.content from {self.url} is a "
             f"{type(content).__name__}, expected a string"
@@ -288,27 +259,64 @@ class OpenAIPolicy(Policy):
         base = min(self.backoff * (2**attempt), self.max_backoff)
         return base * (0.5 + random.random() / 2)
 
-    async def _request(self, body: bytes) -> str:
+    def _connections(self) -> ConnectionPool:
+        """The pool of this event loop (a new loop, e.g. a second ``asyncio.run``, gets its own)."""
         loop = asyncio.get_running_loop()
-        if self._pool is None:
-            self._pool = _DaemonPool(self.concurrency, "openai-policy")
+        pool = self._pool
+        if pool is None or self._loop is not loop:
+            if pool is not None:
+                pool.close()
+            scheme, host, port, path, headers = self._pool_args
+            pool = self._pool = ConnectionPool(
+                scheme, host, port, path, headers, timeout=self.timeout, netloc=self._netloc
+            )
+            self._loop = loop
+            self._semaphore = asyncio.Semaphore(self.concurrency) if self.concurrency else None
+            self._slot_waiters.clear()  # futures of another loop are never woken
+        return pool
+
+    async def _request(self, body: bytes) -> tuple[str, Any, float]:
+        pool = self._pool if self._loop is asyncio.get_running_loop() else None
+        if pool is None:
+            pool = self._connections()
         last = ""
+        cap = self.connection_cap
         for attempt in range(self.retries + 1):
             retry_after: float | None = None
+            while cap is not None and self.in_flight >= cap:
+                waiter = asyncio.get_running_loop().create_future()
+                self._slot_waiters.append(waiter)
+                await waiter  # a request ends and hands its slot over
+            self.in_flight += 1
+            if self.in_flight > self.max_in_flight:
+                self.max_in_flight = self.in_flight
+            started = _perf_counter()
             try:
-                status, after, data = await loop.run_in_executor(self._pool, self._post, body)
-            except (OSError, http.client.HTTPException) as exc:
+                response = await pool.post(body)
+            except TRANSIENT as exc:
                 last = f"{exc.__class__.__name__}: {exc}".rstrip(": ")
             else:
+                latency = _perf_counter() - started
+                status, data = response.status, response.body
                 if status == 200:
-                    return self._parse(status, data)
+                    text, usage = self._parse(status, data)
+                    return text, usage, latency
                 if status != 429 and status < 500:
                     raise self._fail_status(status, data)
                 last = f"HTTP {status}: {_snippet(data)!r}"
+                after = response.header("retry-after")
                 try:
                     retry_after = float(after) if after else None
                 except ValueError:
                     retry_after = None
+            finally:
+                self.in_flight -= 1
+                waiters = self._slot_waiters
+                while waiters:
+                    waiter = waiters.popleft()
+                    if not waiter.done():
+                        waiter.set_result(None)
+                        break
             if attempt < self.retries:
                 await asyncio.sleep(self._delay(attempt, retry_after))
         tries = self.retries + 1
@@ -317,22 +325,35 @@ class OpenAIPolicy(Policy):
         )
 
     async def reply(self, state: Any, messages: list[dict[str, Any]]) -> str:
-        body = json.dumps(
-            {"model": self.model, "messages": messages, **self.params}, ensure_ascii=False
-        ).encode("utf-8")
-        if self._semaphore is None:
-            self._semaphore = asyncio.Semaphore(self.concurrency)
-        async with self._semaphore:
-            return await self._request(body)
+        episode = state if state.__class__ is _Episode else None
+        params = self.params if episode is None else episode.params
+        body = _encode({"model": self.model, "messages": messages, **params}).encode("utf-8")
+        semaphore = self._semaphore
+        if self.concurrency is not None and (
+            semaphore is None or self._loop is not asyncio.get_running_loop()
+        ):
+            self._connections()
+            semaphore = self._semaphore
+        if semaphore is None:
+            text, usage, latency = await self._request(body)
+        else:
+            async with semaphore:
+                text, usage, latency = await self._request(body)
+        if episode is not None:
+            episode.turns.append(
+                {
+                    "prompt_tokens": _tokens(usage, "prompt_tokens"),
+                    "completion_tokens": _tokens(usage, "completion_tokens"),
+                    "latency_s": round(latency, 6),
+                }
+            )
+        return text
 
     async def aclose(self) -> None:
-        with self._lock:
-            connections, self._connections = self._connections, []
-        for conn in connections:
-            conn.close()
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool.close()
             self._pool = None
+        self._loop = None
         self._semaphore = None
 
     def __repr__(self) -> str:

@@ -6,10 +6,10 @@ ends the episode with score 1.0, a wrong one asks the model to try again with
 score 0.0. This is verl's ``Gsm8kInteraction`` with its bugs fixed (see the
 package README).
 
-The per-turn path is written to cost no more than verl's own: the two possible
-results are built once at import time (they are immutable and shared), the
-extractor for the configured method is picked once per instance, and the
-session lookup is a single dict access.
+The per-turn path is written to cost no more than verl's own: the extractor for
+the configured method is picked once per instance and the session lookup is a
+single dict access. Each turn gets a result of its own (its ``extra`` dict must
+not be shared between turns).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, Literal
 import attrs
 
 from interactions_core.base import SessionInteraction
-from interactions_core.result import EMPTY_EXTRA, InteractionResult
+from interactions_core.result import InteractionResult
 
 from .scoring import _EXTRACTORS, METHODS, TAIL_CHARS, normalize_ground_truth
 
@@ -28,10 +28,6 @@ __all__ = ["Gsm8kConfig", "Gsm8kInteraction"]
 
 CORRECT_MESSAGE = "Your response is correct!"
 INCORRECT_MESSAGE = "Your response is incorrect! You need to reflect on your answer and try again."
-
-# Shared by every turn of every session: results are immutable named tuples.
-_CORRECT = InteractionResult(True, CORRECT_MESSAGE, 1.0, EMPTY_EXTRA)
-_INCORRECT = InteractionResult(False, INCORRECT_MESSAGE, 0.0, EMPTY_EXTRA)
 
 
 @attrs.frozen
@@ -154,9 +150,9 @@ class Gsm8kInteraction(SessionInteraction):
             text = _last_assistant_text(messages)
             if text and self._extract(text[-TAIL_CHARS:]) == expected:
                 state.last_score = 1.0
-                return _CORRECT
+                return InteractionResult(True, CORRECT_MESSAGE, 1.0)
         state.last_score = 0.0
-        return _INCORRECT
+        return InteractionResult(False, INCORRECT_MESSAGE, 0.0)
 
     async def generate_response(
         self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
@@ -180,10 +176,10 @@ class Gsm8kInteraction(SessionInteraction):
                         text = message_text(text)
                     if text and self._extract(text[-TAIL_CHARS:]) == expected:
                         state.last_score = 1.0
-                        return _CORRECT
+                        return InteractionResult(True, CORRECT_MESSAGE, 1.0)
                     break
         state.last_score = 0.0
-        return _INCORRECT
+        return InteractionResult(False, INCORRECT_MESSAGE, 0.0)
 
     async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
         """The score of the last turn of the session ``instance_id`` (0.0 before any).

@@ -57,15 +57,23 @@ async def test_wrong_answer_asks_to_try_again(strict: Gsm8kInteraction) -> None:
     assert dict(extra) == {}
 
 
-async def test_results_are_shared_immutable_objects(strict: Gsm8kInteraction) -> None:
+async def test_each_turn_gets_its_own_plain_dict_extra(strict: Gsm8kInteraction) -> None:
+    import copy
+    import json
+    import pickle
+
     a = await strict.start_interaction("a", ground_truth=18)
     b = await strict.start_interaction("b", ground_truth=18)
-    assert await strict.generate_response(a, chat("#### 18")) is await strict.generate_response(
-        b, chat("#### 18")
-    )
-    assert await strict.generate_response(a, chat("#### 1")) is await strict.generate_response(
-        b, chat("#### 2")
-    )
+    first = await strict.generate_response(a, chat("#### 18"))
+    second = await strict.generate_response(b, chat("#### 18"))
+    assert first == second and first.extra is not second.extra
+    assert type(first.extra) is dict
+    first.extra["seen_by_trainer"] = True  # a caller's change stays in its own result
+    assert second.extra == {}
+    assert (await strict.generate_response(a, chat("#### 18"))).extra == {}
+    assert pickle.loads(pickle.dumps(second)) == second
+    assert copy.deepcopy(second) == second
+    assert json.loads(json.dumps(second)) == [True, "Your response is correct!", 1.0, {}]
 
 
 async def test_only_the_last_assistant_message_counts(strict: Gsm8kInteraction) -> None:

@@ -16,16 +16,12 @@ from typing import Any
 import attrs
 
 from interactions_core.base import SessionInteraction
-from interactions_core.result import EMPTY_EXTRA, InteractionResult
+from interactions_core.result import InteractionResult
 
 __all__ = ["WeatherConfig", "WeatherInteraction"]
 
 FOUND_MESSAGE = "Thank you for your weather query!"
 MISSING_MESSAGE = "Please use the weather tool to get the weather information."
-
-# Shared by every turn of every session: results are immutable named tuples.
-_FOUND = InteractionResult(True, FOUND_MESSAGE, 1.0, EMPTY_EXTRA)
-_MISSING = InteractionResult(True, MISSING_MESSAGE, 0.0, EMPTY_EXTRA)
 
 
 @attrs.frozen
@@ -75,9 +71,9 @@ class WeatherInteraction(SessionInteraction):
         """Check the conversation and record the score on the session."""
         if _has_tool_message(messages):
             state.last_score = 1.0
-            return _FOUND
+            return InteractionResult(True, FOUND_MESSAGE, 1.0)
         state.last_score = 0.0
-        return _MISSING
+        return InteractionResult(True, MISSING_MESSAGE, 0.0)
 
     async def generate_response(
         self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any

@@ -1,0 +1,180 @@
+"""What serving costs: a served gsm8k step against a local call, and episodes per second.
+
+    python benchmarks/bench_serve.py           # needs interactions-core[openenv]
+    python benchmarks/bench_serve.py --quick   # shorter runs (what `nox -s serve` does)
+
+1. **Per-step overhead.** The same gsm8k turn judged two ways in this run: a local
+   ``await interaction.generate_response(...)`` (the way the README teaches), and
+   a step of OpenEnv's ``GenericEnvClient`` against ``interactions serve`` on
+   127.0.0.1 (JSON over a WebSocket, the episode bookkeeping, the round trip).
+   Reported: both medians, their difference (the overhead) and their ratio.
+2. **Throughput.** ``C`` clients (C = 1, 16, 64), each on its own connection,
+   play gsm8k episodes (reset, a wrong answer, a right one) back to back for a
+   fixed time; reported: episodes per second over all clients. The clients run
+   in one process on the same machine as the server, so on a 2-core machine
+   they compete with it for the CPU: the figures are a floor for a remote trainer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+CONFIG = "interaction:\n  - name: gsm8k\n"
+PROMPT = [{"role": "user", "content": "Janet has 16 eggs; she eats 3 and bakes 4. $2 each?"}]
+KWARGS = {"name": "gsm8k", "ground_truth": "18"}
+WRONG = "She sells 9 eggs at $2.\n#### 17"
+RIGHT = "She sells 9 eggs at $2.\n#### 18"
+
+
+def start_server(folder: Path, max_sessions: int) -> tuple[subprocess.Popen[bytes], str]:
+    config = folder / "config.yaml"
+    config.write_text(CONFIG)
+    log = folder / "server.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "interactions_core",
+                "serve",
+                str(config),
+                "--port",
+                "0",
+                "--max-sessions",
+                str(max_sessions),
+                "--log-level",
+                "warning",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 60
+    # --log-level warning hides the "listening" line: find the port from /proc instead.
+    while time.monotonic() < deadline:
+        port = _listening_port(proc.pid)
+        if port:
+            url = f"http://127.0.0.1:{port}"
+            try:
+                urllib.request.urlopen(url + "/health", timeout=5).read()
+                return proc, url
+            except OSError:
+                pass
+        if proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    proc.kill()
+    raise SystemExit(f"the server did not start:\n{log.read_text()}")
+
+
+def _listening_port(pid: int) -> int | None:
+    """The TCP port process ``pid`` listens on (Linux), from its socket inodes."""
+    try:
+        inodes = {
+            os.readlink(f"/proc/{pid}/fd/{fd}")[8:-1]
+            for fd in os.listdir(f"/proc/{pid}/fd")
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+        }
+        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                return int(fields[1].split(":")[1], 16)
+    except OSError:
+        return None
+    return None
+
+
+async def local_steps(n: int) -> list[float]:
+    """Seconds per judged turn, calling the interaction directly."""
+    from interactions_core import load_interactions
+
+    gsm8k = load_interactions({"interaction": [{"name": "gsm8k"}]})["gsm8k"]
+    times = []
+    for _ in range(n):
+        sid = await gsm8k.start_interaction(ground_truth="18")
+        messages = [*PROMPT, {"role": "assistant", "content": WRONG}]
+        t0 = time.perf_counter()
+        await gsm8k.generate_response(sid, messages)
+        times.append(time.perf_counter() - t0)
+        await gsm8k.finalize_interaction(sid)
+    return times
+
+
+async def served_steps(url: str, n: int) -> list[float]:
+    """Seconds per judged turn through OpenEnv's client and the server."""
+    from openenv.core import GenericEnvClient
+
+    times = []
+    async with GenericEnvClient(base_url=url) as env:
+        for _ in range(n):
+            await env.reset(prompt=PROMPT, interaction_kwargs=KWARGS)
+            t0 = time.perf_counter()
+            await env.step({"content": WRONG})
+            times.append(time.perf_counter() - t0)
+    return times
+
+
+async def throughput(url: str, clients: int, seconds: float) -> float:
+    """Episodes per second with ``clients`` concurrent connections."""
+    from openenv.core import GenericEnvClient
+
+    done = 0
+    stop = time.perf_counter() + seconds
+
+    async def client() -> None:
+        nonlocal done
+        async with GenericEnvClient(base_url=url) as env:
+            while time.perf_counter() < stop:
+                await env.reset(prompt=PROMPT, interaction_kwargs=KWARGS)
+                await env.step({"content": WRONG})
+                result = await env.step({"content": RIGHT})
+                assert result.done and result.observation["final_score"] == 1.0
+                done += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(clients)))
+    return done / (time.perf_counter() - started)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="shorter runs")
+    args = parser.parse_args(argv)
+    steps = 200 if args.quick else 1000
+    seconds = 2.0 if args.quick else 6.0
+    concurrency = (1, 16, 64)
+    folder = Path(tempfile.mkdtemp(prefix="interactions-bench-serve-"))
+    proc, url = start_server(folder, max(concurrency))
+    try:
+        asyncio.run(served_steps(url, 20))  # warm up both sides
+        local = statistics.median(asyncio.run(local_steps(steps)))
+        served = statistics.median(asyncio.run(served_steps(url, steps)))
+        rates = {c: asyncio.run(throughput(url, c, seconds)) for c in concurrency}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    print(f"## interactions serve ({'quick' if args.quick else 'full'} run)\n")
+    print("| measure | value |\n|---|---|")
+    print(f"| local gsm8k turn (median of {steps}) | {local * 1e6:.1f} us |")
+    print(f"| served gsm8k step (median of {steps}) | {served * 1e6:.0f} us |")
+    print(f"| per-step overhead of serving | {(served - local) * 1e6:.0f} us |")
+    print(f"| served / local | {served / local:.0f}x |")
+    for c, rate in rates.items():
+        print(f"| episodes/s, {c} concurrent client{'s' if c > 1 else ''} | {rate:.0f} |")
+    if proc.returncode != 0:
+        print(f"the server exited with {proc.returncode}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""``interactions serve CONFIG``: every interaction of a config as one OpenEnv environment.
+
+See ``docs/serve.md`` for the protocol, the observation fields and the failure behaviour.
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+
+#: The environment variable holding the optional shared token.
+TOKEN_VAR = "INTERACTIONS_SERVE_TOKEN"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from .run import _positive_float, _positive_int
+
+    p = sub.add_parser(
+        "serve",
+        help="serve a config's interactions as an OpenEnv environment",
+        description="Serve every interaction of CONFIG as one OpenEnv environment (needs "
+        "interactions-core[openenv]). A client resets with prompt and interaction_kwargs "
+        "(name, else the config's default:, plus the interaction's own arguments), then "
+        "steps with {'content': <assistant message>}; each observation carries messages, "
+        "feedback, turn, final_score, interaction, reward and done. Runs until SIGTERM or "
+        f"Ctrl-C, finalizing open sessions. Set {TOKEN_VAR} to require a shared token.",
+    )
+    p.add_argument("config", metavar="CONFIG", help="interactions config (YAML)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only)",
+    )
+    p.add_argument(
+        "--port", type=int, default=8000, metavar="N", help="port (default 8000; 0: any free)"
+    )
+    p.add_argument(
+        "--max-sessions",
+        type=_positive_int,
+        default=64,
+        metavar="N",
+        help="episodes open at once (default 64); a reset beyond gets a capacity error",
+    )
+    p.add_argument(
+        "--max-turns",
+        type=_positive_int,
+        metavar="N",
+        help="end an episode after N assistant turns (default: when the interaction says so)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="bound on each interaction call; a timeout ends that episode with an error",
+    )
+    p.add_argument(
+        "--default-interaction",
+        metavar="NAME",
+        help="interaction for resets whose interaction_kwargs has no name (overrides the "
+        "config's 'default:')",
+    )
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=("critical", "error", "warning", "info", "debug"),
+        help="server log level (default info)",
+    )
+    p.set_defaults(run=run)
+
+
+def _require_openenv() -> None:
+    import importlib.util
+
+    from ..errors import InteractionsError
+
+    missing = [m for m in ("openenv", "uvicorn") if importlib.util.find_spec(m) is None]
+    if missing:
+        verb = "is" if len(missing) == 1 else "are"
+        raise InteractionsError(
+            f"interactions serve needs {' and '.join(missing)}, which {verb} not installed: "
+            "pip install 'interactions-core[openenv]'"
+        )
+
+
+def is_loopback(host: str) -> bool:
+    """True when ``host`` can only be reached from this machine."""
+    import ipaddress
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def host_warning(host: str, token: str | None) -> str | None:
+    """The warning to print when listening on ``host`` exposes the server, else ``None``."""
+    if is_loopback(host):
+        return None
+    guard = (
+        f"a reset must bring the shared token from {TOKEN_VAR}"
+        if token
+        else f"there is no authentication: anyone who can connect runs episodes (set "
+        f"{TOKEN_VAR} to require a shared token, or keep the default --host 127.0.0.1)"
+    )
+    return f"listening on {host}, reachable from other machines; {guard}. Traffic is not encrypted."
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+
+    from ..errors import InteractionsError
+
+    if not 0 <= args.port <= 65535:
+        raise InteractionsError(f"--port must be between 0 and 65535, not {args.port}")
+    _require_openenv()
+    from ..serve.app import run as serve
+    from ..serve.hub import Hub
+
+    token = os.environ.get(TOKEN_VAR) or None
+    hub = Hub.from_config(
+        args.config,
+        default=args.default_interaction,
+        max_sessions=args.max_sessions,
+        max_turns=args.max_turns,
+        timeout=args.timeout,
+        token=token,
+    )
+    warning = host_warning(args.host, token)
+    if warning:
+        sys.stderr.write(f"interactions: warning: {warning}\n")
+    serve(hub, args.host, args.port, args.log_level)
+    return 0

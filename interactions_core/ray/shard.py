@@ -1,0 +1,293 @@
+"""``interactions run --ray``: a dataset's episodes played by Ray workers.
+
+The driver reads the dataset (so bad rows, ``--limit`` and ``--strict`` behave
+exactly as in a local run), cuts it into chunks of consecutive samples and hands
+each chunk to a Ray task; at most two chunks per worker CPU are in flight
+(back-pressure: the dataset is never read ahead further). A task plays its chunk
+with the same :class:`~interactions_core.runtime.Runner` machinery a local run
+uses, on its own node's plugins, each episode keeping its global ``index``, and
+returns the records. The driver releases records in dataset order and counts
+them into the same :class:`~interactions_core.runtime.RunSummary`, so records,
+summary and exit codes equal a local run's (timings aside).
+
+Resuming (``--resume``) composes with this: a resumed run filters the
+``(index, sample)`` pairs already recorded before they reach :func:`run_sharded`,
+which keeps each pair's index.
+
+A worker process keeps its interactions, policy and event loop between chunks
+(keyed by the run's settings), so a chunk costs one Ray task, not a fresh
+config load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+__all__ = ["RunSettings", "play_chunk", "run_sharded"]
+
+#: Samples per Ray task: large enough to hide the task's cost, small enough to spread.
+CHUNK_SIZE = 32
+
+
+class RunSettings:
+    """Everything a worker needs to play episodes like the driver would, picklable."""
+
+    def __init__(
+        self,
+        config: Mapping[str, Any] | None,
+        *,
+        policy: str = "replay",
+        policy_options: Mapping[str, Any] | None = None,
+        default: str | None = None,
+        concurrency: int = 16,
+        max_assistant_turns: int | None = None,
+        max_user_turns: int | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        from ..runtime.episode import _WALL_OFFSET
+
+        self.config = dict(config) if config is not None else None
+        self.policy = policy
+        self.policy_options = dict(policy_options or {})
+        self.default = default
+        self.concurrency = concurrency
+        self.max_assistant_turns = max_assistant_turns
+        self.max_user_turns = max_user_turns
+        self.timeout = timeout
+        #: The driver's wall-clock offset: records' start times are rebased onto it.
+        self.wall_offset = _WALL_OFFSET
+
+    def key(self) -> str:
+        import json
+
+        return json.dumps(
+            [
+                self.config,
+                self.policy,
+                self.policy_options,
+                self.default,
+                self.concurrency,
+                self.max_assistant_turns,
+                self.max_user_turns,
+                self.timeout,
+            ],
+            sort_keys=True,
+            default=repr,
+        )
+
+
+class _WorkerState:
+    """What one worker process keeps between chunks of the same run."""
+
+    def __init__(self, settings: RunSettings) -> None:
+        from ..loader import load_config
+        from ..registry import get_registry
+        from ..runtime.policies import create_policy, get_policy_class
+        from ..runtime.runner import Runner
+
+        registry = get_registry()
+        interactions = None
+        if settings.config is not None:
+            interactions = load_config(settings.config, registry=registry).instantiate()
+        policy = create_policy(
+            get_policy_class(settings.policy, registry),
+            settings.policy_options,
+            name=settings.policy,
+        )
+        self.loop = asyncio.new_event_loop()
+        self.runner = Runner(
+            policy,
+            interactions,
+            concurrency=settings.concurrency,
+            default=settings.default,
+            max_assistant_turns=settings.max_assistant_turns,
+            max_user_turns=settings.max_user_turns,
+            timeout=settings.timeout,
+            registry=registry,
+        )
+
+
+_STATES: dict[str, _WorkerState] = {}
+
+
+def play_chunk(settings: RunSettings, chunk: list[tuple[int, Mapping[str, Any]]]) -> list[Any]:
+    """Play ``(index, sample)`` pairs; return their records in the same order (a Ray task)."""
+    from ..runtime.episode import _WALL_OFFSET
+
+    key = settings.key()
+    state = _STATES.get(key)
+    if state is None:
+        state = _STATES[key] = _WorkerState(settings)
+    runner = state.runner
+
+    async def play_all() -> list[Any]:
+        gate = asyncio.Semaphore(runner.concurrency)
+
+        async def one(index: int, sample: Mapping[str, Any]) -> Any:
+            async with gate:
+                return await runner.loop.run(sample, index)
+
+        return list(await asyncio.gather(*(one(i, s) for i, s in chunk)))
+
+    records = state.loop.run_until_complete(play_all())
+    shift = _WALL_OFFSET - settings.wall_offset
+    for record in records:
+        record.started_at += shift
+    return records
+
+
+def _lost_chunk(chunk: list[tuple[int, Any]], exc: BaseException) -> list[Any]:
+    """Error records for a chunk whose task failed as a whole (its worker died)."""
+    from ..runtime.episode import EpisodeRecord, sample_id_of
+
+    cause = getattr(exc, "cause", None) or exc
+    text = str(cause).strip().splitlines()
+    error = RuntimeError(
+        f"the Ray task playing samples {chunk[0][0]}-{chunk[-1][0]} failed: "
+        f"{type(cause).__name__}: {text[-1] if text else ''}"
+    )
+    records = []
+    for index, sample in chunk:
+        record = EpisodeRecord(index, sample_id_of(sample, index))
+        record.add_error("ray", error)
+        records.append(record)
+    return records
+
+
+def run_sharded(
+    samples: Iterable[Mapping[str, Any]] | Iterable[tuple[int, Mapping[str, Any]]],
+    settings: RunSettings,
+    *,
+    address: str | None = None,
+    on_record: Callable[[Any], Any] | None = None,
+    keep_records: bool = False,
+    chunk_size: int = CHUNK_SIZE,
+    workers: int | None = None,
+    runtime_env: Mapping[str, Any] | None = None,
+    indexed: bool = False,
+) -> Any:
+    """Play ``samples`` on Ray workers; return the :class:`RunSummary` of the whole run.
+
+    ``samples`` are mappings, numbered from 0, or with ``indexed=True``
+    ``(index, sample)`` pairs (a resumed run passes the ones still to play).
+    ``on_record`` gets each record in dataset order. ``workers`` is the number of
+    tasks that play at once (default: the cluster's CPUs). Ctrl-C cancels the
+    tasks in flight and returns the summary marked ``interrupted``.
+    """
+    from ..runtime.runner import RunSummary
+    from ._connect import connect
+
+    ray = connect(address)
+    if workers is None:
+        workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    task = ray.remote(play_chunk).options(num_cpus=1, max_retries=0)
+    if runtime_env is not None:
+        task = task.options(runtime_env=dict(runtime_env))
+    settings_ref = ray.put(settings)
+    pairs: Iterable[Any] = iter(samples) if indexed else enumerate(samples)
+    summary = RunSummary()
+    summary.records = [] if keep_records else None
+    window = 2 * workers
+    in_flight: dict[Any, tuple[int, list[tuple[int, Any]]]] = {}
+    finished: dict[int, list[Any]] = {}
+    next_seq = itertools.count()
+    release = 0
+    exhausted = False
+    started = time.perf_counter()
+
+    def emit(records: list[Any]) -> None:
+        for record in records:
+            summary.add(record)
+            if summary.records is not None:
+                summary.records.append(record)
+            if on_record is not None:
+                on_record(record)
+
+    try:
+        while True:
+            while not exhausted and len(in_flight) < window:
+                chunk: list[tuple[int, Any]] = list(itertools.islice(pairs, chunk_size))
+                if not chunk:
+                    exhausted = True
+                    break
+                in_flight[task.remote(settings_ref, chunk)] = (next(next_seq), chunk)
+            if not in_flight:
+                break
+            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            for ref in ready:
+                seq, chunk = in_flight.pop(ref)
+                try:
+                    finished[seq] = ray.get(ref)
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except Exception as exc:
+                    finished[seq] = _lost_chunk(chunk, exc)
+            while release in finished:
+                emit(finished.pop(release))
+                release += 1
+    except KeyboardInterrupt:
+        for ref in in_flight:
+            ray.cancel(ref, force=True)
+        summary.interrupted = True
+    finally:
+        summary.elapsed_s = time.perf_counter() - started
+    return summary
+
+
+def run_from_cli(
+    args: Any,
+    source: Iterable[Mapping[str, Any]],
+    default: str | None,
+    policy_options: Mapping[str, Any],
+    output: Any = None,
+    progress: Any = None,
+) -> tuple[Any, int]:
+    """The ``--ray`` branch of ``interactions run``: settings from the arguments, then shard.
+
+    Returns ``(summary, still_open)`` like the local branch (sessions live in the
+    workers, which finalize each one before returning its record).
+    """
+    from ..errors import ConfigError
+
+    problems = []
+    if args.trace:
+        problems.append(
+            "--trace is not supported with --ray yet (trace events happen in the workers); "
+            "run without --ray to trace, or use --output for the records"
+        )
+    if args.policy == "human":
+        problems.append("--policy human needs this terminal; it cannot run on Ray workers")
+    if problems:
+        raise ConfigError(problems)
+    config = None
+    if args.config:
+        from ..config import _load_source
+
+        config, _, _ = _load_source(args.config)
+    settings = RunSettings(
+        config,
+        policy=args.policy,
+        policy_options=policy_options,
+        default=default,
+        concurrency=args.concurrency,
+        max_assistant_turns=args.max_assistant_turns,
+        max_user_turns=args.max_user_turns,
+        timeout=args.timeout,
+    )
+    done = [0, 0]
+
+    def on_record(record: Any) -> None:
+        if output is not None:
+            output.write(record.to_dict())
+        done[0] += 1
+        done[1] += bool(record.errors)
+        if progress is not None:
+            progress.update(done[0], done[1])
+
+    address = None if args.ray in ("", "local") else args.ray
+    summary = run_sharded(source, settings, address=address, on_record=on_record)
+    return summary, 0

@@ -1,0 +1,268 @@
+"""A keep-alive HTTP/1.1 ``POST`` client on asyncio streams (standard library only).
+
+The ``openai`` policy sends one request per assistant turn, and a run keeps
+hundreds in flight. Threads blocked in ``http.client`` cost a thread switch and a
+pool hand-off per request and cap the requests in flight at the pool's size;
+asyncio streams cost neither: a request is a write and two reads on the event
+loop, and connections are reused from an idle list, so an evaluation is bound by
+the model server, not by the client.
+
+Only what a chat-completions exchange needs is implemented: ``POST`` with a
+``Content-Length`` body; responses with ``Content-Length``, chunked transfer
+encoding or a body ending at connection close; ``1xx`` interim responses
+skipped; ``http`` and ``https``. A connection the server closed while idle is
+detected and replaced once per request, transparently (as ``http.client``
+callers do by hand).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["ConnectionPool", "ProtocolError", "Response"]
+
+#: Exceptions that mean the request may succeed if it is sent again.
+TRANSIENT: tuple[type[BaseException], ...] = (
+    OSError,  # refused, reset, unreachable; also TimeoutError on 3.11+
+    asyncio.TimeoutError,
+    asyncio.IncompleteReadError,
+    asyncio.LimitOverrunError,
+)
+_MAX_HEAD = 1 << 16  # bytes of status line and headers accepted
+
+
+class ProtocolError(OSError):
+    """The server's bytes are not an HTTP/1.x response this client understands."""
+
+
+_Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+_STALE = (ConnectionResetError, BrokenPipeError, asyncio.IncompleteReadError)
+
+
+class ConnectionPool:
+    """Keep-alive connections to one origin, each used by one request at a time.
+
+    ``post(body)`` borrows an idle connection (or opens one), sends the request,
+    reads the whole response and returns the connection to the idle list when
+    the server keeps it open. The number of connections follows the number of
+    requests in flight; callers that want a cap use a semaphore around ``post``.
+
+    ``timeout`` bounds a whole exchange (sending and the complete response;
+    connecting too). A timer per request (``asyncio.timeout``) adds a heap
+    entry to the event loop and cancels it on every exit, which showed in
+    profiles next to the request's own work, so one watchdog per pool wakes four
+    times per ``timeout`` (at least once a second) while requests are in flight
+    and aborts the connections of the exchanges past their deadline; such an
+    exchange raises ``TimeoutError``.
+    """
+
+    def __init__(
+        self,
+        scheme: str,
+        host: str,
+        port: int | None,
+        path: str,
+        headers: Mapping[str, str],
+        *,
+        timeout: float,
+        netloc: str | None = None,
+    ) -> None:
+        self.https = scheme == "https"
+        self.host = host
+        self.port = port or (443 if self.https else 80)
+        self.timeout = timeout
+        lines = [f"POST {path} HTTP/1.1", f"Host: {netloc or host}"]
+        lines += [f"{k}: {v}" for k, v in headers.items()]
+        self._head = ("\r\n".join(lines) + "\r\nContent-Length: ").encode("latin-1")
+        self._idle: list[_Stream] = []
+        self._ssl: Any = None
+        self._closed = False
+        self._deadlines: dict[asyncio.StreamWriter, float] = {}  # exchanges in progress
+        self._expired: set[asyncio.StreamWriter] = set()
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._tick = min(max(timeout / 4, 0.01), 1.0)
+
+    async def _open(self) -> _Stream:
+        ssl: Any = None
+        if self.https:
+            if self._ssl is None:
+                import ssl as ssl_module
+
+                self._ssl = ssl_module.create_default_context()
+            ssl = self._ssl
+        try:
+            return await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port, ssl=ssl, limit=_MAX_HEAD),
+                self.timeout,
+            )
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"no connection within {self.timeout:g} s") from None
+
+    def _borrow(self) -> _Stream | None:
+        idle = self._idle
+        while idle:
+            stream = idle.pop()
+            if not stream[0].at_eof() and not stream[1].is_closing():
+                return stream
+            stream[1].close()
+        return None
+
+    async def post(self, body: bytes) -> Response:
+        """Send ``body`` as a POST; the complete response (any status)."""
+        if self._closed:
+            raise RuntimeError("the connection pool is closed")
+        data = self._head + str(len(body)).encode() + b"\r\n\r\n" + body
+        stream = self._borrow()
+        if stream is not None:
+            try:
+                return await self._exchange(stream, data)
+            except _STALE as exc:
+                if isinstance(exc, asyncio.IncompleteReadError) and exc.partial:
+                    raise  # the server answered part of a response: not a stale connection
+            # The server closed the kept-alive connection while it was idle: once more, fresh.
+        return await self._exchange(await self._open(), data)
+
+    def _sweep(self) -> None:
+        """The watchdog: abort the exchanges past their deadline; re-arm while any runs."""
+        self._watchdog = None
+        deadlines = self._deadlines
+        if not deadlines:
+            return
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for writer, deadline in list(deadlines.items()):
+            if deadline <= now:
+                del deadlines[writer]
+                self._expired.add(writer)
+                writer.transport.abort()  # the exchange's pending read fails at once
+        if deadlines:
+            self._watchdog = loop.call_later(self._tick, self._sweep)
+
+    async def _exchange(self, stream: _Stream, data: bytes) -> Response:
+        reader, writer = stream
+        reuse = False
+        deadlines = self._deadlines
+        loop = asyncio.get_running_loop()
+        deadlines[writer] = loop.time() + self.timeout
+        if self._watchdog is None:
+            self._watchdog = loop.call_later(self._tick, self._sweep)
+        try:
+            writer.write(data)
+            if writer.transport.get_write_buffer_size():
+                await writer.drain()  # only when the socket did not take it all at once
+            while True:
+                response = _parse_head(await reader.readuntil(b"\r\n\r\n"))
+                if response.status >= 200 or response.status == 101:
+                    break  # 1xx interim responses (100 Continue, 103 Early Hints) precede it
+            status = response.status
+            if status in (204, 304) or status < 200:
+                pass  # no body
+            elif response.chunked:
+                response.body = await _read_chunked(reader)
+            elif response.length is not None:
+                if response.length:
+                    response.body = await reader.readexactly(response.length)
+            else:
+                response.body = await reader.read()  # the body ends when the server closes
+                response.keep_alive = False
+            reuse = response.keep_alive
+            return response
+        except BaseException:
+            if writer in self._expired:
+                self._expired.discard(writer)
+                raise TimeoutError(f"no complete response within {self.timeout:g} s") from None
+            raise
+        finally:
+            deadlines.pop(writer, None)
+            if reuse and not self._closed:
+                self._idle.append(stream)
+            else:
+                writer.close()
+
+    def close(self) -> None:
+        """Close every idle connection; connections in use close when their request ends."""
+        self._closed = True
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        idle, self._idle = self._idle, []
+        for _, writer in idle:
+            try:
+                writer.close()
+            except RuntimeError:
+                pass  # its event loop is closed already (the socket goes with the transport)
+
+
+class Response:
+    """Status, framing and body of one response; other headers are parsed when asked for."""
+
+    __slots__ = ("_head", "body", "chunked", "keep_alive", "length", "status")
+
+    def __init__(self, status: int, head: bytes) -> None:
+        self.status = status
+        self._head = head
+        self.body = b""
+        self.length: int | None = None
+        self.chunked = False
+        self.keep_alive = True
+
+    def header(self, name: str) -> str | None:
+        """The value of header ``name`` (any case), or ``None``; the last one when repeated."""
+        found = None
+        key = name.lower()
+        for line in self._head.decode("latin-1").split("\r\n")[1:]:
+            field, sep, value = line.partition(":")
+            if sep and field.strip().lower() == key:
+                found = value.strip()
+        return found
+
+
+def _field(lower: bytes, name: bytes) -> bytes | None:
+    """The value of the header ``name`` (given as ``b"\\r\\nname:"``) in a lower-cased head."""
+    at = lower.find(name)
+    if at < 0:
+        return None
+    start = at + len(name)
+    return lower[start : lower.find(b"\r\n", start)].strip()
+
+
+def _parse_head(head: bytes) -> Response:
+    """Status and framing headers, read from the bytes with three substring searches."""
+    if head[:7] != b"HTTP/1." or not head[9:12].isdigit():
+        first = head.split(b"\r\n", 1)[0].decode("latin-1")
+        raise ProtocolError(f"not an HTTP/1.x response: {first[:80]!r}")
+    response = Response(int(head[9:12]), head)
+    lower = head.lower()
+    connection = _field(lower, b"\r\nconnection:")
+    if head[7:8] == b"1":
+        response.keep_alive = connection is None or b"close" not in connection
+    else:
+        response.keep_alive = connection is not None and b"keep-alive" in connection
+    encoding = _field(lower, b"\r\ntransfer-encoding:")
+    if encoding is not None and b"chunked" in encoding:
+        response.chunked = True
+        return response
+    length = _field(lower, b"\r\ncontent-length:")
+    if length is not None:
+        if not length.isdigit():
+            raise ProtocolError(f"bad Content-Length header {length.decode('latin-1')!r}")
+        response.length = int(length)
+    return response
+
+
+async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+    parts: list[bytes] = []
+    while True:
+        line = await reader.readuntil(b"\r\n")
+        try:
+            size = int(line.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            raise ProtocolError(f"bad chunk size line {line[:40]!r}") from None
+        if size == 0:
+            while await reader.readuntil(b"\r\n") != b"\r\n":
+                pass  # trailer fields, then the final empty line
+            return b"".join(parts)
+        parts.append(await reader.readexactly(size))
+        await reader.readexactly(2)  # the chunk's CRLF

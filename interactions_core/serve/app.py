@@ -1,0 +1,216 @@
+"""The served application: OpenEnv's FastAPI app for a hub, and running it with uvicorn.
+
+:func:`create_app` is OpenEnv's own ``create_app`` (so ``/ws``, ``/reset``,
+``/step``, ``/state``, ``/schema``, ``/metadata`` and ``/health`` behave as every
+OpenEnv client expects) plus what serving interactions needs:
+
+* ``GET /interactions``: what is served and the session counters;
+* readable client errors: a :class:`~interactions_core.serve.errors.ServeError`
+  on the HTTP routes becomes a 4xx (or 503 at capacity) whose ``detail`` is the
+  message (on ``/ws`` OpenEnv already sends the message as an error frame);
+* a start-up log line naming the served interactions, and at shutdown (SIGTERM,
+  Ctrl-C) a drain that finalizes every session still open.
+
+:func:`run` binds the socket itself, so a port in use is a one-line error, and
+``--port 0`` picks a free port that the log reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import socket
+import sys
+from typing import Any
+
+from .environment import InteractionAction, InteractionEnvironment, InteractionObservation
+from .errors import ServeError
+from .hub import Hub
+
+__all__ = ["create_app", "run"]
+
+log = logging.getLogger("interactions_core.serve")
+
+#: WebSocket connections allowed per session slot: a client may connect before it
+#: resets, and a client over --max-sessions gets the readable capacity error at its
+#: reset (beyond this many connections OpenEnv refuses the connection itself).
+CONNECTIONS_PER_SESSION = 2
+#: Seconds a shutdown waits for the steps in flight before closing connections.
+DRAIN_WAIT = 30.0
+
+
+def create_app(hub: Hub) -> Any:
+    """The FastAPI application serving every interaction of ``hub`` as one environment."""
+    from fastapi import Request
+    from fastapi.responses import JSONResponse
+    from openenv.core.env_server import create_app as openenv_app
+
+    limit = (hub.max_sessions or 64) * CONNECTIONS_PER_SESSION
+    app = openenv_app(
+        functools.partial(InteractionEnvironment, hub),
+        InteractionAction,
+        InteractionObservation,
+        env_name="interactions",
+        max_concurrent_envs=limit,
+    )
+
+    async def serve_error(request: Request, exc: Exception) -> JSONResponse:
+        status = getattr(exc, "status", 400)
+        return JSONResponse(status_code=status, content={"detail": str(exc)})
+
+    app.add_exception_handler(ServeError, serve_error)
+
+    @app.get("/interactions", tags=["Environment Info"], summary="Served interactions")
+    async def interactions() -> dict[str, Any]:
+        """The served interactions, the default, the limits and the session counters."""
+        return hub.describe()
+
+    async def started() -> None:
+        log.info("%s", hub.summary())
+
+    async def stopping() -> None:
+        drained = await hub.drain()
+        tracker = hub.tracker
+        log.info(
+            "shut down: %d session%s finalized at shutdown; %d started, %d finalized, %d open",
+            drained,
+            "" if drained == 1 else "s",
+            tracker.started,
+            tracker.finalized,
+            tracker.open,
+        )
+
+    app.router.on_startup.append(started)
+    app.router.on_shutdown.append(stopping)
+    return app
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    from ..errors import InteractionsError
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise InteractionsError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}. Choose another --port "
+            "(0 picks a free one) or stop the process using it."
+        ) from exc
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _configure_logging(level: str) -> None:
+    logger = logging.getLogger("interactions_core")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s:  %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(level.upper())
+
+
+class _QuietClose:
+    """ASGI wrapper: a WebSocket that is already closed when OpenEnv closes it is no error.
+
+    At shutdown uvicorn closes every WebSocket (code 1012) and OpenEnv's handler
+    then closes it again, which Starlette reports as a disconnect; without this
+    every open connection would print a traceback while the server drains.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+        from starlette.websockets import WebSocketDisconnect
+
+        try:
+            await self.app(scope, receive, send)
+        except WebSocketDisconnect:
+            pass
+
+
+def _server_class(hub: Hub) -> Any:
+    import contextlib
+    import signal
+    import threading
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server with a drain in front of its graceful shutdown.
+
+        On the first SIGTERM/SIGINT the hub stops admitting episodes and the
+        steps in flight are answered (up to ``DRAIN_WAIT`` seconds) before uvicorn
+        closes the connections; the lifespan shutdown then finalizes the sessions
+        still open. A second signal shuts down at once. uvicorn would re-raise the
+        signal once shut down (the process dying by it); a drained server exits 0.
+        """
+
+        loop: asyncio.AbstractEventLoop | None = None
+        draining = False
+
+        async def serve(self, sockets: Any = None) -> None:
+            self.loop = asyncio.get_running_loop()
+            await super().serve(sockets=sockets)
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            loop = self.loop
+            if self.draining or loop is None:
+                super().handle_exit(sig, frame)
+                return
+            self.draining = True
+            log.info(
+                "shutting down: refusing new episodes, finishing %d step(s) in flight", hub.busy
+            )
+
+            async def drain_then_exit() -> None:
+                if not await hub.wait_idle(DRAIN_WAIT):
+                    log.warning("%d step(s) still in flight after %g s", hub.busy, DRAIN_WAIT)
+                super(Server, self).handle_exit(sig, frame)
+
+            loop.call_soon_threadsafe(lambda: hub.spawn(drain_then_exit()))
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Any:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            signals = (signal.SIGINT, signal.SIGTERM)
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in signals}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Server
+
+
+def run(hub: Hub, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
+    """Serve ``hub`` until SIGTERM or Ctrl-C; open sessions are finalized on the way out."""
+    import uvicorn
+
+    _configure_logging(log_level)
+    sock = _bind(host, port)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    log.info("listening on http://%s:%d (OpenEnv WebSocket at /ws)", shown, bound)
+    config = uvicorn.Config(
+        _QuietClose(create_app(hub)),
+        log_level=log_level,
+        lifespan="on",
+        timeout_graceful_shutdown=30,
+    )
+    server = _server_class(hub)(config)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

@@ -1,0 +1,205 @@
+"""One served episode: a reset starts it, each step judges one assistant message.
+
+:class:`ServedEpisode` plays verl's multi-turn semantics (the same as
+``interactions run``, see ``docs/episodes.md``) one turn per request:
+
+* ``start(prompt, interaction_kwargs)`` routes to an interaction, opens a
+  :class:`~interactions_core.runtime.session.Session` and returns the prompt;
+* ``step(content)`` appends ``{"role": "assistant", "content": content}``, calls
+  ``generate_response`` on the whole conversation, appends the feedback as a user
+  message unless the episode ends here, and returns the observation;
+* the episode ends when the interaction says terminate or after ``max_turns``
+  turns: ``calculate_score`` gives ``final_score`` and the session is finalized
+  at once. A plugin error also ends it (one fault, one episode), and so does
+  :meth:`end`, which the server calls when the client goes away.
+
+Observations are plain dicts with the fields of the OpenEnv observation:
+``messages``, ``feedback``, ``turn``, ``final_score``, ``interaction``,
+``reward`` (the turn's score) and ``done``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from ..runtime.errors import InteractionCallError
+from ..runtime.session import Session
+from .errors import BadActionError, BadResetError, ServeError
+from .hub import Hub
+
+__all__ = ["ServedEpisode", "check_prompt"]
+
+log = logging.getLogger("interactions_core.serve")
+
+
+def check_prompt(prompt: object) -> list[dict[str, Any]]:
+    """A copy of ``prompt`` as a list of chat messages (a string is one user message)."""
+    if prompt is None:
+        return []
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    if not isinstance(prompt, (list, tuple)):
+        raise BadResetError(
+            "prompt must be a list of chat messages such as "
+            f'[{{"role": "user", "content": "..."}}], not {type(prompt).__name__}'
+        )
+    messages = []
+    for i, message in enumerate(prompt):
+        if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+            raise BadResetError(
+                f"prompt[{i}] must be a chat message with a 'role' and a 'content', "
+                f"not {message!r:.80}"
+            )
+        messages.append(dict(message))
+    return messages
+
+
+class ServedEpisode:
+    """The state of one client's episode; see the module docstring.
+
+    One instance serves one connection and may play several episodes in turn: a
+    new :meth:`start` ends the previous episode first.
+    """
+
+    __slots__ = ("_lock", "done", "final_score", "hub", "messages", "name", "session", "turn")
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self.session: Session | None = None
+        self.name = ""
+        self.messages: list[dict[str, Any]] = []
+        self.turn = 0
+        self.done = False
+        self.final_score: float | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def instance_id(self) -> str | None:
+        """The session id of the current (or last) episode."""
+        return self.session.instance_id if self.session is not None else None
+
+    @property
+    def is_open(self) -> bool:
+        """True while an episode is in progress (its session is open)."""
+        return self.session is not None and self.session.is_open
+
+    def observation(self, feedback: str = "", reward: float | None = None) -> dict[str, Any]:
+        """The observation of the episode as it stands."""
+        return {
+            "messages": list(self.messages),
+            "feedback": feedback,
+            "turn": self.turn,
+            "final_score": self.final_score,
+            "interaction": self.name,
+            "reward": reward,
+            "done": self.done,
+        }
+
+    async def start(
+        self,
+        prompt: object = None,
+        interaction_kwargs: object = None,
+        token: object = None,
+    ) -> dict[str, Any]:
+        """Start an episode; return the first observation (the prompt, turn 0)."""
+        await self.end()
+        hub = self.hub
+        hub.check_token(token)
+        name, interaction, kwargs = hub.route(interaction_kwargs)
+        messages = check_prompt(prompt)
+        async with self._lock:
+            hub.admit(self)
+            session = Session(
+                interaction,
+                name=name,
+                instance_id=hub.new_instance_id(),
+                timeout=hub.timeout,
+                tracker=hub.tracker,
+            )
+            self.session = session
+            self.name = name
+            self.messages = messages
+            self.turn = 0
+            self.done = False
+            self.final_score = None
+            try:
+                await session.start(**kwargs)
+            except BaseException as exc:
+                await self._close(session)
+                self.session = None
+                if isinstance(exc, InteractionCallError):
+                    log.warning("%s", exc)
+                    raise ServeError(f"{exc}; no episode was started") from exc
+                raise
+        return self.observation()
+
+    async def step(self, content: object) -> dict[str, Any]:
+        """Judge one assistant message; return the observation with the turn's reward."""
+        if not isinstance(content, str):
+            raise BadActionError(
+                "the action's 'content' must be the assistant's message as a string, "
+                f"not {type(content).__name__}"
+            )
+        async with self._lock:
+            session = self.session
+            if session is None or not session.is_open:
+                if session is not None and self.done:
+                    problem = f"the episode ended after turn {self.turn}"
+                elif session is not None:
+                    problem = "the episode ended with an error"
+                else:
+                    problem = "no episode has been started"
+                raise BadActionError(
+                    f"{problem}: call reset (with prompt and interaction_kwargs) to start one"
+                )
+            self.turn += 1
+            self.messages.append({"role": "assistant", "content": content})
+            hub = self.hub
+            hub.busy += 1
+            try:
+                result = await session.respond(self.messages)
+                max_turns = hub.max_turns
+                done = result.should_terminate or (max_turns is not None and self.turn >= max_turns)
+                if done:
+                    self.final_score = await session.score()
+            except BaseException as exc:
+                hub.busy -= 1
+                await self._close(session)
+                if isinstance(exc, InteractionCallError):
+                    log.warning("%s", exc)
+                    raise ServeError(
+                        f"{exc}. The episode is over and its session finalized; call reset to "
+                        "start another."
+                    ) from exc
+                raise
+            hub.busy -= 1
+            feedback = result.content
+            if done:
+                self.done = True
+                await self._close(session)
+            else:
+                self.messages.append({"role": "user", "content": feedback})
+            return self.observation(feedback, result.score)
+
+    async def end(self) -> None:
+        """End the episode in progress, if any, finalizing its session; never raises."""
+        session = self.session
+        if session is None or not session.is_open:
+            return
+        async with self._lock:
+            await self._close(session)
+
+    async def _close(self, session: Session) -> None:
+        try:
+            error = await session.finalize()
+        finally:
+            self.hub.release(self)
+        if error is not None:
+            log.warning("%s", error)
+
+    def __repr__(self) -> str:
+        state = "open" if self.is_open else ("done" if self.done else "idle")
+        return f"<ServedEpisode {self.name!r} {self.instance_id!r} turn={self.turn} {state}>"

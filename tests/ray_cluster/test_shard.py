@@ -1,0 +1,102 @@
+"""``interactions run --ray``: the same records, summary and exit codes as a local run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cluster_support import EXPECTED, ROOT, cli, stable
+
+#: Summary fields that depend on timing.
+TIMING = ("elapsed_s", "episodes_per_second")
+
+
+def _run(config: Path, data: Path, out: Path, *extra: str) -> tuple[int, dict, list[dict], str]:
+    code, stdout, stderr = cli(
+        "run", str(config), "--data", str(data), "--output", str(out), "--json", *extra
+    )
+    summary = json.loads(stdout) if stdout.strip() else {}
+    for key in TIMING:
+        summary.pop(key, None)
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    return code, summary, records, stderr
+
+
+def test_sharded_gsm8k_replay_equals_the_local_run(
+    address: str, replay_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    config, data = replay_files
+    code, local, local_records, _ = _run(config, data, tmp_path / "local.jsonl")
+    assert code == 0
+    code, sharded, ray_records, err = _run(config, data, tmp_path / "ray.jsonl", "--ray", address)
+    assert code == 0, err
+    assert {k: sharded[k] for k in EXPECTED} == EXPECTED
+    assert sharded == local
+    # records: the same episodes, written in dataset order
+    assert [r["index"] for r in ray_records] == list(range(1319))
+    by_index = {r["index"]: stable(r) for r in local_records}
+    assert [stable(r) for r in ray_records] == [by_index[i] for i in range(1319)]
+    # start times are wall-clock seconds of this machine, not a worker's clock offset
+    starts = [r["started_at"] for r in ray_records]
+    assert max(starts) - min(starts) < 600
+
+
+def test_errors_bad_rows_and_exit_codes_match(address: str, tmp_path: Path) -> None:
+    data = tmp_path / "mixed.jsonl"
+    rows = [
+        {
+            "prompt": [{"role": "user", "content": "q"}],
+            "responses": ["#### 3"],
+            "interaction_kwargs": {"name": "gsm8k", "ground_truth": "3"},
+        },
+        {
+            "prompt": [{"role": "user", "content": "q"}],
+            "responses": ["#### 4"],
+            "interaction_kwargs": {"name": "nosuch", "ground_truth": "3"},
+        },
+    ]
+    lines = [json.dumps(r) for r in rows] + ["{not json", json.dumps(rows[0])]
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    config = ROOT / "examples" / "config.yaml"
+    local = _run(config, data, tmp_path / "a.jsonl")
+    sharded = _run(config, data, tmp_path / "b.jsonl", "--ray", address)
+    assert local[0] == sharded[0] == 1  # an episode errored
+    assert local[1] == sharded[1]
+    assert local[1]["errors"] == 1 and local[1]["skipped_rows"] == 1
+    assert [stable(r) for r in sharded[2]] == sorted(
+        (stable(r) for r in local[2]), key=lambda r: r["index"]
+    )
+    # the same explanation on stderr
+    assert "1 of 3 episode(s) errored" in local[3] and "1 of 3 episode(s) errored" in sharded[3]
+    assert "skipped 1 bad row" in sharded[3]
+
+
+def test_run_with_ray_and_no_address_starts_a_local_cluster(tmp_path: Path) -> None:
+    config = ROOT / "examples" / "config.yaml"
+    data = ROOT / "examples" / "gsm8k_demo.jsonl"
+    local = _run(config, data, tmp_path / "a.jsonl")
+    sharded = _run(config, data, tmp_path / "b.jsonl", "--ray")
+    assert local[0] == sharded[0] == 0, sharded[3]
+    assert local[1] == sharded[1]
+    assert [stable(r) for r in sharded[2]] == sorted(
+        (stable(r) for r in local[2]), key=lambda r: r["index"]
+    )
+
+
+def test_unsupported_combinations_are_refused_plainly(address: str, tmp_path: Path) -> None:
+    config = ROOT / "examples" / "config.yaml"
+    data = ROOT / "examples" / "gsm8k_demo.jsonl"
+    code, _, err = cli(
+        "run",
+        str(config),
+        "--data",
+        str(data),
+        "--trace",
+        str(tmp_path / "t.jsonl"),
+        "--ray",
+        address,
+    )
+    assert code == 1
+    assert "--trace is not supported with --ray" in err and "Traceback" not in err
+    code, _, err = cli("run", str(config), "--data", str(data), "--ray", "nohost")
+    assert code == 1 and "is not HOST:PORT" in err

@@ -1,0 +1,298 @@
+"""The openai policy's HTTP client against raw servers on 127.0.0.1 that answer byte by byte.
+
+Each server here speaks HTTP the way some real server does — chunked bodies,
+bodies ending at connection close, keep-alive connections closed while idle,
+interim ``100 Continue`` responses, no answer at all — and the tests check
+that the policy gets the reply (or a clear, retried error) every time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from interactions_core.runtime import PolicyError
+from interactions_core.runtime.policies._http import ConnectionPool, ProtocolError
+from interactions_core.runtime.policies.openai import OpenAIPolicy
+
+Handler = Callable[[socket.socket, int], None]
+
+
+def body(text: str, usage: bool = True) -> bytes:
+    data: dict[str, object] = {"choices": [{"message": {"role": "assistant", "content": text}}]}
+    if usage:
+        data["usage"] = {"prompt_tokens": 5, "completion_tokens": 2}
+    return json.dumps(data).encode()
+
+
+def read_request(conn: socket.socket) -> bytes:
+    """One whole request (head and Content-Length body); b"" when the client closed."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return b""
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length")
+    )
+    while len(rest) < length:
+        rest += conn.recv(65536)
+    return head + b"\r\n\r\n" + rest
+
+
+class RawServer:
+    """Accepts connections; ``handler(conn, number)`` serves each (number counts from 0)."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        self.connections = 0
+        self.handler = handler
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            number = self.connections
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn, number), daemon=True).start()
+
+    def _serve(self, conn: socket.socket, number: int) -> None:
+        with conn:
+            try:
+                self.handler(conn, number)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Handler], RawServer]]:
+    servers: list[RawServer] = []
+
+    def start(handler: Handler) -> RawServer:
+        servers.append(RawServer(handler))
+        return servers[-1]
+
+    yield start
+    for s in servers:
+        s.close()
+
+
+async def ask(url: str, times: int = 1, **options: object) -> list[str]:
+    policy = OpenAIPolicy(model="m", base_url=url, backoff=0.01, **options)  # type: ignore[arg-type]
+    try:
+        state = policy.start({})
+        return [await policy.reply(state, [{"role": "user", "content": "q"}]) for _ in range(times)]
+    finally:
+        await policy.aclose()
+
+
+async def test_chunked_body_with_trailers(serve: Callable[[Handler], RawServer]) -> None:
+    def handler(conn: socket.socket, _: int) -> None:
+        while read_request(conn):
+            data = body("chunked reply")
+            half = len(data) // 2
+            chunks = b"%x;ext=1\r\n%s\r\n%x\r\n%s\r\n0\r\nX-Trailer: yes\r\n\r\n" % (
+                half,
+                data[:half],
+                len(data) - half,
+                data[half:],
+            )
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                b"Content-Type: application/json\r\n\r\n" + chunks
+            )
+
+    server = serve(handler)
+    assert await ask(server.url, times=3) == ["chunked reply"] * 3
+    assert server.connections == 1  # kept alive across the three requests
+
+
+async def test_body_ending_at_connection_close(serve: Callable[[Handler], RawServer]) -> None:
+    def handler(conn: socket.socket, number: int) -> None:
+        if read_request(conn):
+            conn.sendall(b"HTTP/1.0 200 OK\r\n\r\n" + body(f"close {number}"))
+
+    server = serve(handler)
+    assert await ask(server.url, times=2) == ["close 0", "close 1"]
+    assert server.connections == 2  # HTTP/1.0 without keep-alive: a connection each
+
+
+async def test_idle_connection_closed_by_the_server_is_replaced(
+    serve: Callable[[Handler], RawServer],
+) -> None:
+    """A keep-alive connection the server drops after one response (an idle timeout)."""
+
+    def handler(conn: socket.socket, number: int) -> None:
+        if read_request(conn):
+            data = body(f"conn {number}")
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
+        conn.shutdown(socket.SHUT_RDWR)
+
+    server = serve(handler)
+    # retries=0: a stale connection is not a failed attempt, the request simply goes again.
+    assert await ask(server.url, times=3, retries=0) == ["conn 0", "conn 1", "conn 2"]
+
+
+async def test_interim_100_continue_is_skipped(serve: Callable[[Handler], RawServer]) -> None:
+    def handler(conn: socket.socket, _: int) -> None:
+        while read_request(conn):
+            data = body("after continue")
+            conn.sendall(
+                b"HTTP/1.1 100 Continue\r\n\r\n"
+                b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data)
+            )
+
+    assert await ask(serve(handler).url) == ["after continue"]
+
+
+async def test_a_silent_server_times_out_and_is_retried(
+    serve: Callable[[Handler], RawServer],
+) -> None:
+    def handler(conn: socket.socket, _: int) -> None:
+        read_request(conn)
+        conn.recv(1)  # never answers; returns when the client gives up
+
+    server = serve(handler)
+    with pytest.raises(
+        PolicyError, match=r"failed 2 times; last error: TimeoutError.*within 0.2 s"
+    ):
+        await ask(server.url, timeout=0.2, retries=1)
+    assert server.connections == 2  # a timed-out connection is never reused
+
+
+async def test_garbage_is_a_protocol_error_then_reported(
+    serve: Callable[[Handler], RawServer],
+) -> None:
+    def handler(conn: socket.socket, _: int) -> None:
+        if read_request(conn):
+            conn.sendall(b"SSH-2.0-OpenSSH\r\n\r\n")
+
+    with pytest.raises(PolicyError, match=r"ProtocolError: not an HTTP/1\.x response: 'SSH-2\.0"):
+        await ask(serve(handler).url, retries=0)
+
+
+async def test_usage_missing_from_the_response_is_none(
+    serve: Callable[[Handler], RawServer],
+) -> None:
+    def handler(conn: socket.socket, _: int) -> None:
+        while read_request(conn):
+            data = body("no usage", usage=False)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
+
+    policy = OpenAIPolicy(model="m", base_url=serve(handler).url)
+    try:
+        state = policy.start({})
+        assert await policy.reply(state, []) == "no usage"
+        usage = policy.usage(state)
+    finally:
+        await policy.aclose()
+    assert usage is not None
+    assert usage["prompt_tokens"] is None and usage["completion_tokens"] is None
+    assert usage["turns"][0]["latency_s"] > 0
+
+
+async def test_a_policy_serves_two_event_loops(serve: Callable[[Handler], RawServer]) -> None:
+    """Connections belong to a loop: a second ``asyncio.run`` gets fresh ones."""
+
+    def handler(conn: socket.socket, _: int) -> None:
+        while read_request(conn):
+            data = body("ok")
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
+
+    server = serve(handler)
+    policy = OpenAIPolicy(model="m", base_url=server.url, concurrency=1)
+
+    async def once() -> str:
+        return await policy.reply(None, [])
+
+    assert await asyncio.get_running_loop().run_in_executor(None, asyncio.run, once()) == "ok"
+    assert await once() == "ok"
+    await policy.aclose()
+    assert server.connections == 2
+
+
+async def test_closed_pool_refuses_requests() -> None:
+    pool = ConnectionPool("http", "127.0.0.1", 9, "/", {}, timeout=1.0)
+    pool.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        await pool.post(b"{}")
+    assert issubclass(ProtocolError, OSError)
+
+
+async def test_large_replies_whole(serve: Callable[[Handler], RawServer]) -> None:
+    """Replies far above the stream buffer's limit, sized and chunked, arrive whole."""
+    text = "x" * 3_000_000
+
+    def handler(conn: socket.socket, _: int) -> None:
+        first = True
+        while read_request(conn):
+            data = body(text)
+            if first:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(data) + data)
+            else:
+                step = 70_000
+                pieces = [data[i : i + step] for i in range(0, len(data), step)]
+                chunked = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+                conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked)
+            first = False
+
+    assert await ask(serve(handler).url, times=2) == [text, text]
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+async def test_https_with_certificate_verification(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TLS to a server whose certificate the client trusts through SSL_CERT_FILE."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"),
+            *("-addext", "subjectAltName=IP:127.0.0.1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+
+    def handler(conn: socket.socket, _: int) -> None:
+        with context.wrap_socket(conn, server_side=True) as tls:
+            while read_request(tls):
+                data = body("over tls")
+                tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
+
+    server = RawServer(handler)
+    try:
+        url = server.url.replace("http://", "https://")
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        assert await ask(url, times=2) == ["over tls", "over tls"]
+        assert server.connections == 1
+        monkeypatch.delenv("SSL_CERT_FILE")  # an untrusted certificate is refused, clearly
+        with pytest.raises(PolicyError, match="SSLCertVerificationError"):
+            await ask(url, retries=0)
+    finally:
+        server.close()

@@ -1,0 +1,123 @@
+"""Start ``interactions serve`` as a real process on 127.0.0.1 and stop it by its pid."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+LISTENING = re.compile(r"listening on http://127\.0\.0\.1:(\d+)")
+
+
+class Server:
+    """A running server: its ``url``, its ``pid``, its log file and the plugins' event log."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], url: str, log: Path, events: Path) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        self.url = url
+        self.log = log
+        self.events = events
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(self.url + path, timeout=10) as response:
+            return json.loads(response.read())
+
+    def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        request = urllib.request.Request(
+            self.url + path,
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    def sessions(self) -> dict[str, int]:
+        return self.get("/interactions")["sessions"]
+
+    def wait_sessions(self, open_: int, timeout: float = 10.0) -> dict[str, int]:
+        """Poll until ``open`` sessions remain (finalizing after a disconnect is asynchronous)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            counts = self.sessions()
+            if counts["open"] == open_ or time.monotonic() > deadline:
+                return counts
+            time.sleep(0.05)
+
+    def event_lines(self) -> list[str]:
+        return self.events.read_text().splitlines() if self.events.exists() else []
+
+    def output(self) -> str:
+        return self.log.read_text()
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        """Send ``sig`` to the server's pid; return its exit code (kill it if it hangs)."""
+        if self.proc.poll() is None:
+            os.kill(self.pid, sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.kill(self.pid, signal.SIGKILL)
+                self.proc.wait(10)
+                raise AssertionError(f"server ignored signal {sig}:\n{self.output()}") from None
+        return self.proc.returncode
+
+
+def start_server(tmp: Path, config: str, *args: str, env: dict[str, str] | None = None) -> Server:
+    """Write ``config`` (``{events}`` is replaced by the event log path) and serve it."""
+    events = tmp / "events.log"
+    config_path = tmp / "config.yaml"
+    config_path.write_text(config.replace("{events}", str(events)))
+    log = tmp / "server.log"
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), full_env.get("PYTHONPATH")]))
+    full_env.update(env or {})
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "interactions_core",
+                "serve",
+                str(config_path),
+                "--port",
+                "0",
+                *args,
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=full_env,
+        )
+    deadline = time.monotonic() + 60
+    while True:
+        text = log.read_text()
+        match = LISTENING.search(text)
+        if match or proc.poll() is not None or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if not match:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        raise AssertionError(f"the server did not start:\n{text}")
+    server = Server(proc, f"http://127.0.0.1:{match.group(1)}", log, events)
+    while True:
+        try:
+            if server.get("/health")["status"] == "healthy":
+                return server
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                server.stop(signal.SIGKILL)
+                raise AssertionError(f"the server is not healthy:\n{server.output()}") from None
+            time.sleep(0.05)

@@ -1,0 +1,196 @@
+"""The hub and served episodes without a server (no OpenEnv needed), and the CLI's checks."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from interactions_core.cli import main
+from interactions_core.cli.serve import host_warning, is_loopback
+from interactions_core.compat.trl import environment_factory
+from interactions_core.errors import InteractionsError
+from interactions_core.serve import (
+    AuthError,
+    BadActionError,
+    BadResetError,
+    CapacityError,
+    Hub,
+    ServedEpisode,
+    ServeError,
+)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from serve_plugins import Logged
+
+CONFIG = {"default": "gsm8k", "interaction": [{"name": "gsm8k"}, {"name": "weather"}]}
+
+
+def hub(**options: object) -> Hub:
+    return Hub.from_config(CONFIG, **options)  # type: ignore[arg-type]
+
+
+async def test_an_episode_follows_verls_multi_turn_semantics() -> None:
+    h = hub()
+    episode = ServedEpisode(h)
+    first = await episode.start("what is 9 * 2?", {"ground_truth": "18"})
+    assert first == {
+        "messages": [{"role": "user", "content": "what is 9 * 2?"}],
+        "feedback": "",
+        "turn": 0,
+        "final_score": None,
+        "interaction": "gsm8k",
+        "reward": None,
+        "done": False,
+    }
+    wrong = await episode.step("#### 17")
+    assert (wrong["reward"], wrong["done"], wrong["turn"]) == (0.0, False, 1)
+    assert wrong["messages"][-1]["role"] == "user"  # the feedback follows a turn that goes on
+    right = await episode.step("#### 18")
+    assert (right["reward"], right["done"], right["final_score"]) == (1.0, True, 1.0)
+    assert right["messages"][-1] == {"role": "assistant", "content": "#### 18"}
+    assert h.tracker.open == 0 and h.tracker.finalized == 1
+    with pytest.raises(BadActionError, match="the episode ended after turn 2"):
+        await episode.step("#### 18")
+
+
+async def test_capacity_routing_token_and_drain() -> None:
+    h = hub(max_sessions=1, token="t")
+    a, b = ServedEpisode(h), ServedEpisode(h)
+    with pytest.raises(AuthError, match="no token was given"):
+        await a.start(None, {"name": "gsm8k"})
+    with pytest.raises(BadResetError, match="Did you mean 'weather'"):
+        await a.start(None, {"name": "wether"}, "t")
+    with pytest.raises(BadResetError, match="interaction_kwargs must be a mapping"):
+        await a.start(None, ["gsm8k"], "t")
+    with pytest.raises(BadResetError, match=r"prompt\[0\] must be a chat message"):
+        await a.start(["hi"], None, "t")
+    await a.start(None, {"name": "gsm8k", "ground_truth": "1"}, "t")
+    with pytest.raises(CapacityError, match="1 of 1 sessions are open"):
+        await b.start(None, {"name": "gsm8k"}, "t")
+    assert h.open_sessions == 1 and h.tracker.open == 1
+    assert await h.drain() == 1
+    assert h.open_sessions == 0 and h.tracker.open == 0
+    await h.wait_idle(0.1)
+    with pytest.raises(CapacityError, match="shutting down"):
+        await b.start(None, {"name": "gsm8k"}, "t")
+
+
+async def test_a_plugin_error_ends_the_episode_and_finalizes(tmp_path: Path) -> None:
+    events = tmp_path / "events.log"
+    h = Hub({"logged": Logged({"name": "logged", "log": str(events)})}, default="logged")
+    episode = ServedEpisode(h)
+    await episode.start(None, {"ground_truth": "x"})
+    with pytest.raises(ServeError, match=r"the plugin exploded\. The episode is over"):
+        await episode.step("boom")
+    assert events.read_text().split() == [
+        "start",
+        episode.instance_id,
+        "finalize",
+        episode.instance_id,
+    ]
+    assert h.tracker.open == 0 and h.busy == 0
+
+
+def test_no_name_and_no_default_is_a_teaching_error() -> None:
+    h = Hub.from_config({"interaction": [{"name": "gsm8k"}]})
+    with pytest.raises(BadResetError, match="no 'name' and the config sets no 'default:'"):
+        h.route({"ground_truth": "1"})
+
+
+def test_host_checks() -> None:
+    assert is_loopback("127.0.0.1") and is_loopback("localhost") and is_loopback("::1")
+    assert not is_loopback("0.0.0.0") and not is_loopback("example.org")
+    assert host_warning("127.0.0.1", None) is None
+    warning = host_warning("0.0.0.0", None)
+    assert warning is not None and "no authentication" in warning
+    assert "INTERACTIONS_SERVE_TOKEN" in warning
+    guarded = host_warning("0.0.0.0", "t")
+    assert guarded is not None and "shared token" in guarded
+
+
+def test_serve_without_openenv_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "openenv" else real(name, *a)
+    )
+    config = tmp_path / "c.yaml"
+    config.write_text("interaction:\n  - name: gsm8k\n")
+    assert main(["serve", str(config)]) == 1
+    err = capsys.readouterr().err
+    assert "pip install 'interactions-core[openenv]'" in err
+    assert "Traceback" not in err
+
+
+def test_serve_with_a_bad_port_is_a_clear_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("interaction:\n  - name: gsm8k\n")
+    assert main(["serve", str(config), "--port", "70000"]) == 1
+    assert "--port must be between 0 and 65535" in capsys.readouterr().err
+
+
+def test_trl_adapter_in_process_finalizes_every_session() -> None:
+    factory = environment_factory(CONFIG)
+    h = factory._backend.hub
+    env = factory()
+    tools = [n for n in vars(type(env).__mro__[1]) if not n.startswith("_")]
+    assert sorted(tools) == ["answer", "get_reward", "reset"]  # TRL's tools: answer only
+    row = {
+        "prompt": [{"role": "user", "content": "9*2?"}],
+        "interaction_kwargs": {"name": "gsm8k", "ground_truth": "18"},
+    }
+    assert env.reset(**row) is None
+    assert env.answer("#### 17").startswith("Your response is incorrect")
+    assert env.answer("#### 18") == "Your response is correct!"
+    with pytest.raises(InteractionsError, match="the episode is over"):
+        env.answer("#### 18")
+    assert env.get_reward() == 1.0
+    # verl's layout (extra_info.interaction_kwargs) works too; unfinished episodes end at
+    # get_reward with the last turn's score.
+    env.reset(prompt=None, extra_info={"interaction_kwargs": {"ground_truth": "18"}})
+    env.answer("#### 1")
+    assert h.tracker.open == 1
+    assert env.get_reward() == 0.0
+    assert h.tracker.open == 0
+    # A dropped instance has its session finalized.
+    env.reset(**row)
+    assert h.tracker.open == 1
+    del env
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while h.tracker.open and time.monotonic() < deadline:  # finalized on the adapter's loop
+        time.sleep(0.01)
+    assert h.tracker.open == 0 and h.tracker.started == h.tracker.finalized == 3
+
+
+def test_trl_factory_needs_a_config_or_a_url() -> None:
+    with pytest.raises(InteractionsError, match="exactly one of CONFIG"):
+        environment_factory()
+    from interactions_core.compat.trl import InteractionsEnvironment
+
+    with pytest.raises(InteractionsError, match="use environment_factory"):
+        InteractionsEnvironment()
+
+
+class StartFails(Logged):
+    async def start_interaction(self, instance_id: str | None = None, **kwargs: object) -> str:
+        raise LookupError("no such problem")
+
+
+async def test_a_failed_start_starts_no_episode_and_holds_no_slot() -> None:
+    h = Hub({"fails": StartFails({"name": "fails"})}, default="fails", max_sessions=1)
+    episode = ServedEpisode(h)
+    with pytest.raises(ServeError, match="raised LookupError: no such problem; no episode"):
+        await episode.start()
+    assert h.open_sessions == 0 and h.tracker.open == 0
+    with pytest.raises(BadActionError, match="no episode has been started"):
+        await episode.step("x")
