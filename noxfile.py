@@ -215,3 +215,12 @@ def trl(session: nox.Session) -> None:
     """Two GRPO steps on CPU through `interactions_core.compat.trl`, in-process and served."""
     python = heavy_env(session, "trl", TRL_STEPS)
     session.run(str(python), "-m", "pytest", "tests/trl", "-q", *session.posargs, external=True)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site (MkDocs), every warning and broken link an error; the CLI
+    reference must match the CLI's parser."""
+    session.install("-e", ".", "mkdocs>=1.6")
+    session.run("python", "docs/tools/cli_reference.py", "--check")
+    session.run("mkdocs", "build", "--strict", "--site-dir", session.create_tmp() + "/site")

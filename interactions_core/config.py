@@ -146,6 +146,8 @@ def read_yaml(text: str, source: str = "<config>") -> tuple[Any, Lines]:
                         [f"{source}:{key_node.start_mark.line + 1}: duplicate key {_short(key)}"]
                     )
                 own.add(key)  # an explicit key overrides a merged one (YAML's merge rule)
+                # A problem with a key points at the key's line, not at the block below it.
+                lines.setdefault((*path, key), key_node.start_mark.line + 1)
                 out[key] = convert(value_node, (*path, key), depth + 1)
             return out
         if isinstance(node, yaml.SequenceNode):

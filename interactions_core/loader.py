@@ -144,6 +144,7 @@ def _resolve_entry(
     source: str | None,
     problems: list[str],
     legacy: bool = False,
+    causes: list[BaseException] | None = None,
 ) -> ResolvedEntry | None:
     defaults: dict[str, Any] = {}
     if entry.class_name:
@@ -154,6 +155,8 @@ def _resolve_entry(
             )
         except InteractionsError as exc:
             problems.append(f"{entry.where(source, *key)}: {exc}")
+            if causes is not None:
+                causes.append(exc)
             return None
         name = entry.explicit_name or derive_name(entry.class_name)
     else:
@@ -164,6 +167,8 @@ def _resolve_entry(
             cls = registry.load(found)
         except InteractionsError as exc:
             problems.append(f"{entry.where(source, *key)}: {exc}")
+            if causes is not None:
+                causes.append(exc)
             return None
         defaults = dict(found.defaults)
         origin = found.qualified
@@ -202,8 +207,9 @@ def load_config(
     problems: list[str] = list(config.problems)
     resolved: list[ResolvedEntry] = []
     seen: dict[str, ConfigEntry] = {}
+    causes: list[BaseException] = []  # the first is chained, so the original is never lost
     for entry in config.entries:
-        r = _resolve_entry(entry, registry, config.source, problems, legacy)
+        r = _resolve_entry(entry, registry, config.source, problems, legacy, causes)
         if r is None:
             continue
         if r.name in seen:
@@ -226,7 +232,10 @@ def load_config(
             f"interactions ({', '.join(seen) or 'none'}){hint}"
         )
     if problems:
-        raise ConfigError(problems, config.source)
+        error = ConfigError(problems, config.source)
+        if causes:
+            raise error from causes[0]
+        raise error
     return LoadedConfig(config, resolved)
 
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     T = TypeVar("T", bound=Any)
 
-__all__ = ["find_named", "suggest"]
+__all__ = ["find_named", "suggest", "summarize"]
 
 
 def find_named(items: Sequence[T], name: str) -> list[T]:
@@ -37,3 +37,35 @@ def suggest(name: str, known: Iterable[str], n: int = 2) -> str:
 
     close = difflib.get_close_matches(name, sorted(set(known)), n=n, cutoff=0.6)
     return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
+#: Names sharing a ``prefix/`` are shown as one ``prefix/*`` item from this many on.
+GROUP_FROM = 3
+
+
+def summarize(names: Iterable[str], limit: int = 12) -> str:
+    """A short list of names for an error message: ``gsm8k, rg/* (106 names), weather``.
+
+    Suites (names sharing a ``prefix/``) collapse to one item with their count,
+    so the names a user is likely to mean are not cut off by a hundred
+    generated ones; past ``limit`` items the rest are counted.
+    """
+    unique = sorted(set(names))
+    by_prefix: dict[str, int] = {}
+    for name in unique:
+        prefix, slash, _ = name.partition("/")
+        if slash:
+            by_prefix[prefix] = by_prefix.get(prefix, 0) + 1
+    items: list[str] = []
+    shown: set[str] = set()
+    for name in unique:
+        prefix, slash, _ = name.partition("/")
+        if slash and by_prefix[prefix] >= GROUP_FROM:
+            if prefix not in shown:
+                shown.add(prefix)
+                items.append(f"{prefix}/* ({by_prefix[prefix]} names)")
+        else:
+            items.append(name)
+    if len(items) > limit:
+        return ", ".join(items[:limit]) + f", ... and {len(items) - limit} more"
+    return ", ".join(items)

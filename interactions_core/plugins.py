@@ -14,6 +14,7 @@ it (needed for conflict messages and the allow/deny lists).
 from __future__ import annotations
 
 import importlib
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -44,7 +45,14 @@ def import_target(target: str) -> Any:
     module_name, _, attr_path = target.partition(":")
     obj: Any = importlib.import_module(module_name.strip())
     for attr in filter(None, attr_path.strip().split(".")):
-        obj = getattr(obj, attr)
+        try:
+            obj = getattr(obj, attr)
+        except AttributeError:
+            if not isinstance(obj, types.ModuleType):
+                raise
+            from .fault import MissingAttributeError
+
+            raise MissingAttributeError(obj, attr, target.strip()) from None
     return obj
 
 

@@ -342,14 +342,13 @@ class Registry:
         return usable[0]
 
     def _unknown_message(self, name: str) -> str:
-        from .naming import suggest
+        from .naming import suggest, summarize
 
         entries = self.entries()
         known = sorted({e.name for e in entries if e.status != "disabled"})
         message = f"unknown interaction {name!r}{suggest(name, known, n=3) or '.'}"
         if known:
-            shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
-            message += f" Installed: {shown}."
+            message += f" Installed ({len(known)}): {summarize(known)}."
         disabled = sum(1 for e in entries if e.status == "disabled")
         unconsulted = [
             r["dist"]
@@ -385,7 +384,10 @@ class Registry:
         try:
             klass = self._import(entry)
         except PluginLoadError as exc:
-            entry.status, entry.error = "broken", str(exc.__cause__ or exc)
+            from .fault import describe
+
+            cause = exc.__cause__
+            entry.status, entry.error = "broken", describe(cause) if cause else str(exc)
             raise
         label = f"interaction {entry.describe()}"
         try:
@@ -423,9 +425,9 @@ class Registry:
         try:
             return import_target(entry.target)
         except Exception as exc:
-            raise PluginLoadError(
-                f"interaction {entry.describe()} failed to import: {exc.__class__.__name__}: {exc}"
-            ) from exc
+            from .fault import import_failure
+
+            raise PluginLoadError(import_failure(f"interaction {entry.describe()}", exc)) from exc
 
     def check(self) -> list[Entry]:
         """Import and validate every usable entry; return all entries with updated status."""
@@ -472,9 +474,13 @@ def load_class_path(path: str, selection: Selection | None = None, *, strict: bo
     try:
         klass = import_target(f"{module_name}:{attr}")
     except Exception as exc:
-        raise PluginLoadError(
-            f"cannot import class_name {path!r}: {exc.__class__.__name__}: {exc}"
-        ) from exc
+        from .fault import MissingAttributeError, import_failure
+
+        if isinstance(exc, MissingAttributeError):
+            raise PluginLoadError(
+                f"cannot import class_name {path!r}: {exc}{exc.suggestion()}"
+            ) from exc
+        raise PluginLoadError(import_failure(f"class_name {path!r}", exc)) from exc
     from .validation import validate_interaction_class
 
     try:

@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 
 from .errors import ConfigError
+from .naming import suggest
 
 __all__ = ["FieldInfo", "build_settings", "check_options", "describe", "type_name"]
 
@@ -92,6 +93,16 @@ def _matches(value: Any, tp: Any) -> bool:
     return True  # an annotation we do not interpret: leave it to validators
 
 
+def _string_choices(tp: Any) -> list[Any]:
+    """The values of the ``Literal`` types in ``tp`` (through unions)."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Literal:
+        return list(typing.get_args(tp))
+    if origin in (typing.Union, types.UnionType):
+        return [c for a in typing.get_args(tp) for c in _string_choices(a)]
+    return []
+
+
 def check_options(schema: type, options: Mapping[str, Any]) -> list[tuple[str | None, str]]:
     """Check ``options`` against ``schema``; return ``(key, problem)`` pairs.
 
@@ -104,7 +115,9 @@ def check_options(schema: type, options: Mapping[str, Any]) -> list[tuple[str | 
     allowed = ", ".join(fields) or "(none: this interaction takes no options)"
     for key in options:
         if key not in fields:
-            problems.append((key, f"unknown option {key!r}; allowed options: {allowed}"))
+            close = suggest(str(key), fields, n=1)
+            hint = f" ({close[2:]})" if close else ""  # "; did you mean ...?" -> "(did ...)"
+            problems.append((key, f"unknown option {key!r}{hint}; allowed options: {allowed}"))
     for name, field in fields.items():
         if name not in options:
             if field.default is attrs.NOTHING:
@@ -112,11 +125,16 @@ def check_options(schema: type, options: Mapping[str, Any]) -> list[tuple[str | 
             continue
         tp = hints.get(name)
         if tp is not None and not _matches(options[name], tp):
+            value = options[name]
+            hint = ""
+            if isinstance(value, str):  # a misspelt choice: method: flexibel
+                choices = [c for c in _string_choices(tp) if isinstance(c, str)]
+                hint = suggest(value, choices, n=1)
             problems.append(
                 (
                     name,
                     f"option {name!r} must be {type_name(tp)}, "
-                    f"got {type(options[name]).__name__} {options[name]!r}",
+                    f"got {type(value).__name__} {value!r}{hint}",
                 )
             )
     if not problems:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 #: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS = ("list", "show", "check", "run", "data", "new", "cache", "serve", "ray")
+COMMANDS = ("list", "show", "check", "run", "report", "data", "new", "cache", "serve", "ray")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,12 +46,15 @@ def build_parser() -> argparse.ArgumentParser:
 class _ListArgs:
     """What argparse would build for ``list`` or ``list --json``."""
 
-    __slots__ = ("check", "command", "json")
+    __slots__ = ("all", "check", "command", "distribution", "json", "patterns")
 
     def __init__(self, json: bool) -> None:
         self.command = "list"
         self.json = json
         self.check = False
+        self.patterns: list[str] = []
+        self.distribution = None
+        self.all = False
 
 
 def _fast_list(args: list[str]) -> _ListArgs | None:

@@ -14,6 +14,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="List installed interactions. Reads package metadata only and imports no "
         "plugin code unless --check is given.",
     )
+    p.add_argument(
+        "patterns",
+        metavar="PATTERN",
+        nargs="*",
+        help="show only names matching these shell-style patterns, e.g. 'rg/*' or '*arith*'",
+    )
+    p.add_argument(
+        "--distribution", metavar="DIST", help="show only interactions of this distribution"
+    )
+    p.add_argument(
+        "--all", action="store_true", help="list every name of a suite instead of one line"
+    )
     p.add_argument("--json", action="store_true", help="print a JSON array")
     p.add_argument(
         "--check",
@@ -30,29 +42,47 @@ def run(args: argparse.Namespace) -> int:
     registry = get_registry()
     entries = registry.check() if args.check else registry.entries()
     rows = [e.as_dict() for e in entries] + [e.as_dict() for e in registry.plugin_problems()]
+    patterns = getattr(args, "patterns", None) or []
+    distribution = getattr(args, "distribution", None)
+    if patterns or distribution:
+        from ._listing import select
+
+        rows = select(rows, patterns, distribution)
     if args.json:
         from ._output import print_json
 
         print_json(rows)
     else:
-        _print_table(rows)
+        filtered = bool(patterns or distribution)
+        _print_table(rows, expand=bool(getattr(args, "all", False) or patterns), filtered=filtered)
+        if not rows and filtered:
+            return 1
     return 1 if args.check and any(r["status"] == "broken" for r in rows) else 0
 
 
-def _print_table(rows: list[dict]) -> None:
+def _print_table(rows: list[dict], *, expand: bool, filtered: bool) -> None:
     import sys
 
+    from ._listing import group_suites, totals
     from ._output import table
 
     if not rows:
-        sys.stdout.write(
-            "No interactions installed. Install a plugin, e.g. "
-            "'pip install ./plugins/interactions-gsm8k'.\n"
-        )
+        if filtered:
+            sys.stderr.write(
+                "interactions: no installed interaction matches; 'interactions list' shows "
+                "them all\n"
+            )
+        else:
+            sys.stdout.write(
+                "No interactions installed. Install a plugin, e.g. "
+                "'pip install ./plugins/interactions-gsm8k'.\n"
+            )
         return
+    shown = rows if expand else group_suites(rows)
     headers = ("name", "distribution", "version", "target", "status")
-    cells = [[str(r[h] or "") for h in headers] for r in rows]
+    cells = [[str(r[h] or "") for h in headers] for r in shown]
     sys.stdout.write(table(headers, cells) + "\n")
+    sys.stdout.write(totals(rows, shown) + "\n")
     problems = [r for r in rows if r["error"]]
     if problems:
         sys.stdout.write("\n")

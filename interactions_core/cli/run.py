@@ -5,6 +5,7 @@ See ``docs/run.md`` for the reference and worked examples.
 
 from __future__ import annotations
 
+import os
 import sys
 
 TYPE_CHECKING = False
@@ -125,7 +126,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", metavar="FILE", help="write one JSON record per episode")
     p.add_argument("--trace", metavar="FILE", help="write a JSONL trace of every session event")
     p.add_argument(
-        "--overwrite", action="store_true", help="replace an existing --output/--trace file"
+        "--report",
+        metavar="FILE",
+        help="also write an HTML report of the run (see 'interactions report')",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing --output/--trace/--report file",
     )
     p.add_argument(
         "--strict", action="store_true", help="stop at the first bad row instead of skipping it"
@@ -146,6 +154,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "'auto'), else a new local one; put it after CONFIG (docs/ray.md)",
     )
     p.set_defaults(run=run)
+
+
+def _duration(seconds: float) -> str:
+    """``42s``, ``3m05s`` or ``2h07m``: an estimate, so no finer than it needs to be."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s // 60 % 60:02d}m"
 
 
 class Progress:
@@ -173,7 +191,10 @@ class Progress:
             bar = f"[{'#' * filled}{'.' * (24 - filled)}] {done}/{self.total}"
         else:
             bar = f"{done} episodes"
-        self.stream.write(f"\r{bar}  {rate:,.0f}/s  errors {errors}\x1b[K")
+        eta = ""
+        if self.total and done and self.total > done:
+            eta = f"  ETA {_duration((self.total - done) / rate)}"
+        self.stream.write(f"\r{bar}  {rate:,.0f}/s  errors {errors}{eta}\x1b[K")
         self.stream.flush()
 
     def close(self) -> None:
@@ -231,7 +252,8 @@ def _check_paths(args: argparse.Namespace) -> None:
     from ..runtime.datasets import is_special_file, same_file
 
     inputs = [("--data", args.data)] + ([("CONFIG", args.config)] if args.config else [])
-    outputs = [(flag, path) for flag, path in (("--output", args.output), ("--trace", args.trace))]
+    named = (("--output", args.output), ("--trace", args.trace), ("--report", args.report))
+    outputs = [(flag, path) for flag, path in named]
     problems = []
     for flag, path in outputs:
         if not path or is_special_file(path):  # /dev/null destroys nothing
@@ -248,6 +270,9 @@ def _check_paths(args: argparse.Namespace) -> None:
             f"--output and --trace are the same file ({args.output}); records and trace "
             "events need a file each"
         )
+    for flag, path in outputs[:2]:
+        if path and args.report and not is_special_file(path) and same_file(path, args.report):
+            problems.append(f"{flag} and --report are the same file ({path}); choose two files")
     if problems:
         raise ConfigError(problems)
 
@@ -302,7 +327,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(["--data FILE is required (the samples to run)"])
     _check_paths(args)
     reader = SampleReader(args.data, strict=args.strict, limit=args.limit, format=args.format)
-    for path in (args.output, args.trace):
+    for path in (args.output, args.trace, args.report):
         if path:
             refuse_existing(path, args.overwrite)
     registry = get_registry()
@@ -351,6 +376,11 @@ def run(args: argparse.Namespace) -> int:
         progress = Progress(sys.stderr, samples_total * args.repeat)  # episodes, not samples
 
     output = LineWriter(args.output, overwrite=args.overwrite) if args.output else None
+    report = None
+    if args.report:
+        from ..report import RunData
+
+        report = RunData(os.path.basename(args.output or args.data))
     interrupted = [False]
 
     async def main() -> Any:
@@ -387,8 +417,12 @@ def run(args: argparse.Namespace) -> int:
             done = [0, 0]
 
             def on_record(record: Any) -> None:
-                if output is not None:
-                    output.write(record.to_dict())
+                if output is not None or report is not None:
+                    as_dict = record.to_dict()
+                    if output is not None:
+                        output.write(as_dict)
+                    if report is not None:
+                        report.add(as_dict)
                 done[0] += 1
                 done[1] += bool(record.errors)
                 if progress is not None:
@@ -411,8 +445,9 @@ def run(args: argparse.Namespace) -> int:
             from ..ray.shard import run_from_cli
 
             source = samples() if interactions is None else reader
+            sink = output if report is None else _Tee(output, report)
             summary, still_open = run_from_cli(
-                args, source, default, _policy_options(args), output, progress
+                args, source, default, _policy_options(args), sink, progress
             )
         else:
             summary, still_open = asyncio.run(main())
@@ -422,6 +457,10 @@ def run(args: argparse.Namespace) -> int:
         if output is not None:
             output.close()
     summary.skipped_rows = reader.skipped
+    if report is not None and report.seen:
+        from ..report import write_report
+
+        write_report([report], args.report)
     if args.json:
         from ._output import print_json
 
@@ -459,6 +498,19 @@ def run(args: argparse.Namespace) -> int:
             )
         return 1
     return 0
+
+
+class _Tee:
+    """Records to the ``--output`` file (if any) and to the ``--report`` being built."""
+
+    def __init__(self, output: Any, report: Any) -> None:
+        self.output = output
+        self.report = report
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.output is not None:
+            self.output.write(record)
+        self.report.add(record)
 
 
 def _maybe_tracing(tracing: Any, registry: Any, args: argparse.Namespace) -> Any:

@@ -25,6 +25,7 @@ from typing import Any
 from .episode import END_REASONS, EpisodeLoop, EpisodeRecord, Observers
 from .session import SessionTracker
 from .stats import PASS_SCORE, PromptGroups, UsageStats
+from .summary_stats import SummaryStats
 
 __all__ = ["RunSummary", "Runner", "run_episodes"]
 
@@ -50,6 +51,8 @@ class RunSummary:
         self.elapsed_s = 0.0
         self.interrupted = False
         self.records: list[EpisodeRecord] | None = None
+        #: Per-interaction figures, uncertainty and the solved curve (``summary_stats.py``).
+        self.stats = SummaryStats()
         self.groups = PromptGroups()  # pass@k and the spread within a prompt's repeats
         self.usage = UsageStats()  # tokens and request latency, when the policy reports them
         self.requests_in_flight_max: int | None = None
@@ -57,6 +60,7 @@ class RunSummary:
     def add(self, record: EpisodeRecord) -> None:
         """Count one finished episode."""
         self.episodes += 1
+        self.stats.add_record(record)
         reason = record.end_reason
         by_reason = self.end_reasons
         by_reason[reason] = by_reason.get(reason, 0) + 1
@@ -129,6 +133,7 @@ class RunSummary:
             "interrupted": self.interrupted,
             "error_examples": self.error_examples,
             **self._model_fields(),
+            **self.stats.as_dict(),
         }
 
     def _model_fields(self) -> dict[str, Any]:
@@ -158,14 +163,14 @@ class RunSummary:
             lines.append(f"ended by          {reasons}")
         if self.turns:
             hist = "  ".join(f"{n}: {self.turns[n]}" for n in sorted(self.turns))
-            lines.append(f"assistant turns   {hist}")
-        mean = self.final_score_mean
-        lines.append(f"final score mean  {'-' if mean is None else f'{mean:.4f}'}")
+            lines.append(f"assistant turns   {hist}  ({self.stats.format_turns()})")
+        lines.append(f"final score mean  {self.stats.format_final()}")
         by_turn = self.score_by_turn
         if by_turn:
             lines.append(
                 "score by turn     " + "  ".join(f"{n}: {s:.3f}" for n, s in by_turn.items())
             )
+        lines.extend(self.stats.format_lines())
         lines += self.groups.format_lines()
         lines += self.usage.format_lines(self.requests_in_flight_max)
         rate = self.episodes_per_second

@@ -160,6 +160,25 @@ class ScriptedSession:
         return value  # type: ignore[no-any-return]
 
 
+def _check_spec(interaction: Any) -> None:
+    """Refuse an interaction that breaks the hook spec, with the checker's ``[spec]`` message.
+
+    Without this, a synchronous ``generate_response`` would surface as a raw
+    ``TypeError`` from ``await`` deep inside a test.
+    """
+    from ..errors import InteractionValidationError
+    from ..validation import validate_interaction_class
+    from .checker import ConformanceReport, _record_spec
+
+    cls = interaction if isinstance(interaction, type) else type(interaction)
+    try:
+        validate_interaction_class(cls, f"interaction {cls.__qualname__}")
+    except InteractionValidationError as exc:
+        report = ConformanceReport(f"{cls.__module__}.{cls.__qualname__}")
+        _record_spec(report, exc)
+        report.raise_for_violations()
+
+
 class SessionDriver:
     """Plays scripted conversations against one interaction instance.
 
@@ -170,6 +189,7 @@ class SessionDriver:
     def __init__(
         self, interaction: Any, *, prompt: str = DEFAULT_PROMPT, timeout: float | None = 30.0
     ) -> None:
+        _check_spec(interaction)
         self.interaction = interaction
         self.prompt = prompt
         self.timeout = timeout

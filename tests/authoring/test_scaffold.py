@@ -102,6 +102,14 @@ def test_generated_distribution_is_complete(tmp_path: Path) -> None:
     for path in folder.rglob("*.py"):
         compile(path.read_text(), str(path), "exec")
     assert "$" not in (folder / "interactions_echo_task/interaction.py").read_text()
+    pytest_options = meta["tool"]["pytest"]["ini_options"]
+    assert pytest_options["asyncio_default_fixture_loop_scope"] == "function"
+    assert any(r.startswith("pytest-asyncio") for r in project["optional-dependencies"]["test"])
+    readme = (folder / "README.md").read_text()
+    publish = readme.split("## Publish", 1)[1]
+    for step in ("python -m build", "twine check dist/*", "testpypi", "twine upload dist/*"):
+        assert step in publish
+    assert "pip install interactions-echo-task" in publish
 
 
 def test_generated_class_passes_the_checker_and_its_own_tests(tmp_path: Path) -> None:
@@ -248,3 +256,5 @@ def test_installed_plugin_is_listed_and_its_tests_pass(tmp_path: Path) -> None:
     )
     assert tests.returncode == 0, tests.stdout + tests.stderr
     assert "7 passed" in tests.stdout
+    # no deprecation warning on the first run (pytest-asyncio's loop scope is set)
+    assert "warning" not in (tests.stdout + tests.stderr).lower(), tests.stdout + tests.stderr

@@ -1,0 +1,66 @@
+"""``interactions report``: one HTML page from the records of one run, or several compared.
+
+See ``docs/report.md``.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report",
+        help="write an HTML report of a run's records (several files: compared side by side)",
+        description="Read the records written by 'interactions run --output' and write one "
+        "self-contained HTML page (viewable offline): the summary, plots, the errored and "
+        "lowest-scoring episodes and a sample of conversations. Given several files, the "
+        "runs are shown side by side.",
+    )
+    p.add_argument("records", metavar="RECORDS", nargs="+", help="records file(s) (JSONL)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="the HTML file to write (default: the first RECORDS file with .html)",
+    )
+    p.add_argument("--title", help="the page title (default: names the records files)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    p.set_defaults(run=run)
+
+
+def default_output(records: str) -> str:
+    """``runs/a.jsonl`` -> ``runs/a.html``."""
+    import os
+
+    root, ext = os.path.splitext(records)
+    return (root if ext else records) + ".html"
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from ..errors import ConfigError
+    from ..report import read_records, write_report
+    from ..runtime.datasets import refuse_existing, same_file
+
+    output = args.output or default_output(args.records[0])
+    for path in args.records:
+        if same_file(output, path):
+            raise ConfigError(
+                [f"-o {output} is the records file {path}; writing it would destroy the records"]
+            )
+    refuse_existing(output, args.overwrite)
+    runs = read_records(args.records)
+    size = write_report(runs, output, title=args.title)
+    episodes = sum(r.stats.total.episodes for r in runs)
+    sys.stderr.write(
+        f"wrote {output} ({size / 1024:,.0f} KiB, {episodes:,} episodes"
+        f"{f' in {len(runs)} runs' if len(runs) > 1 else ''})\n"
+    )
+    for r in runs:
+        if r.bad_lines:
+            sys.stderr.write(f"note: {r.label}: {r.bad_lines} unreadable line(s) skipped\n")
+    return 0

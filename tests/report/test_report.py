@@ -1,0 +1,218 @@
+"""``interactions report`` and ``run --report`` without a browser: content, bounds, errors."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interactions_core.cli import main
+from interactions_core.report import read_records, render
+from interactions_core.report.collect import SAMPLE_KEPT, WORST_KEPT, RecordsError, RunData
+from interactions_core.report.svg import _nice_max, bar_chart, line_chart
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_CONFIG = str(ROOT / "examples" / "config.yaml")
+EXAMPLE_DATA = str(ROOT / "examples" / "gsm8k_demo.jsonl")
+
+
+def record(index: int, scores: list[float], **kw: Any) -> dict[str, Any]:
+    turns = len(scores)
+    messages = [{"role": "user", "content": f"question {index}"}]
+    for k in range(turns):
+        messages.append({"role": "assistant", "content": f"answer {k} " + "x" * 200})
+        if k < turns - 1:
+            messages.append({"role": "user", "content": "try again"})
+    out = {
+        "index": index,
+        "sample_id": index,
+        "interaction": kw.get("interaction", "gsm8k"),
+        "instance_id": f"i{index}",
+        "end_reason": "terminated" if scores and scores[-1] >= 1 else "exhausted",
+        "turns": turns,
+        "user_turns": max(turns - 1, 0),
+        "scores": scores,
+        "final_score": scores[-1] if scores else 0.0,
+        "errors": kw.get("errors", []),
+        "started_at": 0.0,
+        "duration_s": kw.get("duration_s", 0.001 * (1 + index % 7)),
+        "messages": messages,
+    }
+    return out
+
+
+def write(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def demo_records(tmp_path: Path) -> Path:
+    out = tmp_path / "records.jsonl"
+    assert main(["run", EXAMPLE_CONFIG, "--data", EXAMPLE_DATA, "--output", str(out)]) == 0
+    return out
+
+
+def test_report_of_a_run_has_the_summary_and_every_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = demo_records(tmp_path)
+    capsys.readouterr()
+    assert main(["report", str(records)]) == 0
+    page = (tmp_path / "records.html").read_text(encoding="utf-8")
+    assert "wrote " in capsys.readouterr().err
+    assert page.startswith("<!DOCTYPE html>")
+    for chart in ("solved", "score-by-turn", "end-reasons", "turns", "duration"):
+        assert f'data-chart="{chart}"' in page
+    assert page.count("<svg") == 5
+    assert "0.5230 to 0.9486 (wilson)" in page  # the same interval as the run summary
+    assert "36.4%" in page and "81.8%" in page
+    # nothing is fetched: no external URL outside the SVG namespace
+    urls = set(re.findall(r"""(?:src|href)=["']?([^"' >]+)""", page))
+    assert urls == set()
+    assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in page
+
+
+def test_run_report_writes_the_same_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    html = tmp_path / "run.html"
+    assert main(["run", EXAMPLE_CONFIG, "--data", EXAMPLE_DATA, "--report", str(html)]) == 0
+    page = html.read_text(encoding="utf-8")
+    assert "gsm8k_demo.jsonl" in page and "0.5230 to 0.9486 (wilson)" in page
+    assert page.count("<svg") == 5
+    # an existing report is refused before anything runs, like --output
+    assert main(["run", EXAMPLE_CONFIG, "--data", EXAMPLE_DATA, "--report", str(html)]) == 1
+    assert "refusing to overwrite" in capsys.readouterr().err
+    args = ["run", EXAMPLE_CONFIG, "--data", EXAMPLE_DATA, "--report", EXAMPLE_DATA]
+    assert main([*args, "--overwrite"]) == 1
+    assert "would destroy the input" in capsys.readouterr().err
+    out = tmp_path / "r.jsonl"
+    both = ["--output", str(out), "--report", str(out)]
+    assert main(["run", EXAMPLE_CONFIG, "--data", EXAMPLE_DATA, *both]) == 1
+    assert "--output and --report are the same file" in capsys.readouterr().err
+
+
+def test_large_runs_give_a_small_page(tmp_path: Path) -> None:
+    rng = random.Random(1)
+    n = 20_000
+    rows = [
+        record(i, [float(rng.random() < 0.5) for _ in range(rng.randint(1, 4))]) for i in range(n)
+    ]
+    path = write(tmp_path / "big.jsonl", rows)
+    (run,) = read_records([str(path)])
+    assert run.stats.total.episodes == n
+    assert len(run.sample) == SAMPLE_KEPT and len(run.worst) == WORST_KEPT
+    page = render([run])
+    assert len(page.encode()) < 400_000, len(page)
+    assert path.stat().st_size > 10 * len(page.encode())
+    # the sample is the same on every read (fixed seed), and spread over the file
+    (again,) = read_records([str(path)])
+    indexes = [e["index"] for e in run.sample]
+    assert indexes == [e["index"] for e in again.sample]
+    assert max(indexes) > n / 2 and min(indexes) < n / 2
+
+
+def test_worst_episodes_are_the_lowest_final_scores(tmp_path: Path) -> None:
+    run = RunData("r")
+    scores = [0.9, 0.1, 0.5, 0.0, 0.7] * 30
+    for i, s in enumerate(scores):
+        run.add(record(i, [s]))
+    worst = run.worst
+    assert len(worst) == WORST_KEPT
+    assert [e["final_score"] for e in worst] == sorted(scores)[:WORST_KEPT]
+    assert worst[0]["index"] == 3  # ties: the earliest first
+
+
+def test_errored_episodes_are_kept_with_their_error(tmp_path: Path) -> None:
+    error = {"where": "generate_response", "type": "ValueError", "message": "bad <b>"}
+    rows = [record(0, [1.0]), record(1, [0.0], errors=[error])]
+    (run,) = read_records([str(write(tmp_path / "r.jsonl", rows))])
+    assert [e["index"] for e in run.errored] == [1]
+    page = render([run])
+    assert "generate_response: ValueError: bad &lt;b&gt;" in page
+    assert "generate_response: ValueError" in page.split("Errors by kind", 1)[1]
+
+
+def test_long_messages_are_cut(tmp_path: Path) -> None:
+    row = record(0, [1.0])
+    row["messages"][1]["content"] = "y" * 50_000
+    (run,) = read_records([str(write(tmp_path / "r.jsonl", [row]))])
+    content = run.sample[0]["messages"][1]["content"]
+    assert len(content) < 5_000 and "46,000 more characters not shown" in content
+
+
+def test_unreadable_lines_are_counted_and_shown(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(record(0, [1.0])) + "\n{truncated\n[1, 2]\n\n")
+    (run,) = read_records([str(path)])
+    assert run.bad_lines == 2 and run.stats.total.episodes == 1
+    assert f"{path}:2: not JSON" in run.bad_examples[0]
+    assert run.bad_examples[1] == f"{path}:3: not a JSON object"
+    assert "Unreadable lines (2)" in render([run])
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "has no records"),
+        ("{oops\n", "has 1 unreadable lines"),
+        ('{"prompt": [{"role": "user", "content": "q"}]}\n', "not an episode record"),
+    ],
+)
+def test_files_that_are_not_records_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, message: str
+) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_text(content)
+    assert main(["report", str(path), "-o", str(tmp_path / "x.html")]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "interactions run --output" in err
+    assert not (tmp_path / "x.html").exists()
+    with pytest.raises(RecordsError):
+        read_records([str(path)])
+
+
+def test_report_cli_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = demo_records(tmp_path)
+    assert main(["report", str(tmp_path / "missing.jsonl")]) == 1
+    assert "cannot read" in capsys.readouterr().err
+    assert main(["report", str(records), "-o", str(records)]) == 1
+    assert "would destroy the records" in capsys.readouterr().err
+    assert main(["report", str(records)]) == 0
+    assert main(["report", str(records)]) == 1
+    assert "refusing to overwrite" in capsys.readouterr().err
+    assert main(["report", str(records), "--overwrite", "--title", "My <run>"]) == 0
+    assert "<title>My &lt;run&gt;</title>" in (tmp_path / "records.html").read_text()
+
+
+def test_comparison_labels_two_runs_of_the_same_name(tmp_path: Path) -> None:
+    records = demo_records(tmp_path)
+    runs = read_records([str(records), str(records)])
+    assert [r.label for r in runs] == ["records.jsonl", "records.jsonl (2)"]
+    page = render(runs)
+    assert "Run comparison" in page and "records.jsonl · gsm8k" in page
+
+
+def test_svg_charts() -> None:
+    assert [_nice_max(v) for v in (0.3, 0.5, 0.51, 7, 1200)] == [0.5, 0.5, 1.0, 10.0, 2000.0]
+    line = line_chart("t", [("a <b>", "#000", {1: 0.5, 2: 1.0})], x_label="x", y_label="y")
+    assert line.count("<circle") == 2 and "a &lt;b&gt;" in line and "<b>" not in line
+    bars = bar_chart("t", ["p", "q"], [("s", "#000", [0.25, 0.75])], x_label="x", y_label="y")
+    heights = [float(h) for h in re.findall(r'rect class="bar"[^>]*height="([\d.]+)"', bars)]
+    assert heights[1] == pytest.approx(3 * heights[0])
+    assert "no data" in line_chart("t", [], x_label="x", y_label="y")
+
+
+def test_the_sample_keeps_filling_between_errored_episodes() -> None:
+    run = RunData("r")
+    error = {"where": "policy.reply", "type": "RuntimeError", "message": "x"}
+    for i in range(4000):
+        run.add(record(i, [1.0], errors=[error] if i % 3 == 0 else []))
+    indexes = [e["index"] for e in run.sample]
+    assert len(indexes) == SAMPLE_KEPT and all(i % 3 for i in indexes)
+    assert sum(i >= 2000 for i in indexes) > SAMPLE_KEPT / 4  # drawn from the whole run
