@@ -200,6 +200,10 @@ class Runner:
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
+        self.loop.stopping = self._is_stopping
+
+    def _is_stopping(self) -> bool:
+        return self._stopping
 
     @property
     def open_sessions(self) -> int:
@@ -259,7 +263,19 @@ class Runner:
                 if not spare and len(tasks) < cap:
                     spare = True
                     tasks.append(loop.create_task(worker()))
-                record = await play(sample, index)
+                try:
+                    record = await play(sample, index)
+                except BaseException as exc:
+                    if self._stopping or isinstance(exc, KeyboardInterrupt):
+                        raise
+                    # play() records every fault itself; this is a last resort
+                    # so that no sample can vanish from the summary.
+                    task = asyncio.current_task()
+                    if task is not None and hasattr(task, "uncancel"):
+                        while task.cancelling():
+                            task.uncancel()
+                    record = EpisodeRecord(index, index)
+                    record.add_error("episode", exc)
                 count(record)
                 if records is not None:
                     records.append(record)
@@ -278,7 +294,9 @@ class Runner:
             while waited < len(tasks):  # workers started meanwhile are waited for next
                 batch = tasks[waited:]
                 waited = len(tasks)
-                await asyncio.gather(*batch, return_exceptions=True)
+                # Shielded: a cancellation of run() itself reaches the episodes
+                # through cancel(), after the stopping flag is set.
+                await asyncio.shield(asyncio.gather(*batch, return_exceptions=True))
         except asyncio.CancelledError:
             self.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
