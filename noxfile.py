@@ -105,5 +105,3 @@ def bench(session: nox.Session) -> None:
     """The benchmark suite; writes a Markdown table (see docs/performance.md)."""
     session.install("-r", "requirements-dev.txt")
     session.run("python", "benchmarks/run.py", *session.posargs)
-
-

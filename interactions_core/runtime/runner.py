@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
 from .episode import END_REASONS, EpisodeLoop, EpisodeRecord, Observers
@@ -200,9 +200,15 @@ class Runner:
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
+        self.summary: RunSummary | None = None
         self.loop.stopping = self._is_stopping
 
     def _is_stopping(self) -> bool:
+        return self._stopping
+
+    @property
+    def stopping(self) -> bool:
+        """True once :meth:`cancel` was called, until the next run starts."""
         return self._stopping
 
     @property
@@ -222,8 +228,12 @@ class Runner:
         *,
         on_record: Callable[[EpisodeRecord], Any] | None = None,
         keep_records: bool = False,
+        skip: Container[tuple[int, int]] | None = None,
     ) -> RunSummary:
         """Play every sample; return the summary.
+
+        ``skip`` holds ``(index, repeat)`` keys of samples already played (a
+        resumed run): they are read from ``samples`` but not played again.
 
         ``on_record`` is called with each finished record, in completion order
         (records carry ``index``, the sample's position). An exception raised by
@@ -231,6 +241,7 @@ class Runner:
         the run: running episodes are finalized, then the exception propagates.
         """
         summary = RunSummary()
+        self.summary = summary  # readable while the run goes on (e.g. after a hard stop)
         records: list[EpisodeRecord] | None = [] if keep_records else None
         summary.records = records
         items = enumerate(samples)
@@ -260,6 +271,8 @@ class Runner:
                     fatal.append(exc)
                     self.cancel()
                     return
+                if skip is not None and (index, 0) in skip:
+                    continue
                 if not spare and len(tasks) < cap:
                     spare = True
                     tasks.append(loop.create_task(worker()))
