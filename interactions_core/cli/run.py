@@ -585,6 +585,7 @@ def _stop_signals(loop: Any, runner: Any, stopped: list[int]) -> Any:
                 stopped[0] = 128 + signum
                 raise RunInterrupted()
             stopped[0] = 128 + signum
+            runner.stop_taking_samples()  # now, even if the loop is blocked
             loop.call_soon_threadsafe(runner.cancel)
 
         previous = {}

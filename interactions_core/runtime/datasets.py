@@ -391,6 +391,9 @@ class LineWriter:
             self._flush()
 
     def _flush_periodically(self) -> None:
+        from .watchdog import keep_signals_off_this_thread
+
+        keep_signals_off_this_thread()
         stop = self._stop
         assert stop is not None
         while not stop.wait(self._flush_seconds / 2):

@@ -216,6 +216,10 @@ class Runner:
         """Sessions started and not finalized (0 whenever no run is in progress)."""
         return self.tracker.open
 
+    def stop_taking_samples(self) -> None:
+        """Start no new episode; safe to call from a signal handler (see :meth:`cancel`)."""
+        self._stopping = True
+
     def cancel(self) -> None:
         """Stop the run: no new episodes; running ones are cancelled and finalized."""
         self._stopping = True

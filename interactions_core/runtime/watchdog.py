@@ -42,6 +42,25 @@ _METHODS = frozenset(
 _SIGNAL = getattr(signal, "SIGUSR2", None)
 
 
+def keep_signals_off_this_thread() -> None:
+    """Block stop signals in a helper thread, so the kernel delivers them to the main one.
+
+    A process-directed signal (Ctrl-C, ``kill``) may land on any thread that does
+    not block it; landing on a helper thread, it would not interrupt a blocking
+    call in the main thread, and its handler would wait for that call to end.
+    """
+    mask = getattr(signal, "pthread_sigmask", None)
+    if mask is None:
+        return
+    wanted = {signal.SIGINT, signal.SIGTERM}
+    if _SIGNAL is not None:
+        wanted.add(_SIGNAL)
+    try:
+        mask(signal.SIG_BLOCK, wanted)
+    except (OSError, ValueError):
+        pass
+
+
 class LoopBlocked(BaseException):
     """Raised inside a call that held the event loop past the allowed time."""
 
@@ -131,6 +150,7 @@ class LoopWatchdog:
             self._handle = self.loop.call_later(self.interval, self._heartbeat)
 
     def _watch(self) -> None:
+        keep_signals_off_this_thread()
         while not self._stop.wait(self.interval):
             stuck = time.monotonic() - self._beat
             if stuck < self.report_after:
@@ -156,6 +176,10 @@ class LoopWatchdog:
     def _on_signal(self, signum: int, frame: Any) -> None:
         stuck = time.monotonic() - self._beat
         if self._sent and stuck >= self.report_after:
+            # This block ends here: a later one is timed (and broken) afresh.
+            self._beat = time.monotonic()
+            self._current = None
+            self._sent = False
             raise LoopBlocked(
                 f"blocked the event loop for {stuck:.1f} s and was stopped; {BLOCKING_ADVICE}"
             )
