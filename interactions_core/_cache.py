@@ -31,6 +31,10 @@ import marshal
 import os
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = [
     "FORMAT",
     "BuildLock",
@@ -152,6 +156,45 @@ def store(key: tuple[object, ...], payload: dict) -> bool:
         return False
 
 
+#: Longest wait for another process's index build (``INTERACTIONS_LOCK_TIMEOUT``).
+LOCK_TIMEOUT = 30.0
+
+
+def _wait_for_lock(fcntl: Any, fd: int) -> bool:
+    """Take the build lock, waiting at most ``$INTERACTIONS_LOCK_TIMEOUT`` seconds.
+
+    A process that holds it far longer than a build takes is stuck (a hook
+    plugin hanging at import): after the wait, say so once and build unlocked,
+    which is correct, only slower, instead of waiting forever.
+    """
+    import time
+
+    text = os.environ.get("INTERACTIONS_LOCK_TIMEOUT", "").strip()
+    try:
+        limit = float(text) if text else LOCK_TIMEOUT
+    except ValueError:
+        limit = LOCK_TIMEOUT
+    deadline = time.monotonic() + limit
+    pause = 0.005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            pass
+        except OSError:
+            return False
+        if time.monotonic() >= deadline:
+            sys.stderr.write(
+                "interactions-core: warning: another interactions process has held the index "
+                f"lock in {cache_dir()} for over {limit:g} s (a plugin hanging at import?); "
+                "building the index without waiting (INTERACTIONS_LOCK_TIMEOUT sets the wait)\n"
+            )
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
 class BuildLock:
     """An exclusive lock on the cache folder while an index is being built.
 
@@ -174,9 +217,7 @@ class BuildLock:
             fd = os.open(os.path.join(cache_dir(), "build.lock"), os.O_RDWR | os.O_CREAT, 0o644)
         except (ImportError, OSError):
             return self
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
+        if not _wait_for_lock(fcntl, fd):
             os.close(fd)
             return self
         self._fd = fd

@@ -81,3 +81,13 @@ class ConformanceError(InteractionsError, AssertionError):
     def __init__(self, message: str, violations: Sequence[object] = ()) -> None:
         self.violations = list(violations)
         super().__init__(message)
+
+
+class Interrupted(KeyboardInterrupt):
+    """The user stopped the program (Ctrl-C, a stop signal), as opposed to code raising.
+
+    The CLI's signal handlers raise this instead of a bare ``KeyboardInterrupt``,
+    so a ``KeyboardInterrupt`` (or ``SystemExit``) raised by plugin code, at
+    import or in a call, is reported as that plugin's fault while a real Ctrl-C
+    still stops the program.
+    """

@@ -426,15 +426,38 @@ class Registry:
                 f"interaction {entry.describe()} failed to import: {exc.__class__.__name__}: {exc}"
             ) from exc
 
-    def check(self) -> list[Entry]:
-        """Import and validate every usable entry; return all entries with updated status."""
+    def check(self, import_timeout: float | None = None) -> list[Entry]:
+        """Import and validate every usable entry; return all entries with updated status.
+
+        Each import is waited for at most ``import_timeout`` seconds (default:
+        ``$INTERACTIONS_IMPORT_TIMEOUT``, else 60): a plugin that hangs while
+        being imported is reported as broken and the check goes on.
+        """
+        import threading
+
+        if import_timeout is None:
+            import_timeout = _import_timeout()
         for entry in self.entries():
-            if entry.status == "ok":
-                try:
-                    self.load(entry)
-                except Exception:
-                    pass  # recorded on the entry
+            if entry.status != "ok":
+                continue
+            worker = threading.Thread(
+                target=self._load_quietly, args=(entry,), name="interactions-check", daemon=True
+            )
+            worker.start()
+            worker.join(import_timeout)
+            if worker.is_alive():  # left behind, as a daemon thread, to finish or not
+                entry.status = "broken"
+                entry.error = (
+                    f"importing it did not finish within {import_timeout:g} s (a plugin that "
+                    "hangs at import; set INTERACTIONS_IMPORT_TIMEOUT to wait longer)"
+                )
         return self.entries()
+
+    def _load_quietly(self, entry: Entry) -> None:
+        try:
+            self.load(entry)
+        except BaseException:  # recorded on the entry by load()
+            pass
 
     def create(self, name: str, config: dict[str, Any] | None = None) -> Any:
         """Instantiate the interaction ``name`` with ``config`` (``name`` added if absent)."""
@@ -443,6 +466,15 @@ class Registry:
         options = {**entry.defaults, **(config or {})}
         options.setdefault("name", name)
         return klass(options)
+
+
+def _import_timeout() -> float:
+    text = os.environ.get("INTERACTIONS_IMPORT_TIMEOUT", "").strip()
+    try:
+        value = float(text) if text else 60.0
+    except ValueError:
+        value = 60.0
+    return value if value > 0 else 60.0
 
 
 def load_class_path(path: str, selection: Selection | None = None) -> Any:

@@ -40,8 +40,9 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..errors import Interrupted
 from ..result import InteractionResult, as_score
-from .errors import InteractionCallError, PolicyError, RunInterrupted, SampleError
+from .errors import InteractionCallError, PolicyError, SampleError
 from .session import SessionTracker, call_error
 
 __all__ = [
@@ -127,7 +128,7 @@ def _stops_the_run(exc: BaseException, stopping: Callable[[], bool] | None = Non
     a real Ctrl-C reaches a run as a cancellation (``asyncio.run`` and the CLI
     turn the signal into one), never as an exception inside a plugin call.
     """
-    if isinstance(exc, RunInterrupted):
+    if isinstance(exc, Interrupted):  # a real signal (RunInterrupted: the second Ctrl-C)
         return True
     if isinstance(exc, asyncio.CancelledError):
         if stopping is not None and stopping():

@@ -6,7 +6,7 @@ CLI turns them into a one-paragraph message.
 
 from __future__ import annotations
 
-from ..errors import InteractionsError
+from ..errors import InteractionsError, Interrupted
 
 __all__ = [
     "DatasetError",
@@ -46,7 +46,7 @@ class DatasetError(InteractionsError, ValueError):
     """A dataset file cannot be read, or a bad row was met in strict mode."""
 
 
-class RunInterrupted(KeyboardInterrupt):
+class RunInterrupted(Interrupted):
     """The run was stopped at once (a second Ctrl-C or SIGTERM).
 
     It derives from :class:`KeyboardInterrupt`, so it leaves the event loop
