@@ -91,3 +91,7 @@ class Interrupted(KeyboardInterrupt):
     import or in a call, is reported as that plugin's fault while a real Ctrl-C
     still stops the program.
     """
+
+
+class SelectionWarning(UserWarning):
+    """A name in ``INTERACTIONS_PLUGINS``/``INTERACTIONS_DISABLE`` matches nothing installed."""

@@ -79,7 +79,7 @@ def _resolve_entry(
     if entry.class_name:
         key: tuple[str, ...] = ("class_name",)
         try:
-            cls = load_class_path(entry.class_name, registry.selection)
+            cls = load_class_path(entry.class_name, registry.selection, registry)
         except InteractionsError as exc:
             problems.append(f"{entry.where(source, *key)}: {exc}")
             return None

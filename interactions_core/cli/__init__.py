@@ -97,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if fast is not None:
         from .list import run
 
+        _compact_warnings()
         return _dispatch(run, fast)
     _compact_warnings()
     parser = build_parser()
