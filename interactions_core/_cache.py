@@ -59,7 +59,9 @@ def enabled() -> bool:
 
 def cache_dir() -> str:
     """``$XDG_CACHE_HOME/interactions-core`` (default ``~/.cache/interactions-core``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG spec: a relative path is invalid, ignore it
+        base = os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "interactions-core")
 
 

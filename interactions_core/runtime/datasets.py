@@ -24,10 +24,12 @@ existing file is never overwritten unless asked.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import stat
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -51,6 +53,17 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 PARQUET_HINT = "reading and writing parquet needs pyarrow: pip install 'interactions-core[parquet]'"
 
 
+#: ``--data -``: read the samples from standard input.
+STDIN = "-"
+
+
+def _is_pipe(path: str | os.PathLike[str]) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 def data_format(path: str | os.PathLike[str], format: str | None = None) -> str:
     """``"jsonl"`` or ``"parquet"``, from ``format`` or the file's suffix."""
     if format is not None:
@@ -59,6 +72,8 @@ def data_format(path: str | os.PathLike[str], format: str | None = None) -> str:
         return format
     if os.path.isdir(path):
         raise DatasetError(f"{os.fspath(path)} is a directory, not a data file")
+    if os.fspath(path) == STDIN or _is_pipe(path):
+        return "jsonl"  # a stream: JSONL (parquet needs a seekable file)
     name = os.fspath(path).lower()
     if name.endswith(JSONL_SUFFIXES):
         return "jsonl"
@@ -163,9 +178,14 @@ class SampleReader:
         self.skipped = 0
         self.rows = 0
         self.bad_rows: list[BadRow] = []
+        self.stream = self.path == STDIN or _is_pipe(self.path)
         if self.format == "parquet":
+            if self.stream:
+                raise DatasetError(
+                    f"{self.path}: parquet cannot be read from a stream; give a file"
+                )
             _import_parquet()
-        if not os.path.isfile(self.path):
+        if not self.stream and not os.path.isfile(self.path):
             raise DatasetError(f"data file not found: {self.path}")
         if self.format == "parquet":
             self._parquet_file()  # a file that is not parquet fails here, before any episode
@@ -192,7 +212,12 @@ class SampleReader:
             self.bad_rows.append(bad)
 
     def count(self) -> int:
-        """The number of rows in the file (lines with content, for JSONL), cheaply."""
+        """The number of rows in the file (lines with content, for JSONL), cheaply.
+
+        0 for standard input or a pipe, which can only be read once.
+        """
+        if self.stream:
+            return 0
         if self.format == "parquet":
             return int(self._parquet_file().metadata.num_rows)
         count = 0
@@ -217,7 +242,11 @@ class SampleReader:
                 for row in batch.to_pylist():
                     number += 1
                     yield number, row
-        with open(self.path, "rb") as f:
+        if self.path == STDIN:
+            source: Any = contextlib.nullcontext(sys.stdin.buffer)
+        else:
+            source = open(self.path, "rb")  # noqa: SIM115 - closed by the with below
+        with source as f:
             for number, raw in enumerate(f, start=1):
                 if not raw.strip():
                     continue
