@@ -262,3 +262,27 @@ def test_resume_needs_an_output_and_refuses_overwrite(slow: dict[str, Any]) -> N
     proc = start(slow, "--data", str(data), "--output", str(out), "--resume", "--overwrite")
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 1 and "choose one" in stderr
+
+
+def test_the_documented_resume_command(slow: dict[str, Any]) -> None:
+    import re
+    import shlex
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "run.md").read_text(encoding="utf-8")
+    section = doc.split("### Resuming a stopped run", 1)[1]
+    command = re.search(r"```bash\n(.*?)\n```", section, re.S)
+    assert command is not None
+    words = shlex.split(command.group(1))
+    assert words[:2] == ["interactions", "run"] and "--resume" in words
+    tmp = slow["tmp"]
+    files = {"config.yaml": str(slow["config"]), "data.jsonl": str(tmp / "data.jsonl"),
+             "records.jsonl": str(tmp / "records.jsonl")}  # fmt: skip
+    write_data(tmp / "data.jsonl", [0] * 5)
+    (tmp / "records.jsonl").write_text("")
+    args = [files.get(w, w) for w in words[2:]]
+    proc = subprocess.run(
+        [sys.executable, "-m", "interactions_core", "run", *args, "--no-progress"],
+        capture_output=True, text=True, env=slow["env"], timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert len(whole_lines(tmp / "records.jsonl")) == 5

@@ -146,3 +146,25 @@ def test_list_escapes_terminal_control_characters(
     assert proc.returncode == 0, proc.stderr
     assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
     assert "evil\\x1b[2J\\x07" in proc.stdout
+
+
+def test_short_writes_are_continued(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from interactions_core.runtime import LineWriter
+
+    real_write = os.write
+    calls = [0]
+
+    def short_write(fd: int, data: bytes) -> int:  # the OS may accept fewer bytes than asked
+        calls[0] += 1
+        return real_write(fd, bytes(data[:7]))
+
+    path = tmp_path / "records.jsonl"
+    with LineWriter(path) as writer:
+        monkeypatch.setattr(os, "write", short_write)
+        for i in range(20):
+            writer.write({"index": i, "text": "x" * 50})
+        writer.flush()
+        monkeypatch.setattr(os, "write", real_write)
+    lines = path.read_text().splitlines()
+    assert [json.loads(line)["index"] for line in lines] == list(range(20))
+    assert calls[0] > 20  # many short writes made one complete batch
