@@ -287,10 +287,11 @@ class Runner:
                         raise
                     # play() records every fault itself; this is a last resort
                     # so that no sample can vanish from the summary.
-                    task = asyncio.current_task()
-                    if task is not None and hasattr(task, "uncancel"):
+                    task: Any = asyncio.current_task()
+                    uncancel = getattr(task, "uncancel", None)  # Python 3.11+
+                    if uncancel is not None:
                         while task.cancelling():
-                            task.uncancel()
+                            uncancel()
                     record = EpisodeRecord(index, index)
                     record.add_error("episode", exc)
                 count(record)
