@@ -401,6 +401,11 @@ def run(args: argparse.Namespace) -> int:
                 trace_writer.close()
     if resume is not None:
         resume.complete(summary)
+        if resume.state is not None:
+            sys.stderr.write(
+                f"interactions: resumed {args.output}: {resume.resumed} episode(s) from earlier "
+                f"runs, {summary.episodes - resume.resumed} played now\n"
+            )
     summary.skipped_rows = reader.skipped
     if args.json:
         from ._output import print_json
@@ -466,6 +471,7 @@ class _Resume:
         self.state = state
         self.stamp = stamp
         self.done = state.done(retry_errors) if state is not None else set()
+        self.resumed = 0
 
     def complete(self, summary: Any) -> None:
         """Add the earlier records not played again, so the summary covers the dataset."""

@@ -198,6 +198,7 @@ def test_resume_after_kill_9_runs_exactly_the_missing_samples(slow: dict[str, An
     assert ran(stderr) == {f"s{i}" for i in range(n)} - done, stderr
     summary = json.loads(stdout)
     assert summary["episodes"] == n and summary["errors"] == 1
+    assert f"{len(before)} episode(s) from earlier runs, {n - len(before)} played now" in stderr
     after = whole_lines(out)
     assert after[: len(before)] == before  # appended, nothing rewritten
     assert sorted(r["index"] for r in after) == list(range(n))  # each sample once
