@@ -410,7 +410,13 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         from ._output import print_json
 
-        print_json(summary.as_dict())
+        document = summary.as_dict()
+        if watch and watch[0].blocks:  # plugin methods that blocked the event loop
+            document["blocking"] = {
+                name: {"times": times, "longest_s": round(longest, 3)}
+                for name, (times, longest) in sorted(watch[0].blocks.items())
+            }
+        print_json(document)
     else:
         print(summary.format())
     err = sys.stderr

@@ -108,6 +108,8 @@ def test_timeout_holds_against_a_plugin_that_blocks_the_loop(blocker: dict[str, 
     assert proc.returncode == 1, stderr
     summary = json.loads(stdout)
     assert summary["episodes"] == 4 and summary["errors"] == 1
+    blocking = summary["blocking"]["acme_block.Blocker.generate_response"]
+    assert blocking["times"] == 1 and 0.9 < blocking["longest_s"] < 15
     records = {r["sample_id"]: r for r in map(json.loads, out.read_text().splitlines())}
     [error] = records["s1"]["errors"]
     assert error["where"] == "generate_response" and error["type"] == "LoopBlocked"
