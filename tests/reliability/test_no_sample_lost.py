@@ -209,3 +209,21 @@ async def test_plugin_edits_never_reach_the_callers_sample(wild: Path) -> None:
     summary = await run_episodes([row], ReplayPolicy(), {"editor": Editor()}, keep_records=True)
     assert summary.errors == 0
     assert json.dumps(row) == before
+
+
+async def test_a_policy_raising_systemexit_costs_only_its_episode(wild: Path) -> None:
+    class Quitter(ReplayPolicy):
+        def reply(self, state, messages):  # type: ignore[no-untyped-def]
+            if messages[0]["content"] == "quit":
+                raise SystemExit(2)
+            return super().reply(state, messages)
+
+    interactions = initialize_interactions_from_config(str(wild))
+    samples = [sample(i) for i in range(5)]
+    samples[2]["prompt"] = [{"role": "user", "content": "quit"}]
+    summary = await run_episodes(samples, Quitter(), interactions, keep_records=True)
+    assert summary.episodes == 5 and summary.errors == 1
+    [bad] = [r for r in summary.records if r.errors]
+    assert bad.index == 2 and bad.errors[0]["where"] == "policy.reply"
+    assert bad.errors[0]["type"] == "SystemExit"
+    assert interactions["wild"].sessions == {}
