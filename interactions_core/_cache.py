@@ -36,6 +36,10 @@ import marshal
 import os
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = [
     "FORMAT",
     "BuildLock",
@@ -62,7 +66,9 @@ def enabled() -> bool:
 
 def cache_dir() -> str:
     """``$XDG_CACHE_HOME/interactions-core`` (default ``~/.cache/interactions-core``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG spec: a relative path is invalid, ignore it
+        base = os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "interactions-core")
 
 
@@ -200,6 +206,45 @@ def _write(path: str, content: dict) -> bool:
         return False
 
 
+#: Longest wait for another process's index build (``INTERACTIONS_LOCK_TIMEOUT``).
+LOCK_TIMEOUT = 30.0
+
+
+def _wait_for_lock(fcntl: Any, fd: int) -> bool:
+    """Take the build lock, waiting at most ``$INTERACTIONS_LOCK_TIMEOUT`` seconds.
+
+    A process that holds it far longer than a build takes is stuck (a hook
+    plugin hanging at import): after the wait, say so once and build unlocked,
+    which is correct, only slower, instead of waiting forever.
+    """
+    import time
+
+    text = os.environ.get("INTERACTIONS_LOCK_TIMEOUT", "").strip()
+    try:
+        limit = float(text) if text else LOCK_TIMEOUT
+    except ValueError:
+        limit = LOCK_TIMEOUT
+    deadline = time.monotonic() + limit
+    pause = 0.005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            pass
+        except OSError:
+            return False
+        if time.monotonic() >= deadline:
+            sys.stderr.write(
+                "interactions-core: warning: another interactions process has held the index "
+                f"lock in {cache_dir()} for over {limit:g} s (a plugin hanging at import?); "
+                "building the index without waiting (INTERACTIONS_LOCK_TIMEOUT sets the wait)\n"
+            )
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
 class BuildLock:
     """An exclusive lock on the cache folder while an index is being built.
 
@@ -222,9 +267,7 @@ class BuildLock:
             fd = os.open(os.path.join(cache_dir(), "build.lock"), os.O_RDWR | os.O_CREAT, 0o644)
         except (ImportError, OSError):
             return self
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
+        if not _wait_for_lock(fcntl, fd):
             os.close(fd)
             return self
         self._fd = fd

@@ -93,3 +93,17 @@ class LegacyInteractionWarning(InteractionsWarning):
     Raised (as a warning) by the verl drop-in, whose loader accepts what verl's
     accepted, for example verl's own ``calculate_score(self)``.
     """
+
+
+class Interrupted(KeyboardInterrupt):
+    """The user stopped the program (Ctrl-C, a stop signal), as opposed to code raising.
+
+    The CLI's signal handlers raise this instead of a bare ``KeyboardInterrupt``,
+    so a ``KeyboardInterrupt`` (or ``SystemExit``) raised by plugin code, at
+    import or in a call, is reported as that plugin's fault while a real Ctrl-C
+    still stops the program.
+    """
+
+
+class SelectionWarning(UserWarning):
+    """A name in ``INTERACTIONS_PLUGINS``/``INTERACTIONS_DISABLE`` matches nothing installed."""

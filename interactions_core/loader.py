@@ -124,7 +124,7 @@ def class_for_path(
             stacklevel=2,
         )
         return cls, found.qualified, dict(found.defaults)
-    cls = load_class_path(path, registry.selection, strict=not legacy)
+    cls = load_class_path(path, registry.selection, registry, strict=not legacy)
     if plugin is not None:
         import warnings
 

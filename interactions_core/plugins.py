@@ -36,6 +36,10 @@ def create_manager() -> pluggy.PluginManager:
     return pm
 
 
+class ImportAborted(Exception):
+    """A plugin module raised ``SystemExit``/``KeyboardInterrupt``/... while being imported."""
+
+
 def import_target(target: str) -> Any:
     """Import ``module:attr.path`` (or ``module``) with ``importlib.import_module``.
 
@@ -43,7 +47,21 @@ def import_target(target: str) -> Any:
     removes a module whose body raised), unlike verl's ``exec_module`` loader.
     """
     module_name, _, attr_path = target.partition(":")
-    obj: Any = importlib.import_module(module_name.strip())
+    try:
+        obj: Any = importlib.import_module(module_name.strip())
+    except Exception:
+        raise
+    except BaseException as exc:
+        # SystemExit, KeyboardInterrupt or another BaseException raised by the
+        # module's code is that plugin's fault, not a reason to stop the program.
+        from .errors import Interrupted
+
+        if isinstance(exc, Interrupted):
+            raise
+        raise ImportAborted(
+            f"importing {module_name.strip()} raised {exc.__class__.__name__}"
+            + (f": {exc}" if str(exc) else "")
+        ) from exc
     for attr in filter(None, attr_path.strip().split(".")):
         try:
             obj = getattr(obj, attr)
@@ -169,7 +187,11 @@ class PluginHost:
 
             try:
                 impl.function(*[{"register": register}[arg] for arg in impl.argnames])
-            except Exception as exc:
+            except BaseException as exc:
+                from .errors import Interrupted
+
+                if isinstance(exc, Interrupted):
+                    raise
                 self.errors[pid] = exc
                 continue
             out.setdefault(pid, []).extend(items)

@@ -301,7 +301,43 @@ class Registry:
                     )
         entries.sort(key=lambda e: (e.name, e.distribution))
         self._entries = entries
+        if self.selection.allow or self.selection.deny:
+            self._warn_unknown_selection(entries)
         return entries
+
+    def _warn_unknown_selection(self, entries: list[Entry]) -> None:
+        """Warn about allow/deny names that match nothing (a typo would otherwise be silent)."""
+        import difflib
+        import warnings
+
+        from .errors import SelectionWarning
+        from .selection import ALLOW_VAR, DENY_VAR
+
+        known: set[str] = set()
+        tops: set[str] = set()
+        for record in self.index.get("entries", []):
+            for identity in (record.get("name"), record.get("dist")):
+                if identity:
+                    known.add(normalize(identity))
+            known.add(normalize(f"{record.get('dist')}:{record.get('name')}"))
+            tops.add(str(record.get("value", "")).partition(":")[0].split(".")[0].strip())
+        for entry in entries:
+            known.update(normalize(i) for i in (entry.name, entry.qualified, entry.plugin or ""))
+        for variable in (ALLOW_VAR, DENY_VAR):
+            for raw in os.environ.get(variable, "").split(","):
+                name = raw.strip()
+                if not name or normalize(name) in known or "." in name or name in tops:
+                    continue
+                if _importable_top_level(name):
+                    continue  # a package named for its dotted class paths
+                close = difflib.get_close_matches(normalize(name), sorted(known), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                warnings.warn(
+                    f"{variable} names {name!r}, which matches no installed interaction, "
+                    f"plugin, policy or distribution{hint}",
+                    SelectionWarning,
+                    stacklevel=2,
+                )
 
     def names(self) -> list[str]:
         """Names that can be loaded as they are (ok, or broken and not yet known to be)."""
@@ -429,15 +465,38 @@ class Registry:
 
             raise PluginLoadError(import_failure(f"interaction {entry.describe()}", exc)) from exc
 
-    def check(self) -> list[Entry]:
-        """Import and validate every usable entry; return all entries with updated status."""
+    def check(self, import_timeout: float | None = None) -> list[Entry]:
+        """Import and validate every usable entry; return all entries with updated status.
+
+        Each import is waited for at most ``import_timeout`` seconds (default:
+        ``$INTERACTIONS_IMPORT_TIMEOUT``, else 60): a plugin that hangs while
+        being imported is reported as broken and the check goes on.
+        """
+        import threading
+
+        if import_timeout is None:
+            import_timeout = _import_timeout()
         for entry in self.entries():
-            if entry.status == "ok":
-                try:
-                    self.load(entry)
-                except Exception:
-                    pass  # recorded on the entry
+            if entry.status != "ok":
+                continue
+            worker = threading.Thread(
+                target=self._load_quietly, args=(entry,), name="interactions-check", daemon=True
+            )
+            worker.start()
+            worker.join(import_timeout)
+            if worker.is_alive():  # left behind, as a daemon thread, to finish or not
+                entry.status = "broken"
+                entry.error = (
+                    f"importing it did not finish within {import_timeout:g} s (a plugin that "
+                    "hangs at import; set INTERACTIONS_IMPORT_TIMEOUT to wait longer)"
+                )
         return self.entries()
+
+    def _load_quietly(self, entry: Entry) -> None:
+        try:
+            self.load(entry)
+        except BaseException:  # recorded on the entry by load()
+            pass
 
     def create(self, name: str, config: dict[str, Any] | None = None) -> Any:
         """Instantiate the interaction ``name`` with ``config`` (``name`` added if absent)."""
@@ -448,14 +507,79 @@ class Registry:
         return klass(options)
 
 
-def load_class_path(path: str, selection: Selection | None = None, *, strict: bool = True) -> Any:
+def _import_timeout() -> float:
+    text = os.environ.get("INTERACTIONS_IMPORT_TIMEOUT", "").strip()
+    try:
+        value = float(text) if text else 60.0
+    except ValueError:
+        value = 60.0
+    return value if value > 0 else 60.0
+
+
+def _importable_top_level(name: str) -> bool:
+    """Whether ``name`` is a top-level module on ``sys.path`` (found, never imported)."""
+    import importlib.util
+
+    try:
+        return name.isidentifier() and importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _disabled_targets(registry: Registry | None) -> list[Entry]:
+    if registry is None:
+        return []
+    return [e for e in registry.entries() if e.status == "disabled" and e.target]
+
+
+def _refuse_disabled_class(
+    path: str, module_name: str, attr: str, disabled: list[Entry], klass: Any = None
+) -> None:
+    """Refuse a dotted path that reaches a disabled interaction's class by another route.
+
+    Before importing (``klass`` is ``None``): the path is the entry point's own
+    target (``pkg.mod.Class`` for ``pkg.mod:Class``), refused without importing.
+    After importing: the class imported is the disabled interaction's class
+    (a re-export, an alias module).
+    """
+    for entry in disabled:
+        target_module, _, target_attr = entry.target.partition(":")
+        target_module, target_attr = target_module.strip(), target_attr.strip()
+        if klass is None:
+            same = (module_name, attr) == (target_module, target_attr)
+            if not same:
+                continue
+        else:
+            module = sys.modules.get(target_module)
+            found: Any = module
+            for part in filter(None, target_attr.split(".")):
+                found = getattr(found, part, None)
+            if found is None or found is not klass:
+                continue
+        raise DisabledError(
+            f"dotted class path {path!r} is the class of interaction {entry.describe()}, "
+            f"which is {entry.error or 'disabled'}; a disabled interaction is refused by "
+            "any route (remove it from INTERACTIONS_DISABLE to use it)"
+        )
+
+
+def load_class_path(
+    path: str,
+    selection: Selection | None = None,
+    registry: Registry | None = None,
+    *,
+    strict: bool = True,
+) -> Any:
     """Import a verl-style dotted class path (``pkg.mod.Class``) after the trust checks.
 
     Refused when ``INTERACTIONS_NO_CLASS_PATHS`` is set (configs are data; only
-    installed distributions are trusted) or when the allow/deny lists exclude the
-    path or its top-level package. With ``strict=False`` (the verl drop-in) a class
-    that breaks the spec is returned with a
-    :class:`~interactions_core.errors.LegacyInteractionWarning` naming the problems.
+    installed distributions are trusted), when the allow/deny lists exclude the
+    path or its top-level package, or, given the ``registry``, when it names the
+    class of a disabled interaction (checked before importing when the path is
+    the entry point's target, and on the imported class otherwise). With
+    ``strict=False`` (the verl drop-in) a class that breaks the spec is returned
+    with a :class:`~interactions_core.errors.LegacyInteractionWarning` naming the
+    problems.
     """
     if os.environ.get(CLASS_PATHS_VAR, "").strip().lower() in ("1", "true", "yes", "on"):
         raise TrustError(
@@ -469,6 +593,8 @@ def load_class_path(path: str, selection: Selection | None = None, *, strict: bo
     reason = (selection or Selection.from_env()).excluded(path, module_name.split(".")[0])
     if reason is not None:
         raise DisabledError(f"dotted class path {path!r} is {reason}")
+    disabled = _disabled_targets(registry)
+    _refuse_disabled_class(path, module_name, attr, disabled)
     from .plugins import import_target
 
     try:
@@ -483,6 +609,7 @@ def load_class_path(path: str, selection: Selection | None = None, *, strict: bo
         raise PluginLoadError(import_failure(f"class_name {path!r}", exc)) from exc
     from .validation import validate_interaction_class
 
+    _refuse_disabled_class(path, module_name, attr, disabled, klass)
     try:
         validate_interaction_class(klass, f"class_name {path!r}")
     except InteractionValidationError as exc:

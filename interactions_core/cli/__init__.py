@@ -100,6 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if fast is not None:
         from .list import run
 
+        _compact_warnings()
         return _dispatch(run, fast)
     _compact_warnings()
     parser = build_parser()
@@ -110,10 +111,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _dispatch(args.run, args)
 
 
+class _user_interrupts:
+    """Ctrl-C raises :class:`~interactions_core.errors.Interrupted` while a command runs.
+
+    So a ``KeyboardInterrupt`` raised by plugin code (at import, in a call) can be
+    told from the user's, and reported as that plugin's fault.
+    """
+
+    def __enter__(self) -> None:
+        import signal
+
+        self._previous = None
+        try:
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                self._previous = signal.signal(signal.SIGINT, _raise_interrupted)
+        except (ValueError, OSError):  # not the main thread
+            pass
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._previous is not None:
+            import signal
+
+            signal.signal(signal.SIGINT, self._previous)
+
+
+def _raise_interrupted(signum: int, frame: object) -> None:
+    from ..errors import Interrupted
+
+    raise Interrupted()
+
+
 def _dispatch(run: Callable[[argparse.Namespace], int], args: object) -> int:
     """Run a subcommand, turning every failure into a message and an exit code."""
     try:
-        return int(run(args) or 0)  # type: ignore[arg-type]
+        with _user_interrupts():
+            if getattr(args, "json", False):
+                from ._output import json_output
+
+                with json_output():
+                    return int(run(args) or 0)  # type: ignore[arg-type]
+            return int(run(args) or 0)  # type: ignore[arg-type]
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     except BrokenPipeError:

@@ -22,6 +22,32 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
+#: Where JSON goes while a ``--json`` command runs (see :func:`json_output`).
+_json_stream: Any = None
+
+
+class json_output:
+    """While a ``--json`` command runs, ``sys.stdout`` is standard error.
+
+    Plugin code imported or called by the command (a ``print`` at import, a
+    chatty hook) then cannot put text before or inside the JSON document, which
+    :func:`print_json` writes to the real standard output.
+    """
+
+    def __enter__(self) -> None:
+        global _json_stream
+        self._saved = (_json_stream, sys.stdout)
+        _json_stream = sys.stdout
+        sys.stdout = sys.stderr
+
+    def __exit__(self, *exc_info: object) -> None:
+        global _json_stream
+        previous, stdout = self._saved
+        if sys.stdout is sys.stderr:
+            sys.stdout = stdout
+        _json_stream = previous
+
+
 def print_json(data: Any) -> None:
     """Print ``data`` exactly as ``json.dumps(data, indent=2)`` would.
 
@@ -35,7 +61,7 @@ def print_json(data: Any) -> None:
         import json
 
         text = json.dumps(data, indent=2, default=str)
-    sys.stdout.write(text + "\n")
+    (_json_stream or sys.stdout).write(text + "\n")
 
 
 _SCALARS = {None: "null", True: "true", False: "false"}

@@ -80,11 +80,19 @@ def _print_table(rows: list[dict], *, expand: bool, filtered: bool) -> None:
         return
     shown = rows if expand else group_suites(rows)
     headers = ("name", "distribution", "version", "target", "status")
-    cells = [[str(r[h] or "") for h in headers] for r in shown]
+    cells = [[_printable(str(r[h] or "")) for h in headers] for r in shown]
     sys.stdout.write(table(headers, cells) + "\n")
     sys.stdout.write(totals(rows, shown) + "\n")
     problems = [r for r in rows if r["error"]]
     if problems:
         sys.stdout.write("\n")
         for r in problems:
-            sys.stdout.write(f"{r['name']} ({r['distribution']}): {r['status']}: {r['error']}\n")
+            line = f"{r['name']} ({r['distribution']}): {r['status']}: {r['error']}"
+            sys.stdout.write(_printable(line) + "\n")
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters escaped: names from metadata never drive the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

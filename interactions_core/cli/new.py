@@ -31,7 +31,15 @@ def run(args: argparse.Namespace) -> int:
     from ..scaffold import create_plugin, plugin_names
 
     names = plugin_names(args.name)
-    folder = create_plugin(args.name, args.dir)
+    try:
+        folder = create_plugin(args.name, args.dir)
+    except OSError as exc:
+        from ..errors import InteractionsError
+
+        where = exc.filename or args.dir or "the plugin folder"
+        raise InteractionsError(
+            f"cannot create {where}: {exc.strerror or exc} (choose another --dir or name)"
+        ) from None
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     spec = folder.as_posix() if folder.is_absolute() else f"./{folder.as_posix()}"
     lines = [f"Created {names.dist} in {folder}:", *(f"  {f}" for f in files)]

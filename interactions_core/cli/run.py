@@ -58,7 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Play one episode per sample of a dataset: a policy (the model side) "
         "replies, the sample's interaction (chosen by interaction_kwargs.name) judges each "
         "turn, until it terminates, a turn limit is reached or the policy has nothing more "
-        "to say. Prints a summary; exits 1 when any episode errored, 130 when interrupted.",
+        "to say. Prints a summary; exits 1 when any episode errored, 130 when interrupted "
+        "(Ctrl-C), 143 when terminated (SIGTERM).",
     )
     p.add_argument(
         "config",
@@ -134,6 +135,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--overwrite",
         action="store_true",
         help="replace an existing --output/--trace/--report file",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run whose records are in --output: play only the samples without "
+        "a record, append, and summarize the whole dataset",
+    )
+    p.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="with --resume, play errored samples again too (implies --resume)",
     )
     p.add_argument(
         "--strict", action="store_true", help="stop at the first bad row instead of skipping it"
@@ -315,7 +327,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..errors import ConfigError, ConflictError
     from ..registry import get_registry
-    from ..runtime.datasets import LineWriter, SampleReader, refuse_existing
+    from ..runtime.datasets import SampleReader, refuse_existing
     from ..runtime.episode import interaction_kwargs_of
     from ..runtime.policies import create_policy, get_policy_class
     from ..runtime.runner import Runner
@@ -327,8 +339,9 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(["--data FILE is required (the samples to run)"])
     _check_paths(args)
     reader = SampleReader(args.data, strict=args.strict, limit=args.limit, format=args.format)
+    resuming = args.resume or args.retry_errors
     for path in (args.output, args.trace, args.report):
-        if path:
+        if path and not (resuming and path != args.report):
             refuse_existing(path, args.overwrite)
     registry = get_registry()
     interactions: dict[str, Any] | None = None
@@ -375,18 +388,26 @@ def run(args: argparse.Namespace) -> int:
         samples_total = min(total, args.limit) if args.limit else total
         progress = Progress(sys.stderr, samples_total * args.repeat)  # episodes, not samples
 
-    output = LineWriter(args.output, overwrite=args.overwrite) if args.output else None
+    if args.ray is not None and resuming:
+        raise ConfigError(
+            ["--resume and --retry-errors do not work with --ray yet; resume without --ray"]
+        )
+    resume = _resume_state(args, policy)
+    output, trace_writer = _open_outputs(args, resume)
+    stamp = resume.stamp if resume is not None else {}
+    stopped = [0]  # 128 + the number of the first stop signal received
+    live: list[Any] = []  # the runner, once created
+    watch: list[Any] = []
     report = None
     if args.report:
         from ..report import RunData
 
         report = RunData(os.path.basename(args.output or args.data))
-    interrupted = [False]
 
     async def main() -> Any:
-        import signal
+        from ..runtime.watchdog import LoopWatchdog
 
-        with _maybe_tracing(tracing, registry, args) as _trace:
+        with _maybe_tracing(tracing, registry, trace_writer):
             runner = Runner(
                 policy,
                 interactions,
@@ -399,46 +420,41 @@ def run(args: argparse.Namespace) -> int:
                 timeout=args.timeout,
                 registry=registry,
             )
+            live.append(runner)
             loop = asyncio.get_running_loop()
-
-            def on_sigint() -> None:
-                interrupted[0] = True
-                runner.cancel()
-                try:  # a second Ctrl-C stops at once
-                    loop.remove_signal_handler(signal.SIGINT)
-                except (NotImplementedError, RuntimeError):
-                    pass
-
-            try:
-                loop.add_signal_handler(signal.SIGINT, on_sigint)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass  # not on this platform or thread: Ctrl-C raises KeyboardInterrupt
-
+            watchdog = LoopWatchdog(
+                loop, limit=args.timeout, should_break=lambda: bool(stopped[0])
+            ).start()
+            watch.append(watchdog)
             done = [0, 0]
 
             def on_record(record: Any) -> None:
                 if output is not None or report is not None:
-                    as_dict = record.to_dict()
+                    line = record.to_dict()
+                    if stamp:
+                        line.update(stamp)
                     if output is not None:
-                        output.write(as_dict)
+                        output.write(line)
                     if report is not None:
-                        report.add(as_dict)
+                        report.add(line)
                 done[0] += 1
                 done[1] += bool(record.errors)
                 if progress is not None:
                     progress.update(done[0], done[1])
 
             try:
-                source = samples() if interactions is None else reader
-                return await runner.run(source, on_record=on_record), runner.open_sessions
+                with _stop_signals(loop, runner, stopped):
+                    source = samples() if interactions is None else reader
+                    skip = resume.done if resume is not None else None
+                    summary = await runner.run(source, on_record=on_record, skip=skip)
+                return summary, runner.open_sessions
             finally:
-                try:
-                    loop.remove_signal_handler(signal.SIGINT)
-                except (NotImplementedError, RuntimeError, ValueError):
-                    pass
+                watchdog.stop()
                 aclose = getattr(policy, "aclose", None)
                 if aclose is not None:
                     await aclose()
+
+    from ..runtime.errors import RunInterrupted
 
     try:
         if args.ray is not None:  # sharded over a Ray cluster (interactions_core.ray.shard)
@@ -450,12 +466,34 @@ def run(args: argparse.Namespace) -> int:
                 args, source, default, _policy_options(args), sink, progress
             )
         else:
-            summary, still_open = asyncio.run(main())
+            try:
+                summary, still_open = asyncio.run(main())
+            except RunInterrupted:
+                # A second signal: stopped at once. What finished is flushed below.
+                runner = live[0] if live else None
+                summary = runner.summary if runner is not None else None
+                if summary is None:
+                    from ..runtime.runner import RunSummary
+
+                    summary = RunSummary()
+                summary.interrupted = True
+                still_open = runner.open_sessions if runner is not None else 0
     finally:
         if progress is not None:
             progress.close()
-        if output is not None:
-            output.close()
+        try:
+            if output is not None:
+                output.close()
+        finally:
+            if trace_writer is not None:
+                trace_writer.close()
+    if resume is not None:
+        resume.complete(summary)
+        if resume.state is not None:
+            sys.stderr.write(
+                f"interactions: resumed {args.output}: {resume.resumed} episode(s) from earlier "
+                f"runs, {summary.episodes - resume.resumed} played now\n"
+            )
     summary.skipped_rows = reader.skipped
     if report is not None and report.seen:
         from ..report import write_report
@@ -464,7 +502,13 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         from ._output import print_json
 
-        print_json(summary.as_dict())
+        document = summary.as_dict()
+        if watch and watch[0].blocks:  # plugin methods that blocked the event loop
+            document["blocking"] = {
+                name: {"times": times, "longest_s": round(longest, 3)}
+                for name, (times, longest) in sorted(watch[0].blocks.items())
+            }
+        print_json(document)
     else:
         print(summary.format())
     err = sys.stderr
@@ -479,13 +523,23 @@ def run(args: argparse.Namespace) -> int:
             f"note: no CONFIG was given, so {unrouted[0]} sample(s) with interaction_kwargs "
             "ran as single-turn episodes without their interaction\n"
         )
-    if summary.interrupted or interrupted[0]:
-        where = f"; {summary.episodes} records are in {args.output}" if args.output else ""
+    if watch:
+        for line in watch[0].report():
+            err.write(f"interactions: warning: {line}\n")
+        if watch[0].blocks:
+            from ..runtime.watchdog import BLOCKING_ADVICE
+
+            err.write(f"  ({BLOCKING_ADVICE})\n")
+    if summary.interrupted or stopped[0]:
+        where = f"; records are in {args.output}" if args.output else ""
+        how = "terminated" if stopped[0] == 143 else "interrupted"
         err.write(
-            f"interactions: interrupted after {summary.episodes} episode(s); open sessions "
+            f"interactions: {how} after {summary.episodes} episode(s); open sessions "
             f"finalized ({still_open} left open){where}\n"
         )
-        return 130
+        if args.output:
+            err.write("  (continue with the same command and --resume)\n")
+        return stopped[0] or 130
     if summary.errors:
         err.write(
             f"interactions: {summary.errors} of {summary.episodes} episode(s) errored"
@@ -513,9 +567,154 @@ class _Tee:
         self.report.add(record)
 
 
-def _maybe_tracing(tracing: Any, registry: Any, args: argparse.Namespace) -> Any:
+def _maybe_tracing(tracing: Any, registry: Any, writer: Any) -> Any:
     import contextlib
 
-    if not args.trace:
+    if writer is None:
         return contextlib.nullcontext()
-    return tracing(registry, args.trace, overwrite=args.overwrite)
+    return tracing(registry, writer)
+
+
+class _Resume:
+    """The records already in ``--output`` (``--resume``) and this run's fingerprints."""
+
+    def __init__(self, state: Any, stamp: dict[str, Any], retry_errors: bool) -> None:
+        self.state = state
+        self.stamp = stamp
+        self.done = state.done(retry_errors) if state is not None else set()
+        self.resumed = 0
+
+    def complete(self, summary: Any) -> None:
+        """Add the earlier records not played again, so the summary covers the dataset."""
+        if self.state is None:
+            return
+        played = summary.episodes
+        for key, record in self.state.records.items():
+            if key in self.done:
+                summary.add(record)
+        self.resumed = summary.episodes - played
+
+
+def _resume_state(args: argparse.Namespace, policy: Any) -> _Resume | None:
+    """Fingerprint this run; with ``--resume``, read what ``--output`` already holds."""
+    from ..errors import ConfigError
+    from ..runtime.resume import config_hash, data_hash, read_records
+
+    if args.retry_errors:
+        args.resume = True
+    if args.resume:
+        if not args.output:
+            raise ConfigError(["--resume needs --output FILE (the records of the run to continue)"])
+        if args.overwrite:
+            raise ConfigError(
+                ["--resume continues --output and --overwrite replaces it: choose one"]
+            )
+    if not args.output:
+        return None
+    options = {
+        "policy": args.policy,
+        "policy_options": _policy_options(args),
+        "max_assistant_turns": args.max_assistant_turns,
+        "max_user_turns": args.max_user_turns,
+        "default_interaction": args.default_interaction,
+    }
+    config = config_hash(args.config, options)
+    data = data_hash(args.data)
+    stamp = {"config_hash": config, "data_hash": data}
+    if not args.resume:
+        return _Resume(None, stamp, False)
+    if data is None:
+        raise ConfigError(
+            [
+                "--resume needs --data to be a regular file (it checks that the records were "
+                "made from the same data), not standard input or a pipe"
+            ]
+        )
+    state = read_records(args.output, config, data)
+    if state.unmarked:
+        sys.stderr.write(
+            f"interactions: warning: {state.unmarked} record(s) in {args.output} carry no "
+            "config or data fingerprint (an older version wrote them); they are trusted "
+            "to belong to this run\n"
+        )
+    return _Resume(state, stamp, args.retry_errors)
+
+
+def _open_outputs(args: argparse.Namespace, resume: _Resume | None) -> tuple[Any, Any]:
+    """Open ``--output`` and ``--trace``; when one fails, the other is not left behind."""
+    import os
+
+    from ..runtime.datasets import LineWriter
+    from ..runtime.trace import TraceWriter
+
+    appending = bool(args.resume)
+    output = trace = None
+    created: list[str] = []
+    try:
+        if args.output:
+            existed = os.path.lexists(args.output)
+            output = LineWriter(
+                args.output, overwrite=args.overwrite, append=appending, autoflush=True
+            )
+            if not existed:
+                created.append(args.output)
+        if args.trace:
+            existed = os.path.lexists(args.trace)
+            trace = TraceWriter(
+                args.trace, overwrite=args.overwrite, append=appending, autoflush=True
+            )
+            if not existed:
+                created.append(args.trace)
+    except BaseException:
+        if output is not None:
+            output.close()
+        for path in created:  # nothing was written to them: leave no empty file behind
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+        raise
+    return output, trace
+
+
+def _stop_signals(loop: Any, runner: Any, stopped: list[int]) -> Any:
+    """SIGINT and SIGTERM: the first stops the run cleanly, a second one at once.
+
+    Handled with ``signal.signal`` rather than the loop's own signal handlers, so
+    even a plugin call that blocks the event loop is reached: the first signal
+    schedules :meth:`Runner.cancel` (and lets the watchdog break a blocking call),
+    a second raises :class:`RunInterrupted` wherever the program is.
+    """
+    import contextlib
+    import signal
+    import threading
+
+    from ..runtime.errors import RunInterrupted
+
+    @contextlib.contextmanager
+    def installed() -> Any:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def handler(signum: int, frame: Any) -> None:
+            if stopped[0]:
+                stopped[0] = 128 + signum
+                raise RunInterrupted()
+            stopped[0] = 128 + signum
+            runner.stop_taking_samples()  # now, even if the loop is blocked
+            loop.call_soon_threadsafe(runner.cancel)
+
+        previous = {}
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                previous[sig] = signal.signal(sig, handler)
+            except (ValueError, OSError):
+                pass
+        try:
+            yield
+        finally:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
+
+    return installed()

@@ -24,10 +24,13 @@ existing file is never overwritten unless asked.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import stat
+import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -50,6 +53,17 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 PARQUET_HINT = "reading and writing parquet needs pyarrow: pip install 'interactions-core[parquet]'"
 
 
+#: ``--data -``: read the samples from standard input.
+STDIN = "-"
+
+
+def _is_pipe(path: str | os.PathLike[str]) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 def data_format(path: str | os.PathLike[str], format: str | None = None) -> str:
     """``"jsonl"`` or ``"parquet"``, from ``format`` or the file's suffix."""
     if format is not None:
@@ -58,6 +72,8 @@ def data_format(path: str | os.PathLike[str], format: str | None = None) -> str:
         return format
     if os.path.isdir(path):
         raise DatasetError(f"{os.fspath(path)} is a directory, not a data file")
+    if os.fspath(path) == STDIN or _is_pipe(path):
+        return "jsonl"  # a stream: JSONL (parquet needs a seekable file)
     name = os.fspath(path).lower()
     if name.endswith(JSONL_SUFFIXES):
         return "jsonl"
@@ -162,9 +178,14 @@ class SampleReader:
         self.skipped = 0
         self.rows = 0
         self.bad_rows: list[BadRow] = []
+        self.stream = self.path == STDIN or _is_pipe(self.path)
         if self.format == "parquet":
+            if self.stream:
+                raise DatasetError(
+                    f"{self.path}: parquet cannot be read from a stream; give a file"
+                )
             _import_parquet()
-        if not os.path.isfile(self.path):
+        if not self.stream and not os.path.isfile(self.path):
             raise DatasetError(f"data file not found: {self.path}")
         if self.format == "parquet":
             self._parquet_file()  # a file that is not parquet fails here, before any episode
@@ -191,7 +212,12 @@ class SampleReader:
             self.bad_rows.append(bad)
 
     def count(self) -> int:
-        """The number of rows in the file (lines with content, for JSONL), cheaply."""
+        """The number of rows in the file (lines with content, for JSONL), cheaply.
+
+        0 for standard input or a pipe, which can only be read once.
+        """
+        if self.stream:
+            return 0
         if self.format == "parquet":
             return int(self._parquet_file().metadata.num_rows)
         count = 0
@@ -216,7 +242,11 @@ class SampleReader:
                 for row in batch.to_pylist():
                     number += 1
                     yield number, row
-        with open(self.path, "rb") as f:
+        if self.path == STDIN:
+            source: Any = contextlib.nullcontext(sys.stdin.buffer)
+        else:
+            source = open(self.path, "rb")  # noqa: SIM115 - closed by the with below
+        with source as f:
             for number, raw in enumerate(f, start=1):
                 if not raw.strip():
                     continue
@@ -281,10 +311,18 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
 
 
 class LineWriter:
-    """Append JSON lines to a new file, whole lines only; see the module docstring.
+    """Append JSON lines to a file, whole lines only; see the module docstring.
 
     The file is created when the writer is (``overwrite=False``: it must not
-    exist). ``flush_bytes`` and ``flush_seconds`` bound what a crash can lose.
+    exist; ``append=True``: an existing file is continued, after cutting off a
+    partial last line a crash may have left). ``flush_bytes`` and
+    ``flush_seconds`` bound what a crash can lose; with ``autoflush=True`` a
+    background thread hands queued lines to the OS every ``flush_seconds`` even
+    when no new line arrives (a run whose last episodes are slow).
+
+    One writer per file: the file is locked (``fcntl.flock``) while open, so a
+    second run writing the same file is refused instead of interleaving lines.
+    A symbolic link is never written through when replacing or continuing a file.
     """
 
     def __init__(
@@ -292,28 +330,69 @@ class LineWriter:
         path: str | os.PathLike[str],
         *,
         overwrite: bool = False,
+        append: bool = False,
+        autoflush: bool = False,
         flush_bytes: int = 1 << 20,
         flush_seconds: float = 1.0,
     ) -> None:
         self.path = os.fspath(path)
-        refuse_existing(self.path, overwrite)
-        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
-        if is_special_file(self.path):  # /dev/null, a pipe: write to it as it is
-            flags = os.O_WRONLY
-        try:
-            self._fd: int | None = os.open(self.path, flags, 0o644)
-        except FileExistsError:
-            refuse_existing(self.path, False)
-            raise
-        except OSError as exc:
-            raise DatasetError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+        self._lock = threading.Lock()
         self._buffer: list[bytes] = []
         self._size = 0
         self._committed = 0  # bytes in the file, all of them whole lines
         self._flush_bytes = flush_bytes
         self._flush_seconds = flush_seconds
         self._last_flush = time.monotonic()
+        self._error: DatasetError | None = None
+        self._stop: threading.Event | None = None
+        self._thread: threading.Thread | None = None
         self.lines = 0
+        self._fd: int | None = self._open(overwrite, append)
+        if autoflush:
+            self._stop = threading.Event()
+            self._thread = threading.Thread(
+                target=self._flush_periodically, name="interactions-flush", daemon=True
+            )
+            self._thread.start()
+
+    def _open(self, overwrite: bool, append: bool) -> int:
+        path = self.path
+        if is_special_file(path):  # /dev/null, a pipe: write to it as it is
+            try:
+                return os.open(path, os.O_WRONLY)
+            except OSError as exc:
+                raise DatasetError(f"cannot write {path}: {exc.strerror or exc}") from None
+        if not append:
+            refuse_existing(path, overwrite)
+        if (overwrite or append) and os.path.islink(path):
+            raise DatasetError(
+                f"{path} is a symbolic link (to {os.path.realpath(path)}); refusing to write "
+                "through it: name the file itself, or remove the link"
+            )
+        nofollow = getattr(os, "O_NOFOLLOW", 0)
+        if append:
+            flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | nofollow  # read: the last line
+        elif overwrite:
+            flags = os.O_WRONLY | os.O_CREAT | nofollow  # emptied once the lock is held
+        else:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        try:
+            fd = os.open(path, flags, 0o644)
+        except FileExistsError:
+            refuse_existing(path, False)
+            raise
+        except OSError as exc:
+            raise DatasetError(f"cannot write {path}: {exc.strerror or exc}") from None
+        try:
+            _lock_exclusively(fd, path)
+            if append:
+                self._committed = _cut_partial_line(fd)
+            elif overwrite:
+                os.ftruncate(fd, 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def write(self, obj: Any) -> None:
         """Queue one JSON line (flushed when the buffer or the clock says so)."""
@@ -322,16 +401,41 @@ class LineWriter:
         except ValueError:  # NaN/Infinity are not JSON: write them as null
             text = json.dumps(_finite(obj), ensure_ascii=False, default=str, allow_nan=False)
         line = (text + "\n").encode("utf-8")
-        self._buffer.append(line)
-        self._size += len(line)
-        self.lines += 1
-        if self._size >= self._flush_bytes or (
-            time.monotonic() - self._last_flush >= self._flush_seconds
-        ):
-            self.flush()
+        with self._lock:
+            if self._error is not None:
+                raise self._error
+            self._buffer.append(line)
+            self._size += len(line)
+            self.lines += 1
+            if self._size >= self._flush_bytes or (
+                time.monotonic() - self._last_flush >= self._flush_seconds
+            ):
+                self._flush()
 
     def flush(self) -> None:
         """Hand every queued line to the OS (complete lines only)."""
+        with self._lock:
+            if self._error is not None:
+                raise self._error
+            self._flush()
+
+    def _flush_periodically(self) -> None:
+        from .watchdog import keep_signals_off_this_thread
+
+        keep_signals_off_this_thread()
+        stop = self._stop
+        assert stop is not None
+        while not stop.wait(self._flush_seconds / 2):
+            with self._lock:
+                if self._error is not None or self._fd is None:
+                    return
+                if self._buffer and time.monotonic() - self._last_flush >= self._flush_seconds / 2:
+                    try:
+                        self._flush()
+                    except DatasetError as exc:
+                        self._error = exc  # raised by the next write, flush or close
+
+    def _flush(self) -> None:
         if self._fd is None or not self._buffer:
             return
         data = memoryview(b"".join(self._buffer))
@@ -340,7 +444,7 @@ class LineWriter:
         start = self._committed
         done = 0
         try:
-            while done < len(data):
+            while done < len(data):  # os.write may write less than asked: go on
                 done += os.write(self._fd, data[done:])
         except OSError as exc:
             # Keep whole lines only: cut the file back after the last complete one.
@@ -360,20 +464,62 @@ class LineWriter:
 
     def close(self) -> None:
         """Flush and close (idempotent)."""
-        if self._fd is None:
-            return
-        try:
-            self.flush()
-        finally:
-            if self._fd is not None:  # flush closes it itself when the disk is full
-                os.close(self._fd)
-                self._fd = None
+        if self._stop is not None:
+            self._stop.set()
+            if self._thread is not None and self._thread is not threading.current_thread():
+                self._thread.join()
+        with self._lock:
+            if self._fd is None:
+                if self._error is not None:
+                    error, self._error = self._error, None
+                    raise error
+                return
+            try:
+                self._flush()
+            finally:
+                if self._fd is not None:  # _flush closes it itself when the disk is full
+                    os.close(self._fd)
+                    self._fd = None
 
     def __enter__(self) -> LineWriter:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _lock_exclusively(fd: int, path: str) -> None:
+    """Lock ``fd`` for this writer, or refuse: another process is writing ``path``."""
+    try:
+        import fcntl
+    except ImportError:  # no flock on this platform: one writer is then up to the user
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise DatasetError(
+            f"{path} is being written by another process (another interactions run?); "
+            "wait for it to finish or choose another file"
+        ) from None
+    except OSError:  # a file system without locks: go on unlocked
+        return
+
+
+def _cut_partial_line(fd: int) -> int:
+    """Truncate ``fd`` after its last newline (a crash mid-write); return the new size."""
+    size = os.fstat(fd).st_size
+    end = size
+    while end > 0:
+        chunk = min(end, 1 << 16)
+        data = os.pread(fd, chunk, end - chunk)
+        cut = data.rfind(b"\n")
+        if cut >= 0:
+            end = end - chunk + cut + 1
+            break
+        end -= chunk
+    if end != size:
+        os.ftruncate(fd, end)
+    return end
 
 
 def _finite(obj: Any) -> Any:
@@ -417,7 +563,22 @@ def write_rows(
             yield row
 
     special = is_special_file(path)  # /dev/null: write to it directly, never replace it
-    tmp = os.fspath(path) if special else f"{os.fspath(path)}.tmp-{os.getpid()}"
+    if special:
+        tmp = os.fspath(path)
+    else:
+        # Created exclusively under an unpredictable name next to the output, so
+        # nothing planted in advance (a symbolic link) can be written through.
+        import tempfile
+
+        folder, base = os.path.split(os.path.abspath(path))
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=folder)
+        except OSError as exc:
+            raise DatasetError(f"cannot write {os.fspath(path)}: {exc.strerror or exc}") from None
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # what a plain open() would have given
+        os.close(fd)
     try:
         if fmt == "jsonl":
             count = 0

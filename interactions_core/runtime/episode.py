@@ -40,6 +40,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..errors import Interrupted
 from ..result import InteractionResult, as_score
 from .errors import InteractionCallError, PolicyError, SampleError
 from .session import SessionTracker, call_error
@@ -123,6 +124,42 @@ def _takes_repeat(start: Callable[..., Any]) -> bool:
 
 
 _NO_ERRORS: list[dict[str, Any]] = []  # shared and never appended to
+
+
+def _stops_the_run(exc: BaseException, stopping: Callable[[], bool] | None = None) -> bool:
+    """Whether ``exc`` must leave the episode: a real stop, not something a plugin raised.
+
+    A :class:`CancelledError` is real when the running task was asked to stop
+    (``stopping()``, the :class:`Runner`'s own flag, or ``Task.cancelling()``
+    on Python 3.11+; on 3.10 outside a runner every cancellation counts).
+    :class:`RunInterrupted` is the CLI's second Ctrl-C. Everything else,
+    ``SystemExit`` and ``KeyboardInterrupt`` included, is the episode's error:
+    a real Ctrl-C reaches a run as a cancellation (``asyncio.run`` and the CLI
+    turn the signal into one), never as an exception inside a plugin call.
+    """
+    if isinstance(exc, Interrupted):  # a real signal (RunInterrupted: the second Ctrl-C)
+        return True
+    if isinstance(exc, asyncio.CancelledError):
+        if stopping is not None and stopping():
+            return True
+        task = asyncio.current_task()
+        cancelling = getattr(task, "cancelling", None)
+        if cancelling is None:
+            return stopping is None
+        if cancelling() > 0:
+            return True
+    return False
+
+
+def _copy_message(message: Any) -> Any:
+    """A copy of a prompt message deep enough that editing it never reaches the sample."""
+    if message.__class__ is dict:
+        content = message.get("content")
+        if content is None or content.__class__ is str:
+            return message.copy()
+    import copy
+
+    return copy.deepcopy(message)
 
 
 class EpisodeRecord:
@@ -322,6 +359,9 @@ class EpisodeLoop:
         # run() routes the common case inline unless a subclass has its own route().
         self._inline_route = type(self).route is EpisodeLoop.route
         self._ids = itertools.count()
+        #: Tells a real cancellation from a ``CancelledError`` a plugin raised
+        #: (the :class:`Runner` sets it to its own "stopping" flag).
+        self.stopping: Callable[[], bool] | None = None
 
     # -- choosing the interaction ----------------------------------------------
 
@@ -427,7 +467,9 @@ class EpisodeLoop:
                     "the sample's 'prompt' must be a list of chat messages "
                     '([{"role": ..., "content": ...}, ...])'
                 )
-            messages = prompt.copy()
+            # Each message is copied: a plugin editing the conversation never
+            # changes the caller's sample.
+            messages = [_copy_message(m) for m in prompt]
             # Routing (see route()): the common case inline, anything else through route().
             target: Any = None
             target_name: str | None = None
@@ -576,14 +618,17 @@ class EpisodeLoop:
                 if value.__class__ is not float or not _isfinite(value):
                     value = as_score(value, "the returned score")
                 final_score = value
-        except asyncio.CancelledError:
-            error = RuntimeError("the episode was cancelled")
-            end_reason = CANCELLED
-            record.interaction = name
-            record.instance_id = instance_id or None
-            record.add_error(where, error)
-            raise
-        except Exception as exc:
+        except BaseException as exc:
+            if _stops_the_run(exc, self.stopping):
+                error = RuntimeError("the episode was cancelled")
+                end_reason = CANCELLED
+                record.interaction = name
+                record.instance_id = instance_id or None
+                record.add_error(where, error)
+                raise
+            # Anything else a plugin or policy raised, of any class (a stray
+            # CancelledError, SystemExit, KeyboardInterrupt, a BaseException
+            # subclass), ends this episode only.
             error = exc
             end_reason = ERROR
             final_score = None
@@ -612,7 +657,9 @@ class EpisodeLoop:
                         await interaction.finalize_interaction(instance_id)
                     else:
                         await self._call(interaction.finalize_interaction(instance_id))
-                except Exception as exc:
+                except BaseException as exc:
+                    if _stops_the_run(exc, self.stopping):
+                        raise
                     problem = call_error(
                         name or "?", instance_id, "finalize_interaction", exc, timeout
                     )
@@ -631,7 +678,9 @@ class EpisodeLoop:
             if have_state and self._finish is not None:
                 try:
                     self._finish(state)
-                except Exception as exc:
+                except BaseException as exc:
+                    if _stops_the_run(exc, self.stopping):
+                        raise
                     record.add_error("policy.finish", exc)
             record.duration_s = _perf_counter() - started
             if (
@@ -656,5 +705,7 @@ class EpisodeLoop:
     ) -> None:
         try:
             _caller(**kw)
-        except Exception as exc:  # an observer's bug is recorded, the episode goes on
+        except BaseException as exc:  # an observer's bug is recorded, the episode goes on
+            if _stops_the_run(exc):
+                raise
             _record.add_error(f"observer {_hook}", exc)

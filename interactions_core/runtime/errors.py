@@ -6,9 +6,15 @@ CLI turns them into a one-paragraph message.
 
 from __future__ import annotations
 
-from ..errors import InteractionsError
+from ..errors import InteractionsError, Interrupted
 
-__all__ = ["DatasetError", "InteractionCallError", "PolicyError", "SampleError"]
+__all__ = [
+    "DatasetError",
+    "InteractionCallError",
+    "PolicyError",
+    "RunInterrupted",
+    "SampleError",
+]
 
 
 class InteractionCallError(InteractionsError):
@@ -38,3 +44,13 @@ class SampleError(InteractionsError, ValueError):
 
 class DatasetError(InteractionsError, ValueError):
     """A dataset file cannot be read, or a bad row was met in strict mode."""
+
+
+class RunInterrupted(Interrupted):
+    """The run was stopped at once (a second Ctrl-C or SIGTERM).
+
+    It derives from :class:`KeyboardInterrupt`, so it leaves the event loop
+    immediately even from inside a plugin call that blocks the loop; the
+    episode loop lets it through, where a ``KeyboardInterrupt`` raised by a
+    plugin only ends that plugin's episode.
+    """

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from typing import Any
 
 from .episode import END_REASONS, EpisodeLoop, EpisodeRecord, Observers
@@ -237,11 +237,25 @@ class Runner:
         )
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
+        self.summary: RunSummary | None = None
+        self.loop.stopping = self._is_stopping
+
+    def _is_stopping(self) -> bool:
+        return self._stopping
+
+    @property
+    def stopping(self) -> bool:
+        """True once :meth:`cancel` was called, until the next run starts."""
+        return self._stopping
 
     @property
     def open_sessions(self) -> int:
         """Sessions started and not finalized (0 whenever no run is in progress)."""
         return self.tracker.open
+
+    def stop_taking_samples(self) -> None:
+        """Start no new episode; safe to call from a signal handler (see :meth:`cancel`)."""
+        self._stopping = True
 
     def cancel(self) -> None:
         """Stop the run: no new episodes; running ones are cancelled and finalized."""
@@ -255,8 +269,12 @@ class Runner:
         *,
         on_record: Callable[[EpisodeRecord], Any] | None = None,
         keep_records: bool = False,
+        skip: Container[tuple[int, int]] | None = None,
     ) -> RunSummary:
         """Play every sample; return the summary.
+
+        ``skip`` holds ``(index, repeat)`` keys of samples already played (a
+        resumed run): they are read from ``samples`` but not played again.
 
         ``on_record`` is called with each finished record, in completion order
         (records carry ``index``, the sample's position). An exception raised by
@@ -265,6 +283,7 @@ class Runner:
         """
         summary = RunSummary()
         summary.groups = PromptGroups(self.repeat, self.pass_score)
+        self.summary = summary  # readable while the run goes on (e.g. after a hard stop)
         records: list[EpisodeRecord] | None = [] if keep_records else None
         summary.records = records
         items = _numbered(samples, self.repeat)
@@ -294,10 +313,25 @@ class Runner:
                     fatal.append(exc)
                     self.cancel()
                     return
+                if skip is not None and (index, repeat) in skip:
+                    continue
                 if not spare and len(tasks) < cap:
                     spare = True
                     tasks.append(loop.create_task(worker()))
-                record = await play(sample, index, repeat)
+                try:
+                    record = await play(sample, index, repeat)
+                except BaseException as exc:
+                    if self._stopping or isinstance(exc, KeyboardInterrupt):
+                        raise
+                    # play() records every fault itself; this is a last resort
+                    # so that no sample can vanish from the summary.
+                    task: Any = asyncio.current_task()
+                    uncancel = getattr(task, "uncancel", None)  # Python 3.11+
+                    if uncancel is not None:
+                        while task.cancelling():
+                            uncancel()
+                    record = EpisodeRecord(index, index, repeat)
+                    record.add_error("episode", exc)
                 count(record)
                 if records is not None:
                     records.append(record)
@@ -316,7 +350,9 @@ class Runner:
             while waited < len(tasks):  # workers started meanwhile are waited for next
                 batch = tasks[waited:]
                 waited = len(tasks)
-                await asyncio.gather(*batch, return_exceptions=True)
+                # Shielded: a cancellation of run() itself reaches the episodes
+                # through cancel(), after the stopping flag is set.
+                await asyncio.shield(asyncio.gather(*batch, return_exceptions=True))
         except asyncio.CancelledError:
             self.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)

@@ -30,8 +30,15 @@ __all__ = ["TraceWriter", "tracing"]
 class TraceWriter:
     """Writes observer events as JSON lines to ``path`` (see the module docstring)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
-        self.writer = LineWriter(path, overwrite=overwrite)
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        overwrite: bool = False,
+        append: bool = False,
+        autoflush: bool = False,
+    ) -> None:
+        self.writer = LineWriter(path, overwrite=overwrite, append=append, autoflush=autoflush)
 
     @hookimpl
     def on_session_start(self, interaction_name: str, instance_id: str, kwargs: Any) -> None:
@@ -98,15 +105,16 @@ class TraceWriter:
 
 @contextmanager
 def tracing(
-    registry: Any, path: str | os.PathLike[str], *, overwrite: bool = False
+    registry: Any, path: str | os.PathLike[str] | TraceWriter, *, overwrite: bool = False
 ) -> Iterator[TraceWriter]:
     """Register a :class:`TraceWriter` with ``registry``'s hook plugins for a block.
 
     Create the :class:`~interactions_core.runtime.runner.Runner` inside the
-    block (observers are looked up when it is created). The writer is
-    unregistered and its file flushed and closed on the way out.
+    block (observers are looked up when it is created). The writer (made for
+    ``path``, or the one given) is unregistered and its file flushed and closed
+    on the way out.
     """
-    writer = TraceWriter(path, overwrite=overwrite)
+    writer = path if isinstance(path, TraceWriter) else TraceWriter(path, overwrite=overwrite)
     host = registry.plugin_host
     host.register_object(writer, name=f"interactions-core:trace:{id(writer)}")
     try:

@@ -58,6 +58,10 @@ class PluginNames:
         return {s: getattr(self, s) for s in self.__slots__}
 
 
+#: Longest plugin name accepted (folder names are limited to 255 bytes on most systems).
+MAX_NAME = 100
+
+
 def plugin_names(raw: str) -> PluginNames:
     """Normalise ``raw`` (``My-Task`` -> ``my_task``) and derive the other names.
 
@@ -73,6 +77,11 @@ def plugin_names(raw: str) -> PluginNames:
             f"invalid plugin name {raw!r}: after normalisation ({name!r}) it must be a Python "
             "identifier: letters, digits and underscores (hyphens, dots and spaces become "
             "underscores), starting with a letter; e.g. 'my_task' or 'my-task'"
+        )
+    if len(name) > MAX_NAME:
+        raise ScaffoldError(
+            f"invalid plugin name: {len(name)} characters long; at most {MAX_NAME} (it names "
+            "a folder, a package and a distribution, and file systems limit name lengths)"
         )
     if keyword.iskeyword(name):
         raise ScaffoldError(f"invalid plugin name {raw!r}: {name!r} is a Python keyword")

@@ -42,6 +42,10 @@ some out):
     Nothing is left behind after ``finalize_interaction``: ``open_sessions``
     returns to zero and no container on the instance keeps growing with the
     number of finished sessions or holds a finished ``instance_id``.
+``blocking``
+    No lifecycle call holds the event loop (runs without awaiting) for more
+    than a quarter of a second: a synchronous HTTP client, ``time.sleep`` or a
+    long computation inside ``async def`` stops every other episode of a run.
 
 Episodes are scripted with :class:`Episode`: the sample's ``interaction_kwargs``
 and the assistant replies to play. Give two or more with different kwargs so the
@@ -53,6 +57,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -82,7 +87,11 @@ CHECKS = (
     "reuse",
     "isolation",
     "state",
+    "blocking",
 )
+
+#: A lifecycle call that holds the event loop this long without awaiting is reported.
+BLOCKING_LIMIT = 0.25
 
 #: Option name no schema declares; a class with a schema must refuse it.
 UNKNOWN_OPTION = "__conformance_unknown_option__"
@@ -313,7 +322,35 @@ class _Checker:
         return self.target.make()
 
     async def _invoke(self, obj: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-        return await bounded(getattr(obj, method)(*args, **kwargs), self.timeout)
+        # A ticker measures the longest stretch the loop could not run anything.
+        loop = asyncio.get_running_loop()
+        clock = time.perf_counter
+        last = [clock()]
+        longest = [0.0]
+        handle: list[Any] = []
+
+        def tick() -> None:
+            now = clock()
+            longest[0] = max(longest[0], now - last[0])
+            last[0] = now
+            handle[:] = [loop.call_later(0.01, tick)]
+
+        handle.append(loop.call_soon(tick))
+        try:
+            return await bounded(getattr(obj, method)(*args, **kwargs), self.timeout)
+        finally:
+            handle[0].cancel()
+            held = max(longest[0], clock() - last[0])
+            if held > BLOCKING_LIMIT:
+                from ..runtime.watchdog import BLOCKING_ADVICE
+
+                cls = type(obj)
+                self.add(
+                    "blocking",
+                    f"{cls.__module__}.{cls.__qualname__}.{method} held the event loop for "
+                    f"{held:.2f} s without awaiting; {BLOCKING_ADVICE}",
+                    key=f"blocking:{method}",
+                )
 
     def _check_result(self, raw: Any, where: str) -> InteractionResult | None:
         """Check one turn's result; return it coerced, or ``None`` when unusable."""

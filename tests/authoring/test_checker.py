@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import attrs
@@ -100,7 +101,7 @@ def test_clean_class_passes_every_check(target: type) -> None:
     report = check_interaction(target)
     assert report.ok, report.format()
     assert report.checks_run == list(CHECKS)
-    assert "passed 10 conformance checks" in report.format()
+    assert f"passed {len(CHECKS)} conformance checks" in report.format()
 
 
 def test_instance_target_uses_that_instance() -> None:
@@ -381,3 +382,50 @@ def test_isolation_needs_distinct_episodes() -> None:
 def test_config_error_for_unknown_option_is_expected_behaviour() -> None:
     with pytest.raises(ConfigError):
         ExactInteraction({"nope": 1})
+
+
+def test_a_plugin_that_blocks_the_event_loop_is_reported_by_name() -> None:
+    import time as _time
+
+    from interactions_core import BaseInteraction, InteractionResult
+
+    class Sleepy(BaseInteraction):
+        """Calls a synchronous client inside an async method."""
+
+        def __init__(self, config: dict | None = None) -> None:
+            super().__init__(config or {})
+            self.sessions: dict[str, bool] = {}
+
+        async def start_interaction(self, instance_id=None, **kwargs):  # type: ignore[no-untyped-def]
+            from interactions_core.errors import SessionError
+
+            instance_id = instance_id or uuid.uuid4().hex
+            if instance_id in self.sessions:
+                raise SessionError(f"session {instance_id!r} is live")
+            self.sessions[instance_id] = True
+            return instance_id
+
+        async def generate_response(self, instance_id, messages, **kwargs):  # type: ignore[no-untyped-def]
+            from interactions_core.errors import SessionError
+
+            if instance_id not in self.sessions:
+                raise SessionError(f"unknown session {instance_id!r}")
+            _time.sleep(0.3)
+            return InteractionResult(True, "ok", 1.0)
+
+        async def calculate_score(self, instance_id, **kwargs):  # type: ignore[no-untyped-def]
+            from interactions_core.errors import SessionError
+
+            if instance_id not in self.sessions:
+                raise SessionError(f"unknown session {instance_id!r}")
+            return 1.0
+
+        async def finalize_interaction(self, instance_id, **kwargs):  # type: ignore[no-untyped-def]
+            self.sessions.pop(instance_id, None)
+
+    report = check_interaction(Sleepy, skip=["isolation", "messages"], raise_on_error=False)
+    blocking = [v for v in report.violations if v.check == "blocking"]
+    assert len(blocking) == 1, report.format()
+    assert "Sleepy.generate_response held the event loop" in blocking[0].message
+    assert "asyncio.to_thread" in blocking[0].message
+    assert {v.check for v in report.violations} == {"blocking"}, report.format()

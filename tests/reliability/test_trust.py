@@ -286,3 +286,31 @@ def test_lists_apply_to_policies(site: Path, tmp_path: Path, value: str) -> None
     proc = cli(site, "run", "--data", str(data), "--policy", "acme-policy")  # control
     assert proc.returncode == 0, proc.stderr
     assert imported(site, "acme_policy")
+
+
+@pytest.mark.parametrize("route", ["acme_trust.AcmeInteraction", "acme_alias.Alias"])
+def test_a_disabled_interaction_is_refused_by_its_class_path_too(
+    site: Path, tmp_path: Path, route: str
+) -> None:
+    (site / "acme_alias.py").write_text("from acme_trust import AcmeInteraction as Alias\n")
+    config = write_config(tmp_path, f"interaction:\n  - name: sneaky\n    class_name: {route}\n")
+    proc = cli(site, "check", str(config), env={"INTERACTIONS_DISABLE": "acme"})
+    assert proc.returncode == 1
+    assert "disabled" in proc.stderr and "any route" in proc.stderr
+    if route == "acme_trust.AcmeInteraction":
+        assert not imported(site, "acme_trust")  # refused before importing
+    proc = cli(site, "check", str(config))  # control: allowed without the deny-list
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("variable", ["INTERACTIONS_DISABLE", "INTERACTIONS_PLUGINS"])
+def test_unknown_names_in_the_lists_are_warned_about(site: Path, variable: str) -> None:
+    for args in (("list",), ("list", "--json")):
+        proc = cli(site, *args, env={variable: "acme-trustt,acme_dotted,acme_trust.Other"})
+        assert proc.returncode == 0
+        assert "interactions: warning:" in proc.stderr
+        assert "'acme-trustt'" in proc.stderr and "did you mean 'acme-trust'" in proc.stderr
+        # a top-level package and a dotted path are legitimate entries, not typos
+        assert "'acme_dotted'" not in proc.stderr and "acme_trust.Other" not in proc.stderr
+    proc = cli(site, "list", env={variable: "acme"})
+    assert "warning" not in proc.stderr

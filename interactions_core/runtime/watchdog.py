@@ -1,0 +1,185 @@
+"""Watching the event loop: a plugin call that blocks it is named and, if asked, broken.
+
+Interaction methods are coroutines. One that makes a synchronous call (a
+blocking HTTP client, ``time.sleep``, a long sympy computation) holds the whole
+event loop: no other episode moves, ``--timeout`` (``asyncio.wait_for``) cannot
+fire and a Ctrl-C handler scheduled on the loop waits. :class:`LoopWatchdog`
+runs a thread that checks a heartbeat the loop updates every ``interval``
+seconds. When the loop has been stuck for ``report_after`` seconds it reads the
+main thread's stack to name the blocking method (``module.Class.method``) and
+counts it in :attr:`LoopWatchdog.blocks`. When it has been stuck for ``limit``
+seconds (the run's ``--timeout``), or for ``report_after`` seconds once
+``should_break()`` says the run is stopping, it sends the main thread a signal
+whose handler raises :class:`LoopBlocked` inside the blocking call: the episode
+then ends as an error, exactly like a call that timed out.
+
+:class:`LoopBlocked` derives from :class:`BaseException`, so a plugin's broad
+``except Exception`` around its slow call does not swallow it. Code that never
+returns to Python (a C extension holding the GIL) cannot be broken this way;
+it is still reported.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["BLOCKING_ADVICE", "LoopBlocked", "LoopWatchdog"]
+
+#: What to tell the author of a plugin that blocks the loop.
+BLOCKING_ADVICE = (
+    "a synchronous call inside an async method stops every other episode, --timeout and "
+    "Ctrl-C while it runs; use an async client, or run the call with "
+    "`await asyncio.to_thread(...)`"
+)
+_METHODS = frozenset(
+    ("start_interaction", "generate_response", "calculate_score", "finalize_interaction", "reply")
+)
+_SIGNAL = getattr(signal, "SIGUSR2", None)
+
+
+def keep_signals_off_this_thread() -> None:
+    """Block stop signals in a helper thread, so the kernel delivers them to the main one.
+
+    A process-directed signal (Ctrl-C, ``kill``) may land on any thread that does
+    not block it; landing on a helper thread, it would not interrupt a blocking
+    call in the main thread, and its handler would wait for that call to end.
+    """
+    mask = getattr(signal, "pthread_sigmask", None)
+    if mask is None:
+        return
+    wanted = {signal.SIGINT, signal.SIGTERM}
+    if _SIGNAL is not None:
+        wanted.add(_SIGNAL)
+    try:
+        mask(signal.SIG_BLOCK, wanted)
+    except (OSError, ValueError):
+        pass
+
+
+class LoopBlocked(BaseException):
+    """Raised inside a call that held the event loop past the allowed time."""
+
+
+def _blocker(frame: Any) -> str:
+    """``module.Class.method`` of the innermost lifecycle method on ``frame``'s stack."""
+    innermost = frame
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name in _METHODS:
+            module = frame.f_globals.get("__name__", "?")
+            if not module.startswith("interactions_core."):
+                return f"{module}.{getattr(code, 'co_qualname', code.co_name)}"
+        frame = frame.f_back
+    if innermost is None:
+        return "unknown code"
+    code = innermost.f_code
+    module = innermost.f_globals.get("__name__", "?")
+    return f"{module}.{getattr(code, 'co_qualname', code.co_name)}"
+
+
+class LoopWatchdog:
+    """See the module docstring. Create, :meth:`start` and :meth:`stop` from the loop's thread."""
+
+    def __init__(
+        self,
+        loop: Any,
+        *,
+        limit: float | None = None,
+        report_after: float = 1.0,
+        interval: float = 0.05,
+        should_break: Callable[[], bool] | None = None,
+    ) -> None:
+        self.loop = loop
+        self.limit = limit
+        self.report_after = report_after if limit is None else min(report_after, limit)
+        self.interval = interval
+        self.should_break = should_break
+        #: ``name -> [times it blocked, longest block in seconds]``
+        self.blocks: dict[str, list[Any]] = {}
+        self._beat = time.monotonic()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._handle: Any = None
+        self._main = threading.get_ident()
+        self._current: str | None = None
+        self._sent = False
+        self._previous: Any = None
+        self._can_break = False
+
+    def start(self) -> LoopWatchdog:
+        self._beat = time.monotonic()
+        self._handle = self.loop.call_later(self.interval, self._heartbeat)
+        if _SIGNAL is not None and threading.current_thread() is threading.main_thread():
+            try:
+                if signal.getsignal(_SIGNAL) in (signal.SIG_DFL, None):
+                    self._previous = signal.signal(_SIGNAL, self._on_signal)
+                    self._can_break = True
+            except (ValueError, OSError):
+                self._can_break = False
+        self._thread = threading.Thread(
+            target=self._watch, name="interactions-watchdog", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self._handle is not None:
+            self._handle.cancel()
+        if self._can_break:
+            signal.signal(_SIGNAL, self._previous or signal.SIG_DFL)  # type: ignore[arg-type]
+            self._can_break = False
+
+    def report(self) -> list[str]:
+        """One line per blocking method, for the run's summary."""
+        return [
+            f"{name} blocked the event loop {count} time(s), up to {longest:.1f} s"
+            for name, (count, longest) in sorted(self.blocks.items())
+        ]
+
+    def _heartbeat(self) -> None:
+        self._beat = time.monotonic()
+        if not self._stop.is_set():
+            self._handle = self.loop.call_later(self.interval, self._heartbeat)
+
+    def _watch(self) -> None:
+        keep_signals_off_this_thread()
+        while not self._stop.wait(self.interval):
+            stuck = time.monotonic() - self._beat
+            if stuck < self.report_after:
+                self._current = None
+                self._sent = False
+                continue
+            if self._current is None:
+                frame = sys._current_frames().get(self._main)
+                self._current = _blocker(frame)
+                self.blocks.setdefault(self._current, [0, 0.0])[0] += 1
+            entry = self.blocks[self._current]
+            entry[1] = max(entry[1], stuck)
+            limit = self.limit
+            if self.should_break is not None and self.should_break():
+                limit = self.report_after if limit is None else min(limit, self.report_after)
+            if self._can_break and not self._sent and limit is not None and stuck >= limit:
+                self._sent = True
+                try:
+                    signal.pthread_kill(self._main, _SIGNAL)  # type: ignore[arg-type]
+                except (OSError, ValueError):
+                    pass
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        stuck = time.monotonic() - self._beat
+        if self._sent and stuck >= self.report_after:
+            # This block ends here: a later one is timed (and broken) afresh.
+            self._beat = time.monotonic()
+            self._current = None
+            self._sent = False
+            raise LoopBlocked(
+                f"blocked the event loop for {stuck:.1f} s and was stopped; {BLOCKING_ADVICE}"
+            )

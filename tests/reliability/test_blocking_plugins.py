@@ -1,0 +1,151 @@
+"""A plugin that blocks the event loop cannot defeat ``--timeout`` or Ctrl-C.
+
+``time.sleep`` inside ``async def generate_response`` (what a synchronous HTTP
+client or a long sympy call does) holds the loop; the run's watchdog names the
+method, breaks the call when the timeout is up or the run is stopping, and the
+summary says which plugin blocked and what to do about it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+BLOCKER = """
+import sys
+import time
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class Blocker(BaseInteraction):
+    async def start_interaction(self, instance_id=None, block=0, **kwargs):
+        self.block = getattr(self, "block", {})
+        self.block[instance_id] = block
+        return instance_id
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        seconds = self.block[instance_id]
+        if seconds:
+            sys.stderr.write("BLOCKING\\n")
+            sys.stderr.flush()
+            try:
+                time.sleep(seconds)  # a synchronous call: the whole loop waits
+            except Exception:
+                pass  # a broad except must not swallow the watchdog's stop
+        return InteractionResult(True, "fine", 1.0)
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return 1.0
+
+    async def finalize_interaction(self, instance_id, **kwargs):
+        self.block.pop(instance_id, None)
+"""
+
+
+@pytest.fixture
+def blocker(make_dist, forget_modules, tmp_path: Path, site_dir: Path) -> dict[str, Any]:
+    make_dist(
+        "acme-block",
+        "1.0",
+        {"interactions_core.interactions": {"blocker": "acme_block:Blocker"}},
+        {"acme_block": BLOCKER},
+    )
+    config = tmp_path / "config.yaml"
+    config.write_text("interaction:\n  - name: blocker\n")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(site_dir),
+        "INTERACTIONS_DISABLE": "interactions-reasoning-gym",
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    return {"config": config, "env": env, "tmp": tmp_path}
+
+
+def data(tmp: Path, blocks: list[int]) -> Path:
+    path = tmp / "data.jsonl"
+    rows = [
+        {
+            "id": f"s{i}",
+            "prompt": [{"role": "user", "content": "hi"}],
+            "responses": ["4"],
+            "extra_info": {"interaction_kwargs": {"name": "blocker", "block": b}},
+        }
+        for i, b in enumerate(blocks)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def start(blocker: dict[str, Any], *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "interactions_core", "run", str(blocker["config"]), *args,
+         "--no-progress"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=blocker["env"],
+    )  # fmt: skip
+
+
+def test_timeout_holds_against_a_plugin_that_blocks_the_loop(blocker: dict[str, Any]) -> None:
+    path = data(blocker["tmp"], [0, 30, 0, 0])
+    out = blocker["tmp"] / "records.jsonl"
+    began = time.monotonic()
+    proc = start(blocker, "--data", str(path), "--output", str(out), "--timeout", "1", "--json")
+    stdout, stderr = proc.communicate(timeout=60)
+    elapsed = time.monotonic() - began
+    assert elapsed < 15, f"the 30 s block was not broken ({elapsed:.1f} s)"
+    assert proc.returncode == 1, stderr
+    summary = json.loads(stdout)
+    assert summary["episodes"] == 4 and summary["errors"] == 1
+    blocking = summary["blocking"]["acme_block.Blocker.generate_response"]
+    assert blocking["times"] == 1 and 0.9 < blocking["longest_s"] < 15
+    records = {r["sample_id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    [error] = records["s1"]["errors"]
+    assert error["where"] == "generate_response" and error["type"] == "LoopBlocked"
+    assert "blocked the event loop" in error["message"]
+    assert "acme_block.Blocker.generate_response blocked the event loop" in stderr
+    assert "asyncio.to_thread" in stderr
+
+
+def test_ctrl_c_holds_against_a_plugin_that_blocks_the_loop(blocker: dict[str, Any]) -> None:
+    path = data(blocker["tmp"], [0, 0, 60, 60])
+    proc = start(blocker, "--data", str(path), "--concurrency", "1")
+    assert proc.stderr is not None
+    while proc.stderr.readline().strip() != "BLOCKING":
+        pass
+    began = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert time.monotonic() - began < 10
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert "blocked the event loop" in stderr
+
+
+def test_a_second_ctrl_c_stops_at_once_even_while_blocked(blocker: dict[str, Any]) -> None:
+    path = data(blocker["tmp"], [0, 60, 60])
+    out = blocker["tmp"] / "records.jsonl"
+    proc = start(blocker, "--data", str(path), "--output", str(out), "--concurrency", "1")
+    assert proc.stderr is not None
+    while proc.stderr.readline().strip() != "BLOCKING":
+        pass
+    began = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert time.monotonic() - began < 5
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert out.read_text().endswith("\n")
