@@ -264,9 +264,21 @@ def ensure_cluster_consistent(
     """:func:`check_cluster_plugins`, raising :class:`ClusterInconsistentError` on a difference.
 
     For start-up code (the verl adapter's check option): fail before the first
-    sample, with the table of differences as the message.
+    sample, with the table of differences as the message. A consistent result is
+    remembered for the life of the process (per address and runtime_env), so code
+    that runs per worker or per batch may call it freely; a failure is not.
     """
+    import json
+
+    key = json.dumps([address, runtime_env], sort_keys=True, default=repr)
+    known = _CONSISTENT.get(key)
+    if known is not None:
+        return known
     report = check_cluster_plugins(address, runtime_env=runtime_env, timeout=timeout)
     if report.differences:
         raise ClusterInconsistentError(report.format(), report)
+    _CONSISTENT[key] = report
     return report
+
+
+_CONSISTENT: dict[str, ClusterReport] = {}

@@ -40,6 +40,12 @@ def test_cli_check_of_a_consistent_cluster_exits_0(address: str) -> None:
     assert "1 node checked against the driver" in out and out.strip().endswith("consistent")
 
 
+def test_ensure_remembers_a_consistent_result(address: str) -> None:
+    first = ensure_cluster_consistent(address)
+    assert first.consistent
+    assert ensure_cluster_consistent(address) is first  # cheap to call per worker
+
+
 def test_the_check_runs_with_the_jobs_runtime_env(address: str) -> None:
     # A runtime_env is what the job's workers get: here it disables weather there.
     report = check_cluster_plugins(
