@@ -265,12 +265,17 @@ def ensure_cluster_consistent(
 
     For start-up code (the verl adapter's check option): fail before the first
     sample, with the table of differences as the message. A consistent result is
-    remembered for the life of the process (per address and runtime_env), so code
-    that runs per worker or per batch may call it freely; a failure is not.
+    remembered in the process for the same runtime_env and the same set of alive
+    nodes (a node that joins later is checked), so code that runs per worker may
+    call it freely; a failure is never remembered.
     """
     import json
 
-    key = json.dumps([address, runtime_env], sort_keys=True, default=repr)
+    from ._connect import connect
+
+    ray = connect(address)
+    nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
+    key = json.dumps([nodes, runtime_env], sort_keys=True, default=repr)
     known = _CONSISTENT.get(key)
     if known is not None:
         return known

@@ -124,6 +124,7 @@ def test_cli_check_prints_the_table_and_exits_1(address: str, odd_nodes: list) -
 
 
 def test_ensure_raises_with_the_table(address: str, odd_nodes: list) -> None:
+    # a consistent result remembered before these nodes joined does not hide them
     with pytest.raises(ClusterInconsistentError) as info:
         ensure_cluster_consistent(address)
     assert "acme-judge 2.0" in str(info.value) and "0.0.9" in str(info.value)
