@@ -43,6 +43,10 @@ ROOT = HERE.parent
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+# Ray starts its workers at nice 15, so on a machine that also runs other work they
+# get the CPU last, while the local side of every comparison runs at nice 0. Same
+# priority for both sides, unless the caller chose otherwise.
+os.environ.setdefault("RAY_worker_niceness", "0")
 os.environ.pop("RAY_ADDRESS", None)
 
 ANSWER = [{"role": "assistant", "content": "She sold 48 + 24 = 72 clips.\n#### 72"}]
@@ -248,9 +252,11 @@ def main(argv: list[str] | None = None) -> int:
         ]
     finally:
         ray.shutdown()
+    niceness = os.environ["RAY_worker_niceness"]  # noqa: SIM112 - Ray's own spelling
     text = (
         f"Ray benchmark ({'quick' if args.quick else 'full'}), this machine: "
-        f"{os.cpu_count()} cores, local cluster of 2 CPUs\n\n" + "\n".join(rows) + "\n"
+        f"{os.cpu_count()} cores, local cluster of 2 CPUs, Ray workers at nice "
+        f"{niceness}, load average {os.getloadavg()[0]:.1f} at the end\n\n" + "\n".join(rows) + "\n"
     )
     print(text)
     out = HERE / "results"

@@ -33,7 +33,12 @@ def connect(address: str | None = None, **init_options: Any) -> Any:
         return ray
     if address not in (None, "auto", "local") and "://" not in str(address):
         _probe(str(address))
-    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+    # Ray's INFO lines ("Started a local Ray instance") would mix with our output.
+    options: dict[str, Any] = {
+        "include_dashboard": False,
+        "log_to_driver": False,
+        "logging_level": "WARNING",
+    }
     options.update(init_options)
     if address is not None:
         options["address"] = address

@@ -264,9 +264,26 @@ def ensure_cluster_consistent(
     """:func:`check_cluster_plugins`, raising :class:`ClusterInconsistentError` on a difference.
 
     For start-up code (the verl adapter's check option): fail before the first
-    sample, with the table of differences as the message.
+    sample, with the table of differences as the message. A consistent result is
+    remembered in the process for the same runtime_env and the same set of alive
+    nodes (a node that joins later is checked), so code that runs per worker may
+    call it freely; a failure is never remembered.
     """
+    import json
+
+    from ._connect import connect
+
+    ray = connect(address)
+    nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
+    key = json.dumps([nodes, runtime_env], sort_keys=True, default=repr)
+    known = _CONSISTENT.get(key)
+    if known is not None:
+        return known
     report = check_cluster_plugins(address, runtime_env=runtime_env, timeout=timeout)
     if report.differences:
         raise ClusterInconsistentError(report.format(), report)
+    _CONSISTENT[key] = report
     return report
+
+
+_CONSISTENT: dict[str, ClusterReport] = {}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -182,10 +183,8 @@ class InteractionPool:
             options["resources"] = res
         if runtime_env is not None:
             options["runtime_env"] = dict(runtime_env)
-        self._actor_class = ray.remote(Replica).options(**options)
-        self._replicas = [
-            _ReplicaState(i, self._actor_class.remote(self.spec)) for i in range(replicas)
-        ]
+        actor_class = ray.remote(Replica).options(**options)
+        self._replicas = [_ReplicaState(i, actor_class.remote(self.spec)) for i in range(replicas)]
         self._sessions: dict[str, tuple[_ReplicaState, str]] = {}
         self._lost: dict[str, str] = {}
         self._round_robin = itertools.count()
@@ -474,6 +473,51 @@ class InteractionPool:
                 pass
             state.alive = False
             state.lost_reason = "shut down"
+
+    # -- shipping a pool to other processes ----------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What another process needs: the actor handles and the settings.
+
+        A pool passed to a Ray task or actor (say, every rollout worker of a
+        trainer) shares the driver's replicas. Its copy starts with no sessions
+        and no load figures of its own: sessions are sticky within the process
+        that started them, and each process spreads its new sessions by the load
+        it sees itself.
+        """
+        return {
+            "spec": self.spec,
+            "name": self.name,
+            "batch": self.batch,
+            "max_batch": self.max_batch,
+            "max_in_flight": self.max_in_flight,
+            "probe_interval": self.probe_interval,
+            "replicas": [
+                (s.handle, s.incarnation, s.info, s.alive, s.lost_reason) for s in self._replicas
+            ],
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        from ._connect import import_ray
+
+        self._ray = import_ray()
+        self.spec = state["spec"]
+        self.name = state["name"]
+        self.batch = state["batch"]
+        self.max_batch = state["max_batch"]
+        self.max_in_flight = state["max_in_flight"]
+        self.probe_interval = state["probe_interval"]
+        self._replicas = []
+        for i, (handle, incarnation, info, alive, reason) in enumerate(state["replicas"]):
+            replica = _ReplicaState(i, handle)
+            replica.incarnation, replica.info = incarnation, dict(info)
+            replica.alive, replica.lost_reason = alive, reason
+            self._replicas.append(replica)
+        self._sessions = {}
+        self._lost = {}
+        # copies in many processes must not all send their first sessions to replica 0
+        self._round_robin = itertools.count(random.randrange(len(self._replicas) or 1))
+        self._loop = None
 
     def __repr__(self) -> str:
         alive = sum(s.alive for s in self._replicas)

@@ -158,6 +158,31 @@ def _lost_chunk(chunk: list[tuple[int, Any]], exc: BaseException) -> list[Any]:
     return records
 
 
+class _StopOnSigint:
+    """The first Ctrl-C asks the run to stop; a second one interrupts at once."""
+
+    def __init__(self) -> None:
+        import signal
+        import threading
+
+        self.requested = False
+        self.previous: Any = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def restore(self) -> None:
+        if self.previous is not None:
+            import signal
+
+            signal.signal(signal.SIGINT, self.previous)
+            self.previous = None
+
+
 def run_sharded(
     samples: Iterable[Mapping[str, Any]] | Iterable[tuple[int, Mapping[str, Any]]],
     settings: RunSettings,
@@ -175,8 +200,9 @@ def run_sharded(
     ``samples`` are mappings, numbered from 0, or with ``indexed=True``
     ``(index, sample)`` pairs (a resumed run passes the ones still to play).
     ``on_record`` gets each record in dataset order. ``workers`` is the number of
-    tasks that play at once (default: the cluster's CPUs). Ctrl-C cancels the
-    tasks in flight and returns the summary marked ``interrupted``.
+    tasks that play at once (default: the cluster's CPUs). Ctrl-C (in the main
+    thread) cancels the tasks in flight, keeps the records already played and
+    returns the summary marked ``interrupted``; a second Ctrl-C stops at once.
     """
     from ..runtime.runner import RunSummary
     from ._connect import connect
@@ -207,8 +233,9 @@ def run_sharded(
             if on_record is not None:
                 on_record(record)
 
+    stop = _StopOnSigint()
     try:
-        while True:
+        while not stop.requested:
             while not exhausted and len(in_flight) < window:
                 chunk: list[tuple[int, Any]] = list(itertools.islice(pairs, chunk_size))
                 if not chunk:
@@ -217,23 +244,27 @@ def run_sharded(
                 in_flight[task.remote(settings_ref, chunk)] = (next(next_seq), chunk)
             if not in_flight:
                 break
-            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            # a short timeout lets a Ctrl-C be seen while chunks are running
+            ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=0.2)
             for ref in ready:
                 seq, chunk = in_flight.pop(ref)
                 try:
                     finished[seq] = ray.get(ref)
-                except (KeyboardInterrupt, SystemExit):
-                    raise
                 except Exception as exc:
                     finished[seq] = _lost_chunk(chunk, exc)
             while release in finished:
                 emit(finished.pop(release))
                 release += 1
-    except KeyboardInterrupt:
-        for ref in in_flight:
-            ray.cancel(ref, force=True)
-        summary.interrupted = True
+        if stop.requested:
+            # Like a local run's Ctrl-C: no new episodes; the running ones stop (their
+            # worker processes end, and their sessions with them); finished ones count.
+            for ref in in_flight:
+                ray.cancel(ref, force=True)
+            for seq in sorted(finished):
+                emit(finished.pop(seq))
+            summary.interrupted = True
     finally:
+        stop.restore()
         summary.elapsed_s = time.perf_counter() - started
     return summary
 

@@ -20,6 +20,7 @@ RAY_ENVIRONMENT = {
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # node address 127.0.0.1: nothing off loopback
     "RAY_AUTH_MODE": "disabled",  # a loopback-only test cluster; no token file needed
     "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_worker_niceness": "0",  # Ray's default 15 starves the workers on a busy CI machine
 }
 
 

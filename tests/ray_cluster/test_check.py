@@ -40,6 +40,12 @@ def test_cli_check_of_a_consistent_cluster_exits_0(address: str) -> None:
     assert "1 node checked against the driver" in out and out.strip().endswith("consistent")
 
 
+def test_ensure_remembers_a_consistent_result(address: str) -> None:
+    first = ensure_cluster_consistent(address)
+    assert first.consistent
+    assert ensure_cluster_consistent(address) is first  # cheap to call per worker
+
+
 def test_the_check_runs_with_the_jobs_runtime_env(address: str) -> None:
     # A runtime_env is what the job's workers get: here it disables weather there.
     report = check_cluster_plugins(
@@ -118,6 +124,7 @@ def test_cli_check_prints_the_table_and_exits_1(address: str, odd_nodes: list) -
 
 
 def test_ensure_raises_with_the_table(address: str, odd_nodes: list) -> None:
+    # a consistent result remembered before these nodes joined does not hide them
     with pytest.raises(ClusterInconsistentError) as info:
         ensure_cluster_consistent(address)
     assert "acme-judge 2.0" in str(info.value) and "0.0.9" in str(info.value)

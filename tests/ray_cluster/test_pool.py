@@ -432,3 +432,32 @@ def test_a_dotted_class_path_ships_with_the_jobs_py_modules(address: str, tmp_pa
     replica_pid, driver_pid = proc.stdout.split()[-2:]
     assert proc.stdout.strip().startswith(f"judged in {replica_pid}")  # ran in the replica
     assert replica_pid != driver_pid
+
+
+def test_a_pool_passed_to_ray_workers_shares_the_drivers_replicas(address: str) -> None:
+    import ray
+
+    pool = pool_for_entry({"interaction": [{"name": "gsm8k"}]}, "gsm8k", 2, resources=ZERO_CPU)
+
+    @ray.remote(num_cpus=0)
+    def rollout_worker(pool: InteractionPool, truth: str) -> tuple[float, int]:
+        async def main() -> tuple[float, int]:
+            sid = await pool.start_interaction(ground_truth=truth)
+            result = await pool.generate_response(
+                sid, [{"role": "assistant", "content": f"#### {truth}"}]
+            )
+            await pool.finalize_interaction(sid)
+            return result.score, pool.open_sessions
+
+        return asyncio.run(main())
+
+    try:
+        answers = ray.get([rollout_worker.remote(pool, str(n)) for n in range(6)])
+        assert answers == [(1.0, 0)] * 6
+        stats = asyncio.run(pool.replica_stats())
+        assert sum(s["calls"] for s in stats) == 18  # type: ignore[index]  # the same actors
+        assert [s["open_sessions"] for s in stats] == [0, 0]  # type: ignore[index]
+        sid = asyncio.run(pool.start_interaction(ground_truth="1"))  # the driver's copy works
+        asyncio.run(pool.finalize_interaction(sid))
+    finally:
+        pool.shutdown()

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-from cluster_support import EXPECTED, ROOT, cli, stable
+from cluster_support import EXPECTED, ROOT, cli, stable, write_dist
 
 #: Summary fields that depend on timing.
 TIMING = ("elapsed_s", "episodes_per_second")
@@ -100,3 +106,65 @@ def test_unsupported_combinations_are_refused_plainly(address: str, tmp_path: Pa
     assert "--trace is not supported with --ray" in err and "Traceback" not in err
     code, _, err = cli("run", str(config), "--data", str(data), "--ray", "nohost")
     assert code == 1 and "is not HOST:PORT" in err
+
+
+def test_ctrl_c_stops_a_sharded_run_like_a_local_one(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    write_dist(
+        site,
+        "acme-sleepy",
+        "1.0",
+        {"sleepy": "acme_sleepy:Sleepy"},
+        {
+            "acme_sleepy": """
+            import asyncio
+            from interactions_core import SessionInteraction
+
+            class Sleepy(SessionInteraction):
+                def new_session(self, **kwargs):
+                    return {}
+
+                async def respond(self, state, messages, **kwargs):
+                    await asyncio.sleep(0.5)
+                    return False, "again", 0.0, {}
+            """
+        },
+    )
+    config = tmp_path / "c.yaml"
+    config.write_text("default: sleepy\ninteraction:\n  - name: sleepy\n", encoding="utf-8")
+    data = tmp_path / "d.jsonl"
+    row = {"prompt": [{"role": "user", "content": "q"}], "responses": ["a", "b"]}
+    row["interaction_kwargs"] = {}
+    data.write_text((json.dumps(row) + "\n") * 2000, encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    # its own local cluster (no address), whose workers inherit PYTHONPATH
+    env = dict(os.environ, PYTHONPATH=str(site))
+    command = [sys.executable, "-m", "interactions_core", "run", str(config)]
+    command += ["--data", str(data), "--output", str(out), "--ray"]
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (out.exists() and out.stat().st_size > 0):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no record written in 120 s"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    match = re.search(r"interrupted after (\d+) episode\(s\)", stderr)
+    assert match is not None, stderr
+    played = int(match.group(1))
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert 0 < played == len(records) < 2000  # whole lines, every one counted
+    assert "interrupted       yes" in stdout
+    assert "Traceback" not in stderr
