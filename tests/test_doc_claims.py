@@ -35,12 +35,8 @@ def test_readme_tour_rows_are_what_list_prints() -> None:
     with contextlib.redirect_stdout(out):
         assert main(["list"]) == 0
     printed = [line.rstrip() for line in out.getvalue().splitlines()]
-    literal = [line.rstrip() for line in shown if not line.startswith("...")]
-    assert literal == [line for line in printed if line in literal]  # same lines, same order
-    assert len(literal) == 4 and printed[0] == literal[0] and printed[-1] == literal[-1]
-    rg_rows = [line for line in printed if line.startswith("rg/")]
-    assert len(rg_rows) > 1, "the tour's '...' stands for more reasoning-gym rows"
-    assert "one rg/<dataset> row per reasoning-gym dataset" in block
+    assert [line.rstrip() for line in shown] == printed  # the whole output, as printed
+    assert any(line.startswith("rg/*") for line in printed)  # the suite, grouped on one line
 
 
 # -- docs/policies.md: a `null` recorded reply ends the episode --------------------

@@ -265,9 +265,10 @@ def ensure_cluster_consistent(
 
     For start-up code (the verl adapter's check option): fail before the first
     sample, with the table of differences as the message. A consistent result is
-    remembered in the process for the same runtime_env and the same set of alive
-    nodes (a node that joins later is checked), so code that runs per worker may
-    call it freely; a failure is never remembered.
+    remembered in the process for the same runtime_env, the same set of alive
+    nodes (a node that joins later is checked) and the same local plugins (an
+    install in this process is checked), so code that runs per worker may call it
+    freely; a failure is never remembered.
     """
     import json
 
@@ -275,7 +276,8 @@ def ensure_cluster_consistent(
 
     ray = connect(address)
     nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
-    key = json.dumps([nodes, runtime_env], sort_keys=True, default=repr)
+    here = discover_here()["entries"]
+    key = json.dumps([nodes, runtime_env, here], sort_keys=True, default=repr)
     known = _CONSISTENT.get(key)
     if known is not None:
         return known
