@@ -40,8 +40,9 @@ from typing import Any
 from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, register
 from verl.experimental.agent_loop.tool_agent_loop import AgentState, ToolAgentLoop
 
+from ..runtime.episode import stops_the_run
 from ..runtime.errors import InteractionCallError
-from ..runtime.session import Session
+from ..runtime.session import Session, call_error
 
 __all__ = [
     "AGENT_NAME",
@@ -220,8 +221,8 @@ class InteractionAgentLoop(ToolAgentLoop):
             if self._error is None and self._session.is_open:
                 try:
                     score = await self._session.score()
-                except InteractionCallError as exc:
-                    self._fail(exc)
+                except BaseException as exc:
+                    self._fault(exc, "calculate_score")
         finally:
             problem = await self._session.finalize()
             if problem is not None:
@@ -242,6 +243,22 @@ class InteractionAgentLoop(ToolAgentLoop):
         self._end_reason = ERROR
         logger.warning("interaction episode failed: %s", exc)
 
+    def _fault(self, exc: BaseException, method: str) -> None:
+        """Record what a plugin call raised, whatever its class; re-raise a real stop.
+
+        ``SystemExit``, ``KeyboardInterrupt`` or a ``CancelledError`` raised *by the
+        plugin* end this sample only; a cancellation of the rollout itself (the task
+        was asked to stop) goes on up, after the session is finalized.
+        """
+        if isinstance(exc, InteractionCallError):
+            self._fail(exc)
+            return
+        if stops_the_run(exc):
+            raise exc
+        session = self._session
+        instance_id = session.instance_id if session is not None else "<unstarted>"
+        self._fail(call_error(self._interaction_name, instance_id, method, exc))
+
     async def _handle_pending_state(
         self, agent_data: Any, sampling_params: dict[str, Any]
     ) -> AgentState:
@@ -253,10 +270,10 @@ class InteractionAgentLoop(ToolAgentLoop):
         session.instance_id = f"{agent_data.request_id}-{uuid.uuid4().hex[:8]}"
         try:
             await session.start(**self._kwargs)
-        except InteractionCallError as exc:
+        except BaseException as exc:
             # The model still answers once, so the sample has a well-formed response
             # (reward 0.0, the error in extra_fields); nothing judges it.
-            self._fail(exc)
+            self._fault(exc, "start_interaction")
         return state
 
     async def _handle_generating_state(
@@ -305,8 +322,8 @@ class InteractionAgentLoop(ToolAgentLoop):
             last["content"] = text
         try:
             result = await session.respond(list(agent_data.messages))
-        except InteractionCallError as exc:
-            self._fail(exc)
+        except BaseException as exc:
+            self._fault(exc, "generate_response")
             return AgentState.TERMINATED
         self._turn_scores.append(result.score)
         agent_data.turn_scores.append(result.score)

@@ -51,6 +51,7 @@ __all__ = [
     "EpisodeRecord",
     "Observers",
     "interaction_kwargs_of",
+    "stops_the_run",
 ]
 
 TERMINATED = "terminated"
@@ -126,7 +127,7 @@ def _takes_repeat(start: Callable[..., Any]) -> bool:
 _NO_ERRORS: list[dict[str, Any]] = []  # shared and never appended to
 
 
-def _stops_the_run(exc: BaseException, stopping: Callable[[], bool] | None = None) -> bool:
+def stops_the_run(exc: BaseException, stopping: Callable[[], bool] | None = None) -> bool:
     """Whether ``exc`` must leave the episode: a real stop, not something a plugin raised.
 
     A :class:`CancelledError` is real when the running task was asked to stop
@@ -619,7 +620,7 @@ class EpisodeLoop:
                     value = as_score(value, "the returned score")
                 final_score = value
         except BaseException as exc:
-            if _stops_the_run(exc, self.stopping):
+            if stops_the_run(exc, self.stopping):
                 error = RuntimeError("the episode was cancelled")
                 end_reason = CANCELLED
                 record.interaction = name
@@ -658,7 +659,7 @@ class EpisodeLoop:
                     else:
                         await self._call(interaction.finalize_interaction(instance_id))
                 except BaseException as exc:
-                    if _stops_the_run(exc, self.stopping):
+                    if stops_the_run(exc, self.stopping):
                         raise
                     problem = call_error(
                         name or "?", instance_id, "finalize_interaction", exc, timeout
@@ -679,7 +680,7 @@ class EpisodeLoop:
                 try:
                     self._finish(state)
                 except BaseException as exc:
-                    if _stops_the_run(exc, self.stopping):
+                    if stops_the_run(exc, self.stopping):
                         raise
                     record.add_error("policy.finish", exc)
             record.duration_s = _perf_counter() - started
@@ -706,6 +707,6 @@ class EpisodeLoop:
         try:
             _caller(**kw)
         except BaseException as exc:  # an observer's bug is recorded, the episode goes on
-            if _stops_the_run(exc):
+            if stops_the_run(exc):
                 raise
             _record.add_error(f"observer {_hook}", exc)

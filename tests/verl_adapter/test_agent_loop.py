@@ -402,3 +402,27 @@ def test_interactions_are_built_once_per_worker_process(
         out = run_batch(worker, [row(f"q{i}", name="counted") for i in range(8)])
         assert out.batch["rm_scores"].sum().item() == 8.0
     assert CountingInteraction.built == 1  # 16 trajectories, one instance
+
+
+def test_a_plugin_raising_any_exception_class_fails_only_its_sample(
+    tmp_path: Path, model_dir: Path, tokenizer: Any
+) -> None:
+    loops = write_setup(
+        tmp_path,
+        "interaction:\n  - name: fragile\n    class_name: verl_fakes.RaisingInteraction\n",
+    )
+    answers = {"q-exit": "exit now", "q-cancel": "cancel it", "q-ok": "it is 7"}
+
+    def script(prompt: str, number: int) -> str:
+        return next(text for key, text in answers.items() if key in prompt)
+
+    server = ScriptedServer(tokenizer, script)
+    worker = make_worker(trainer_config(model_dir, loops, max_assistant_turns=3), server)
+    out = run_batch(worker, [row(q, name="fragile", ground_truth="7") for q in answers])
+    assert column(out, "interaction_end_reason") == ["error", "error", "terminated"]
+    errors = list(out.non_tensor_batch["interaction_error"])
+    assert "SystemExit: 3" in errors[0]
+    assert "CancelledError" in errors[1]
+    assert out.batch["rm_scores"].sum(dim=-1).tolist() == [0.0, 0.0, 0.5]
+    shared = interactions_for(tmp_path / "interactions.yaml").get("fragile")[1]
+    assert shared.open_sessions == 0

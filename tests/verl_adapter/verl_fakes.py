@@ -47,6 +47,12 @@ class RaisingInteraction(SessionInteraction):
         text = str(messages[-1].get("content") or "")
         if "boom" in text:
             raise RuntimeError("the judge crashed on this answer")
+        if "exit" in text:
+            raise SystemExit(3)  # a library calling sys.exit inside the judge
+        if "cancel" in text:
+            import asyncio
+
+            raise asyncio.CancelledError("raised by the plugin, not a real cancellation")
         correct = text.strip().endswith(str(state))
         return InteractionResult(correct, "ok" if correct else "again", 1.0 if correct else 0.0)
 
