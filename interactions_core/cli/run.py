@@ -403,6 +403,7 @@ def run(args: argparse.Namespace) -> int:
         from ..report import RunData
 
         report = RunData(os.path.basename(args.output or args.data))
+    sink = _Sink(output, report, stamp) if output is not None or report is not None else None
 
     async def main() -> Any:
         from ..runtime.watchdog import LoopWatchdog
@@ -429,14 +430,8 @@ def run(args: argparse.Namespace) -> int:
             done = [0, 0]
 
             def on_record(record: Any) -> None:
-                if output is not None or report is not None:
-                    line = record.to_dict()
-                    if stamp:
-                        line.update(stamp)
-                    if output is not None:
-                        output.write(line)
-                    if report is not None:
-                        report.add(line)
+                if sink is not None:
+                    sink.write(record.to_dict())
                 done[0] += 1
                 done[1] += bool(record.errors)
                 if progress is not None:
@@ -461,7 +456,6 @@ def run(args: argparse.Namespace) -> int:
             from ..ray.shard import run_from_cli
 
             source = samples() if interactions is None else reader
-            sink = output if report is None else _Tee(output, report)
             summary, still_open = run_from_cli(
                 args, source, default, _policy_options(args), sink, progress
             )
@@ -554,17 +548,25 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Tee:
-    """Records to the ``--output`` file (if any) and to the ``--report`` being built."""
+class _Sink:
+    """Each finished record: stamped for ``--resume``, to ``--output`` and to ``--report``.
 
-    def __init__(self, output: Any, report: Any) -> None:
+    Local and sharded (``--ray``) runs write through the same sink, so their
+    records are the same.
+    """
+
+    def __init__(self, output: Any, report: Any, stamp: dict[str, Any]) -> None:
         self.output = output
         self.report = report
+        self.stamp = stamp
 
     def write(self, record: dict[str, Any]) -> None:
+        if self.stamp:
+            record.update(self.stamp)
         if self.output is not None:
             self.output.write(record)
-        self.report.add(record)
+        if self.report is not None:
+            self.report.add(record)
 
 
 def _maybe_tracing(tracing: Any, registry: Any, writer: Any) -> Any:
