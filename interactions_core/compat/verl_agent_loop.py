@@ -35,6 +35,7 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, register
@@ -74,16 +75,31 @@ class _Catalog:
     name with its default options, each created the first time a sample names it.
     """
 
-    def __init__(self, config: str | None) -> None:
+    def __init__(self, config: str | None, pools: Mapping[str, int] | None = None) -> None:
         self.config = config
         self._instances: dict[str, Any] = {}
+        self._owners: list[Any] = []  # keeps the shared pools' owners alive
         self.default: str | None = None
         if config is not None:
             from ..loader import load_config
 
             loaded = load_config(config)
+            unknown = sorted(set(pools or {}) - set(loaded.names))
+            if unknown:
+                raise ValueError(
+                    f"ray_pool names {', '.join(map(repr, unknown))}, which "
+                    f"{config!r} does not configure ({', '.join(loaded.names) or 'none'})"
+                )
             self._instances = loaded.instantiate()
             self.default = loaded.default
+            for name, replicas in (pools or {}).items():
+                from ..ray import shared_pool_for_entry
+
+                pool, owner = shared_pool_for_entry(config, name, int(replicas))
+                self._instances[name] = pool
+                self._owners.append(owner)
+        elif pools:
+            raise ValueError("ray_pool needs an interaction_config naming the pooled entries")
 
     def get(self, name: str | None) -> tuple[str, Any]:
         """The interaction a sample asks for; ``ValueError`` naming the choices otherwise."""
@@ -130,7 +146,7 @@ class _Catalog:
         return ", ".join(names) or "none"
 
 
-_catalogs: dict[str | None, _Catalog] = {}
+_catalogs: dict[tuple[str | None, tuple[tuple[str, int], ...]], _Catalog] = {}
 _catalogs_lock = threading.Lock()
 _cluster_checked = False
 
@@ -152,13 +168,20 @@ def check_cluster_once() -> None:
         _cluster_checked = True
 
 
-def interactions_for(config: str | os.PathLike[str] | None) -> _Catalog:
-    """The shared interactions of ``config`` in this process (loaded on first use)."""
-    key = None if config is None else os.path.abspath(os.fspath(config))
+def interactions_for(
+    config: str | os.PathLike[str] | None, pools: Mapping[str, int] | None = None
+) -> _Catalog:
+    """The shared interactions of ``config`` in this process (loaded on first use).
+
+    ``pools`` (the ``ray_pool`` option) maps entry names to replica counts: those
+    entries are served by one Ray actor pool per job, shared by every worker.
+    """
+    path = None if config is None else os.path.abspath(os.fspath(config))
+    key = (path, tuple(sorted((str(k), int(v)) for k, v in (pools or {}).items())))
     with _catalogs_lock:
         catalog = _catalogs.get(key)
         if catalog is None:
-            catalog = _catalogs[key] = _Catalog(key)
+            catalog = _catalogs[key] = _Catalog(path, dict(key[1]))
     return catalog
 
 
@@ -190,6 +213,7 @@ class InteractionAgentLoop(ToolAgentLoop):
         *args: Any,
         interaction_config: str | None = None,
         ray_check: bool = False,
+        ray_pool: Mapping[str, int] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -197,7 +221,7 @@ class InteractionAgentLoop(ToolAgentLoop):
             check_cluster_once()
         if interaction_config:
             interaction_config = _resolve_path(str(interaction_config))
-        self.catalog = interactions_for(interaction_config)
+        self.catalog = interactions_for(interaction_config, dict(ray_pool or {}))
         self._session: Session | None = None
         self._interaction_name = ""
         self._kwargs: dict[str, Any] = {}

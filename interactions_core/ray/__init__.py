@@ -30,7 +30,12 @@ if TYPE_CHECKING:
         ensure_cluster_consistent,
     )
     from .errors import ClusterInconsistentError, RayUnavailableError, ReplicaLostError
-    from .pool import InteractionPool, pool_for_entry, remote_interactions_from_config
+    from .pool import (
+        InteractionPool,
+        pool_for_entry,
+        remote_interactions_from_config,
+        shared_pool_for_entry,
+    )
     from .shard import run_sharded
 
 _EXPORTS = {
@@ -45,6 +50,7 @@ _EXPORTS = {
     "InteractionPool": "pool",
     "pool_for_entry": "pool",
     "remote_interactions_from_config": "pool",
+    "shared_pool_for_entry": "pool",
     "run_sharded": "shard",
 }
 
@@ -61,6 +67,7 @@ __all__ = [
     "pool_for_entry",
     "remote_interactions_from_config",
     "run_sharded",
+    "shared_pool_for_entry",
 ]
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import random
 import time
 from collections.abc import Mapping
@@ -631,3 +632,38 @@ def pool_for_entry(
     resources = entry.resources if entry.resources is not None else options.pop("resources", None)
     options.pop("resources", None)
     return InteractionPool(_spec(resolved), count or 1, resources=resources, **options)
+
+
+class _PoolOwner:
+    """A named actor holding one entry's pool, so every process of a job gets the same one."""
+
+    def __init__(self, source: str, name: str, replicas: int | None) -> None:
+        self._pool = pool_for_entry(source, name, replicas)
+
+    def pool(self) -> InteractionPool:
+        return self._pool
+
+
+def shared_pool_for_entry(
+    source: str | os.PathLike[str], name: str, replicas: int | None = None
+) -> tuple[InteractionPool, Any]:
+    """The pool of entry ``name`` of ``source``, built once per Ray job and shared.
+
+    The first caller in a job starts a named actor that builds the pool
+    (:func:`pool_for_entry`); every later caller, in any process of the job (the
+    rollout workers of a trainer), gets a copy of that pool using the same
+    replicas. Returns the pool and the owner's handle: keep the handle while the
+    pool is in use (the owner lives as long as some process holds one).
+    """
+    import hashlib
+
+    from ._connect import connect
+
+    ray = connect(None)
+    path = os.path.abspath(os.fspath(source))
+    key = hashlib.sha256(f"{path}\0{name}\0{replicas}".encode()).hexdigest()[:16]
+    owner_cls = ray.remote(num_cpus=0)(_PoolOwner)
+    owner = owner_cls.options(name=f"interactions-pool-{key}", get_if_exists=True).remote(
+        path, name, replicas
+    )
+    return ray.get(owner.pool.remote()), owner

@@ -84,3 +84,46 @@ def test_a_plugin_missing_on_a_node_fails_before_the_first_sample(
     assert "acme_extra" in str(info_.value)
     assert server.requests == []  # nothing was generated
     reset_registry()
+
+
+def test_ray_pool_serves_an_entry_from_one_pool_per_job(
+    ray_cluster: Any, tmp_path: Path, model_dir: Path, tokenizer: Any
+) -> None:
+    from interactions_core.ray import InteractionPool, shared_pool_for_entry
+
+    config = tmp_path / "interactions.yaml"
+    config.write_text("default: gsm8k\ninteraction:\n  - name: gsm8k\n  - name: weather\n")
+    loops = tmp_path / "agent_loops.yaml"
+    loops.write_text(
+        "- name: interactions\n"
+        "  _target_: interactions_core.compat.verl_agent_loop.InteractionAgentLoop\n"
+        f"  interaction_config: {config}\n"
+        "  ray_pool: {gsm8k: 2}\n"
+    )
+    replies = ["#### 3", "#### 4"]
+    server = ScriptedServer(tokenizer, lambda prompt, n: replies[min(n, 1)])
+    worker = make_worker(trainer_config(model_dir, loops, max_assistant_turns=3), server)
+    rows = [
+        {"prompt": [{"role": "user", "content": f"q{i}"}],
+         "extra_info": {"interaction_kwargs": {"ground_truth": "4"}}}
+        for i in range(6)
+    ]  # fmt: skip
+    out = run_batch(worker, rows)
+    # Served by the pool, with the plugin's results: wrong, then right.
+    assert [list(s) for s in out.non_tensor_batch["turn_scores"]] == [[0.0, 1.0]] * 6
+    assert out.batch["rm_scores"].sum(dim=-1).tolist() == [1.0] * 6
+    catalog = verl_agent_loop.interactions_for(config, {"gsm8k": 2})
+    pooled = catalog.get("gsm8k")[1]
+    assert isinstance(pooled, InteractionPool) and pooled.replicas == 2
+    assert pooled.open_sessions == 0
+    assert not isinstance(catalog.get("weather")[1], InteractionPool)  # only what is asked
+    # Another process of the job (a Ray task here) gets the same replicas.
+
+    @ray_cluster.remote(num_cpus=0)
+    def replica_pids() -> list[int]:
+        pool, _owner = shared_pool_for_entry(str(config), "gsm8k", 2)
+        return sorted(r["pid"] for r in pool.replica_status())
+
+    here = sorted(r["pid"] for r in pooled.replica_status())
+    assert len(here) == 2 and all(isinstance(pid, int) for pid in here)
+    assert ray_cluster.get(replica_pids.remote()) == here
