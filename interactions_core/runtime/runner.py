@@ -37,21 +37,13 @@ class RunSummary:
     """Counters over a run's episodes; see :meth:`as_dict` for the JSON shape."""
 
     def __init__(self) -> None:
-        self.episodes = 0
-        self.terminated = 0
-        self.errors = 0
-        self.turns: dict[int, int] = {}
-        self.end_reasons: dict[str, int] = {}
-        self.final_score_sum = 0.0
-        self.final_score_count = 0
-        self.turn_score_sums: list[float] = []
-        self.turn_score_counts: list[int] = []
         self.error_examples: list[dict[str, Any]] = []
         self.skipped_rows = 0
         self.elapsed_s = 0.0
         self.interrupted = False
         self.records: list[EpisodeRecord] | None = None
-        #: Per-interaction figures, uncertainty and the solved curve (``summary_stats.py``).
+        #: Every count below is derived from these per-interaction figures
+        #: (``summary_stats.py``), so each episode is counted once.
         self.stats = SummaryStats()
         self.groups = PromptGroups()  # pass@k and the spread within a prompt's repeats
         self.usage = UsageStats()  # tokens and request latency, when the policy reports them
@@ -59,59 +51,52 @@ class RunSummary:
 
     def add(self, record: EpisodeRecord) -> None:
         """Count one finished episode."""
-        self.episodes += 1
         self.stats.add_record(record)
-        reason = record.end_reason
-        by_reason = self.end_reasons
-        by_reason[reason] = by_reason.get(reason, 0) + 1
-        by_turns = self.turns
-        turns = record.turns
-        by_turns[turns] = by_turns.get(turns, 0) + 1
         if record.usage is not None:
             self.usage.add(record.usage)
         if record.errors:
-            self.errors += 1
             if len(self.error_examples) < ERROR_EXAMPLES:
                 first = record.errors[0]
                 self.error_examples.append(
                     {"index": record.index, "sample_id": record.sample_id, **first}
                 )
             return
-        if reason == "terminated":
-            self.terminated += 1
         final = record.final_score
         if final is not None:
-            self.final_score_sum += final
-            self.final_score_count += 1
             self.groups.add(record.interaction, record.index, final)
-        scores = record.scores
-        if scores:
-            sums, counts = self.turn_score_sums, self.turn_score_counts
-            missing = len(scores) - len(sums)
-            if missing > 0:
-                sums.extend([0.0] * missing)
-                counts.extend([0] * missing)
-            for i, score in enumerate(scores):
-                sums[i] += score
-                counts[i] += 1
+
+    @property
+    def episodes(self) -> int:
+        return self.stats.total.episodes
+
+    @property
+    def terminated(self) -> int:
+        """Episodes the interaction ended, without error."""
+        return self.stats.total.terminated
+
+    @property
+    def errors(self) -> int:
+        return self.stats.total.errors
+
+    @property
+    def turns(self) -> dict[int, int]:
+        """Episodes by number of assistant turns (errored episodes included)."""
+        return self.stats.total.turns
+
+    @property
+    def end_reasons(self) -> dict[str, int]:
+        return self.stats.total.end_reasons
 
     @property
     def final_score_mean(self) -> float | None:
         """Mean final score over the episodes that ended without error and have one."""
-        if not self.final_score_count:
-            return None
-        return self.final_score_sum / self.final_score_count
+        total = self.stats.total
+        return total.final_sum / total.final_n if total.final_n else None
 
     @property
     def score_by_turn(self) -> dict[int, float]:
         """Mean turn score by (1-based) turn index, over episodes without error."""
-        return {
-            i + 1: s / c
-            for i, (s, c) in enumerate(
-                zip(self.turn_score_sums, self.turn_score_counts, strict=True)
-            )
-            if c
-        }
+        return self.stats.total.score_by_turn()
 
     @property
     def episodes_per_second(self) -> float | None:

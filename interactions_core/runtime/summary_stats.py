@@ -70,6 +70,7 @@ class GroupStats:
         "final_m2",
         "final_mean",
         "final_n",
+        "final_sum",
         "scored",
         "solved_at",
         "terminated",
@@ -88,6 +89,7 @@ class GroupStats:
         self.end_reasons: dict[str, int] = {}
         self.errors_by_kind: dict[str, int] = {}
         self.final_n = 0
+        self.final_sum = 0.0  # the mean reported is final_sum / final_n, as a plain average
         self.final_mean = 0.0
         self.final_m2 = 0.0
         self.final_binary = True  # every final score so far is 0 or 1
@@ -124,6 +126,7 @@ class GroupStats:
             self.terminated += 1
         if final_score is not None:
             n = self.final_n = self.final_n + 1
+            self.final_sum += final_score
             mean = self.final_mean
             delta = final_score - mean
             mean += delta / n
@@ -173,6 +176,7 @@ class GroupStats:
                 out.final_m2 += g.final_m2 + delta * delta * out.final_n * g.final_n / n
                 out.final_mean += delta * g.final_n / n
                 out.final_n = n
+                out.final_sum += g.final_sum
                 out.final_binary = out.final_binary and g.final_binary
             missing = len(g.turn_score_sums) - len(out.turn_score_sums)
             if missing > 0:
@@ -203,7 +207,7 @@ class GroupStats:
         n = self.final_n
         out: dict[str, Any] = {
             "n": n,
-            "mean": self.final_mean if n else None,
+            "mean": self.final_sum / n if n else None,
             "std": None,
             "stderr": None,
             "ci95": None,
