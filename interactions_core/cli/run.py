@@ -650,32 +650,28 @@ def _open_outputs(args: argparse.Namespace, resume: _Resume | None) -> tuple[Any
     from ..runtime.trace import TraceWriter
 
     appending = bool(args.resume)
-    output = trace = None
+    opened: list[Any] = []
     created: list[str] = []
     try:
-        if args.output:
-            existed = os.path.lexists(args.output)
-            output = LineWriter(
-                args.output, overwrite=args.overwrite, append=appending, autoflush=True
-            )
+        for path, writer in ((args.output, LineWriter), (args.trace, TraceWriter)):
+            if not path:
+                opened.append(None)
+                continue
+            existed = os.path.lexists(path)
+            opened.append(writer(path, overwrite=args.overwrite, append=appending, autoflush=True))
             if not existed:
-                created.append(args.output)
-        if args.trace:
-            existed = os.path.lexists(args.trace)
-            trace = TraceWriter(
-                args.trace, overwrite=args.overwrite, append=appending, autoflush=True
-            )
-            if not existed:
-                created.append(args.trace)
+                created.append(path)
     except BaseException:
-        if output is not None:
-            output.close()
+        for writer in opened:
+            if writer is not None:
+                writer.close()
         for path in created:  # nothing was written to them: leave no empty file behind
             try:
                 os.remove(path)
             except OSError:
                 pass
         raise
+    output, trace = opened
     return output, trace
 
 
