@@ -29,7 +29,12 @@ if TYPE_CHECKING:
         check_cluster_plugins,
         ensure_cluster_consistent,
     )
-    from .errors import ClusterInconsistentError, RayUnavailableError, ReplicaLostError
+    from .errors import (
+        ClusterInconsistentError,
+        RayUnavailableError,
+        ReplicaLostError,
+        WorkerSetupError,
+    )
     from .pool import (
         InteractionPool,
         pool_for_entry,
@@ -47,6 +52,7 @@ _EXPORTS = {
     "ClusterInconsistentError": "errors",
     "RayUnavailableError": "errors",
     "ReplicaLostError": "errors",
+    "WorkerSetupError": "errors",
     "InteractionPool": "pool",
     "pool_for_entry": "pool",
     "remote_interactions_from_config": "pool",
@@ -62,6 +68,7 @@ __all__ = [
     "NodeSnapshot",
     "RayUnavailableError",
     "ReplicaLostError",
+    "WorkerSetupError",
     "check_cluster_plugins",
     "ensure_cluster_consistent",
     "pool_for_entry",

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from ..errors import InteractionsError, SessionError
 
-__all__ = ["ClusterInconsistentError", "RayUnavailableError", "ReplicaLostError"]
+__all__ = [
+    "ClusterInconsistentError",
+    "RayUnavailableError",
+    "ReplicaLostError",
+    "WorkerSetupError",
+]
 
 
 class RayUnavailableError(InteractionsError, RuntimeError):
@@ -28,4 +33,14 @@ class ReplicaLostError(SessionError):
 
     Only the sessions of that replica fail; new sessions go to the surviving
     replicas, and the replica takes new sessions again once Ray restarted it.
+    """
+
+
+class WorkerSetupError(InteractionsError, RuntimeError):
+    """A Ray worker could not build the run's interactions or policy from its own plugins.
+
+    Every chunk sent to that worker would fail the same way, so a sharded run
+    stops at the first one instead of writing an error record per sample. The
+    usual cause is a node with different plugins than the driver: the message
+    names the node and points at ``interactions ray check``.
     """

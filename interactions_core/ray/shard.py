@@ -114,6 +114,24 @@ class _WorkerState:
 _STATES: dict[str, _WorkerState] = {}
 
 
+def _set_up(settings: RunSettings) -> _WorkerState:
+    """Build this worker's state, or say which node could not and why."""
+    try:
+        return _WorkerState(settings)
+    except Exception as exc:
+        import socket
+
+        from .errors import WorkerSetupError
+
+        detail = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        raise WorkerSetupError(
+            f"the Ray worker on node {socket.gethostname()} could not set up the run: "
+            f"{type(exc).__name__}: {detail}. If the driver runs this config, that node "
+            "has different plugins: compare them with 'interactions ray check --address "
+            "HOST:PORT' and ship the plugins with the job's runtime_env (docs/ray.md)"
+        ) from None
+
+
 def play_chunk(settings: RunSettings, chunk: list[tuple[int, Mapping[str, Any]]]) -> list[Any]:
     """Play ``(index, sample)`` pairs; return their records in the same order (a Ray task)."""
     from ..runtime.episode import _WALL_OFFSET
@@ -121,7 +139,7 @@ def play_chunk(settings: RunSettings, chunk: list[tuple[int, Mapping[str, Any]]]
     key = settings.key()
     state = _STATES.get(key)
     if state is None:
-        state = _STATES[key] = _WorkerState(settings)
+        state = _STATES[key] = _set_up(settings)
     runner = state.runner
 
     async def play_all() -> list[Any]:
@@ -140,15 +158,26 @@ def play_chunk(settings: RunSettings, chunk: list[tuple[int, Mapping[str, Any]]]
     return records
 
 
+def _stop_on_setup_failure(ray: Any, in_flight: Mapping[Any, Any], exc: Exception) -> None:
+    """Raise the worker's :class:`WorkerSetupError`, after cancelling the other chunks."""
+    from .errors import WorkerSetupError
+
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, WorkerSetupError):
+        for ref in in_flight:
+            ray.cancel(ref, force=True)
+        raise WorkerSetupError(str(cause)) from None
+
+
 def _lost_chunk(chunk: list[tuple[int, Any]], exc: BaseException) -> list[Any]:
     """Error records for a chunk whose task failed as a whole (its worker died)."""
     from ..runtime.episode import EpisodeRecord, sample_id_of
 
     cause = getattr(exc, "cause", None) or exc
-    text = str(cause).strip().splitlines()
+    text = " ".join(line.strip() for line in str(cause).splitlines() if line.strip())
     error = RuntimeError(
         f"the Ray task playing samples {chunk[0][0]}-{chunk[-1][0]} failed: "
-        f"{type(cause).__name__}: {text[-1] if text else ''}"
+        f"{type(cause).__name__}: {text}"
     )
     records = []
     for index, sample in chunk:
@@ -251,6 +280,7 @@ def run_sharded(
                 try:
                     finished[seq] = ray.get(ref)
                 except Exception as exc:
+                    _stop_on_setup_failure(ray, in_flight, exc)
                     finished[seq] = _lost_chunk(chunk, exc)
             while release in finished:
                 emit(finished.pop(release))
@@ -319,6 +349,12 @@ def run_from_cli(
         if progress is not None:
             progress.update(done[0], done[1])
 
-    address = None if args.ray in ("", "local") else args.ray
+    address = args.ray
+    if address in ("", "local"):
+        import os
+
+        # $RAY_ADDRESS (set inside a Ray job) names the cluster; else "local" starts a
+        # new one even when a cluster started by 'ray start' runs on this machine
+        address = os.environ.get("RAY_ADDRESS") or "local"
     summary = run_sharded(source, settings, address=address, on_record=on_record)
     return summary, 0

@@ -108,7 +108,8 @@ def test_unsupported_combinations_are_refused_plainly(address: str, tmp_path: Pa
     assert code == 1 and "is not HOST:PORT" in err
 
 
-def test_ctrl_c_stops_a_sharded_run_like_a_local_one(tmp_path: Path) -> None:
+def _sleepy_plugin(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A plugin importable only through ``PYTHONPATH=site``: (site, config, data)."""
     site = tmp_path / "site"
     site.mkdir()
     write_dist(
@@ -137,8 +138,14 @@ def test_ctrl_c_stops_a_sharded_run_like_a_local_one(tmp_path: Path) -> None:
     row = {"prompt": [{"role": "user", "content": "q"}], "responses": ["a", "b"]}
     row["interaction_kwargs"] = {}
     data.write_text((json.dumps(row) + "\n") * 2000, encoding="utf-8")
+    return site, config, data
+
+
+def test_ctrl_c_stops_a_sharded_run_like_a_local_one(address: str, tmp_path: Path) -> None:
+    site, config, data = _sleepy_plugin(tmp_path)
     out = tmp_path / "out.jsonl"
-    # its own local cluster (no address), whose workers inherit PYTHONPATH
+    # '--ray' alone starts its own local cluster, whose workers inherit PYTHONPATH,
+    # even though another cluster (the fixture's, at ``address``) is running here
     env = dict(os.environ, PYTHONPATH=str(site))
     command = [sys.executable, "-m", "interactions_core", "run", str(config)]
     command += ["--data", str(data), "--output", str(out), "--ray"]
@@ -168,3 +175,26 @@ def test_ctrl_c_stops_a_sharded_run_like_a_local_one(tmp_path: Path) -> None:
     assert 0 < played == len(records) < 2000  # whole lines, every one counted
     assert "interrupted       yes" in stdout
     assert "Traceback" not in stderr
+
+
+def test_a_worker_without_the_plugin_stops_the_run_with_one_clear_error(
+    address: str, tmp_path: Path
+) -> None:
+    # the driver finds the plugin; the fixture cluster's workers do not
+    site, config, data = _sleepy_plugin(tmp_path)
+    out = tmp_path / "out.jsonl"
+    command = [sys.executable, "-m", "interactions_core", "run", str(config)]
+    command += ["--data", str(data), "--output", str(out), "--ray", address]
+    proc = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=str(site)),
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "could not set up the run" in proc.stderr
+    assert "'sleepy'" in proc.stderr and "interactions ray check" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    # no error record per sample: the run stopped before playing any
+    assert not out.exists() or out.read_text(encoding="utf-8") == ""
