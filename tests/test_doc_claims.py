@@ -66,7 +66,7 @@ async def test_a_null_replay_reply_ends_the_episode_as_exhausted() -> None:
     assert bad_record.end_reason == "error"
 
 
-# -- docs/episodes.md: what Session does when start_interaction raises -------------
+# -- docs/episodes.md: one rule when start_interaction raises ---------------------
 
 
 class FailsAtStart(BaseInteraction):
@@ -88,13 +88,11 @@ class FailsAtStart(BaseInteraction):
         self.finalized.append(instance_id)
 
 
-async def test_session_and_episode_loop_differ_only_as_documented_on_start_failure() -> None:
+async def test_a_failed_start_opens_no_session_in_the_session_api_and_the_loop_alike() -> None:
     from interactions_core.runtime import InteractionCallError, ReplayPolicy, Session, run_episodes
 
-    text = read("docs/episodes.md")
-    assert "when `start_interaction` itself raises it does not call `finalize_interaction`" in (
-        " ".join(text.split())
-    )
+    text = " ".join(read("docs/episodes.md").split())
+    assert "a `start_interaction` that raises opened no session" in text.lower()
     interaction = FailsAtStart({"name": "f"})
     with pytest.raises(InteractionCallError, match="start_interaction"):
         async with Session(interaction, instance_id="s-1") as session:
@@ -102,7 +100,7 @@ async def test_session_and_episode_loop_differ_only_as_documented_on_start_failu
     assert interaction.finalized == []
     sample = {"prompt": [], "responses": ["x"], "interaction_kwargs": {"name": "f"}}
     summary = await run_episodes([sample], ReplayPolicy(), {"f": interaction})
-    assert summary.errors == 1 and len(interaction.finalized) == 1
+    assert summary.errors == 1 and interaction.finalized == []
 
 
 # -- docs/cli.md: which outcomes do not start with `interactions: error:` ----------

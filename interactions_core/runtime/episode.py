@@ -24,26 +24,24 @@ verl's multi-turn semantics, precisely (see ``docs/episodes.md``):
    ``finalize_interaction(instance_id)`` runs on every path, including errors,
    timeouts and cancellation.
 
-The per-turn path calls the policy and the interaction directly: no pluggy, no
-wrapper coroutine, no per-turn allocation beyond the two messages appended and
-the score; a result that is already an ``InteractionResult`` is used as is.
+Every interaction call goes through one :class:`~interactions_core.runtime.session.Session`,
+the lifecycle's only implementation: its rules (the failed-start rule, timeouts,
+legacy verl signatures, the error every failure becomes) are the loop's rules.
+The loop adds what a whole episode needs around it: routing, the policy, the
+limits, the observers and the record.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import itertools
-import math
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import Interrupted
-from ..result import InteractionResult, as_score
 from .errors import InteractionCallError, PolicyError, SampleError
-from .session import SessionTracker, call_error
+from .session import Session, SessionTracker, call_error, stops_the_run
 
 __all__ = [
     "END_REASONS",
@@ -72,13 +70,9 @@ END_REASONS = (
     CANCELLED,
 )
 
-_coerce = InteractionResult.coerce
-_isfinite = math.isfinite
 _perf_counter = time.perf_counter
-_new_record = object.__new__
 #: Add to a ``perf_counter`` reading to get wall-clock (epoch) seconds.
 _WALL_OFFSET = time.time() - time.perf_counter()
-_LIFECYCLE = frozenset(("start_interaction", "generate_response", "calculate_score"))
 
 
 def _overridden(policy: Any, method: str) -> Callable[..., Any] | None:
@@ -93,28 +87,6 @@ def _overridden(policy: Any, method: str) -> Callable[..., Any] | None:
     return bound  # type: ignore[no-any-return]
 
 
-def _replay_field(policy: Any) -> str | None:
-    """The sample key a plain :class:`ReplayPolicy` reads its replies from, else ``None``.
-
-    Such a policy's ``start`` is ``iter(sample[field])`` for a list and its
-    ``reply`` is ``next(state, None)``: the loop does both inline. A subclass or
-    an instance that replaces either method, or a dotted field, is called as usual.
-    """
-    from .policies.replay import ReplayPolicy
-
-    cls = type(policy)
-    if (
-        not isinstance(policy, ReplayPolicy)
-        or cls.start is not ReplayPolicy.start
-        or cls.reply is not ReplayPolicy.reply
-        or "start" in vars(policy)
-        or "reply" in vars(policy)
-    ):
-        return None
-    key: str | None = policy._key
-    return key
-
-
 def _takes_repeat(start: Callable[..., Any]) -> bool:
     """Whether a policy's ``start`` accepts ``repeat=`` (older policies take the sample only)."""
     try:
@@ -125,31 +97,6 @@ def _takes_repeat(start: Callable[..., Any]) -> bool:
 
 
 _NO_ERRORS: list[dict[str, Any]] = []  # shared and never appended to
-
-
-def stops_the_run(exc: BaseException, stopping: Callable[[], bool] | None = None) -> bool:
-    """Whether ``exc`` must leave the episode: a real stop, not something a plugin raised.
-
-    A :class:`CancelledError` is real when the running task was asked to stop
-    (``stopping()``, the :class:`Runner`'s own flag, or ``Task.cancelling()``
-    on Python 3.11+; on 3.10 outside a runner every cancellation counts).
-    :class:`RunInterrupted` is the CLI's second Ctrl-C. Everything else,
-    ``SystemExit`` and ``KeyboardInterrupt`` included, is the episode's error:
-    a real Ctrl-C reaches a run as a cancellation (``asyncio.run`` and the CLI
-    turn the signal into one), never as an exception inside a plugin call.
-    """
-    if isinstance(exc, Interrupted):  # a real signal (RunInterrupted: the second Ctrl-C)
-        return True
-    if isinstance(exc, asyncio.CancelledError):
-        if stopping is not None and stopping():
-            return True
-        task = asyncio.current_task()
-        cancelling = getattr(task, "cancelling", None)
-        if cancelling is None:
-            return stopping is None
-        if cancelling() > 0:
-            return True
-    return False
 
 
 def _copy_message(message: Any) -> Any:
@@ -178,6 +125,7 @@ class EpisodeRecord:
         "repeat",
         "sample_id",
         "scores",
+        "stage",
         "started_at",
         "turns",
         "usage",
@@ -200,6 +148,8 @@ class EpisodeRecord:
         self.started_at = 0.0  # a perf_counter reading; to_dict() gives epoch seconds
         self.duration_s = 0.0
         self.usage: dict[str, Any] | None = None  # the policy's accounting (tokens, latency)
+        #: Where the episode is (a lifecycle method, ``policy.reply``, ...): an error's ``where``.
+        self.stage = "sample"
 
     @property
     def ok(self) -> bool:
@@ -355,10 +305,7 @@ class EpisodeLoop:
         self._finish = _overridden(policy, "finish")
         usage = _overridden(policy, "usage")  # a plugin's own ``usage`` attribute is not ours
         self._usage = usage if callable(usage) else None
-        self._replay_field = _replay_field(policy)
         self._prefix = uuid.uuid4().hex[:12] + "-"
-        # run() routes the common case inline unless a subclass has its own route().
-        self._inline_route = type(self).route is EpisodeLoop.route
         self._ids = itertools.count()
         #: Tells a real cancellation from a ``CancelledError`` a plugin raised
         #: (the :class:`Runner` sets it to its own "stopping" flag).
@@ -369,8 +316,9 @@ class EpisodeLoop:
     def route(self, sample: Mapping[str, Any]) -> tuple[str, Any, dict[str, Any]] | None:
         """``(name, interaction, kwargs)`` for ``sample``, or ``None`` for no interaction.
 
-        Raises :class:`SampleError` naming the choices when the name is missing
-        (and there is no default) or unknown.
+        ``kwargs`` is a copy the session may keep. Raises :class:`SampleError`
+        naming the choices when the name is missing (and there is no default) or
+        unknown.
         """
         interactions = self.interactions
         if interactions is None:
@@ -381,10 +329,6 @@ class EpisodeLoop:
         if kwargs.__class__ is not dict and not isinstance(kwargs, Mapping):
             raise SampleError(f"interaction_kwargs must be a mapping, not {type(kwargs).__name__}")
         name = kwargs.get("name")
-        if name.__class__ is str:
-            interaction = interactions.get(name)
-            if interaction is not None:
-                return name, interaction, dict(kwargs)
         if name is None:
             if self.default is None:
                 raise SampleError(
@@ -395,12 +339,11 @@ class EpisodeLoop:
             name = self.default
         interaction = interactions.get(name) if isinstance(name, str) else None
         if interaction is None:
-            import difflib
+            from ..naming import suggest
 
-            close = difflib.get_close_matches(str(name), list(interactions), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
             raise SampleError(
-                f"the sample names interaction {name!r}, which is not configured{hint} "
+                f"the sample names interaction {name!r}, which is not configured"
+                f"{suggest(str(name), interactions)} "
                 f"Configured: {', '.join(interactions) or 'none'}."
             )
         return name, interaction, dict(kwargs)
@@ -411,302 +354,221 @@ class EpisodeLoop:
 
     # -- one episode --------------------------------------------------------------
 
-    async def _call(self, awaitable: Any) -> Any:
-        """Await an interaction call under the run's timeout (only used when one is set)."""
-        return await asyncio.wait_for(awaitable, self.timeout)
-
     async def run(
         self, sample: Mapping[str, Any], index: int = 0, repeat: int = 0
     ) -> EpisodeRecord:
-        """Play one episode of ``sample``; never raises except ``CancelledError``.
+        """Play one episode of ``sample``; never raises except for a real stop of the run.
 
         ``repeat`` numbers the episodes of one sample under ``--repeat`` (0-based);
-        a policy whose ``start`` takes a ``repeat`` argument receives it.
-
-        The lifecycle calls are made inline (not through :class:`Session`) so an
-        episode costs little more than the same calls written by hand; the
-        guarantees are the same: ``finalize_interaction`` runs on every path.
-        The record's fields are kept in locals and written once, on the way out.
+        a policy whose ``start`` takes a ``repeat`` argument receives it. Anything
+        a plugin or the policy raises, of any class (a stray ``CancelledError``,
+        ``SystemExit``, ``KeyboardInterrupt``), ends this episode only, as an error
+        in its record.
         """
-        started = _perf_counter()
-        record: EpisodeRecord = _new_record(EpisodeRecord)
-        record.errors = _NO_ERRORS
-        observers = self.observers
-        timeout = self.timeout
-        interaction: Any = None
-        name: str | None = None
-        instance_id = ""
-        kwargs: Any = None
-        messages: list[dict[str, Any]] | None = None
-        scores: list[float] | None = None
-        end_reason = ERROR
-        final_score: float | None = None
-        sample_id: Any = index
-        is_open = False
-        state: Any = None
-        have_state = False
+        record = EpisodeRecord(index, index, repeat)
+        record.started_at = _perf_counter()
+        session: Session | None = None
+        state: Any = _NO_STATE
         error: BaseException | None = None
-        where = "sample"
-        turns = user_turns = 0
         try:
             if sample.__class__ is not dict and not isinstance(sample, Mapping):
                 raise SampleError(f"a sample must be a mapping, not {type(sample).__name__}")
-            get = sample.get
-            extra = get("extra_info")
-            if extra is not None and extra.__class__ is not dict and not isinstance(extra, Mapping):
-                extra = None  # not verl's extra_info: neither its index nor its kwargs count
-            value = get("id")
-            if value is not None:
-                sample_id = value
-            elif extra is not None:
-                value = extra.get("index")
-                if value is not None:
-                    sample_id = value
-            prompt = get("prompt")
-            if prompt.__class__ is not list:
-                raise SampleError(
-                    "the sample's 'prompt' must be a list of chat messages "
-                    '([{"role": ..., "content": ...}, ...])'
-                )
-            # Each message is copied: a plugin editing the conversation never
-            # changes the caller's sample.
-            messages = [_copy_message(m) for m in prompt]
-            # Routing (see route()): the common case inline, anything else through route().
-            target: Any = None
-            target_name: str | None = None
-            interactions = self.interactions
-            if interactions is not None:
-                if extra is not None:
-                    kwargs = extra.get("interaction_kwargs")
-                if kwargs is None:
-                    kwargs = get("interaction_kwargs")
-                if kwargs is not None:
-                    if kwargs.__class__ is dict and self._inline_route:
-                        target_name = kwargs.get("name")
-                        if target_name.__class__ is str:
-                            target = interactions.get(target_name)
-                    if target is not None:
-                        kwargs = kwargs.copy()
-                    else:
-                        routed = self.route(sample)
-                        if routed is not None:
-                            target_name, target, kwargs = routed
-            where = "policy.start"
-            replay_field = self._replay_field
-            if (
-                replay_field is not None
-                and (value := get(replay_field)).__class__ is list
-                and not repeat
-                and not (value and value[0].__class__ is list)
-            ):
-                state = iter(value)  # ReplayPolicy.start's common case, inline
-            elif self._start is not None:
-                if repeat and self._start_takes_repeat:
-                    state = self._start(sample, repeat=repeat)
-                else:
-                    state = self._start(sample)
-            have_state = True
-            reply = self._reply
-            reply_is_async = self._reply_is_async
-            replay = replay_field is not None
-            append = messages.append
-            if target is None:
-                scores = []
-                where = "policy.reply"
-                if replay:
-                    text = next(state, None)  # ReplayPolicy.reply, inline
-                else:
-                    text = reply(state, messages)
-                    if reply_is_async:
-                        text = await text
-                if text.__class__ is not str:
-                    if text is not None:
-                        raise PolicyError(f"reply must be a str or None, not {type(text).__name__}")
-                    end_reason = EXHAUSTED
-                else:
-                    append({"role": "assistant", "content": text})
-                    turns = 1
-                    end_reason = SINGLE_TURN
+            record.sample_id = sample_id_of(sample, index)
+            record.messages = _prompt_of(sample)
+            routed = self.route(sample)
+            record.stage = "policy.start"
+            state = self._policy_start(sample, repeat)
+            if routed is None:
+                await self._single_turn(record, state)
             else:
-                name = target_name
-                interaction = target
-                instance_id = f"{self._prefix}{next(self._ids)}"
-                where = "start_interaction"
-                # Counted open before the call: a cancel inside it still finalizes.
-                is_open = True
-                self.tracker.started += 1
-                if timeout is None:
-                    returned = await interaction.start_interaction(instance_id, **kwargs)
-                else:
-                    returned = await self._call(
-                        interaction.start_interaction(instance_id, **kwargs)
-                    )
-                if returned != instance_id and returned.__class__ is str and returned:
-                    instance_id = returned
-                on_turn = None
-                if observers is not None:
-                    # An observer's error is recorded with the session it happened in.
-                    record.interaction = name
-                    record.instance_id = instance_id
-                    on_turn = observers.on_turn
-                    if observers.on_session_start is not None:
-                        self._observe(
-                            record,
-                            "on_session_start",
-                            observers.on_session_start,
-                            interaction_name=name,
-                            instance_id=instance_id,
-                            kwargs=kwargs,
-                        )
-                generate = interaction.generate_response
-                max_assistant = self.max_assistant_turns
-                max_user = self.max_user_turns
-                scores = []
-                while True:
-                    where = "policy.reply"
-                    if replay:
-                        text = next(state, None)  # ReplayPolicy.reply, inline
-                    else:
-                        text = reply(state, messages)
-                        if reply_is_async:
-                            text = await text
-                    if text.__class__ is not str:
-                        if text is not None:
-                            raise PolicyError(
-                                f"reply must be a str or None, not {type(text).__name__}"
-                            )
-                        end_reason = EXHAUSTED
-                        break
-                    append({"role": "assistant", "content": text})
-                    turns += 1
-                    where = "generate_response"
-                    if timeout is None:
-                        result = await generate(instance_id, messages, **kwargs)
-                    else:
-                        result = await self._call(generate(instance_id, messages, **kwargs))
-                    if result.__class__ is not InteractionResult:
-                        result = _coerce(result)
-                    elif not _isfinite(result.score):
-                        raise ValueError(f"returned a non-finite score ({result.score!r})")
-                    scores.append(result.score)
-                    if on_turn is not None:
-                        self._observe(
-                            record,
-                            "on_turn",
-                            on_turn,
-                            interaction_name=name,
-                            instance_id=instance_id,
-                            turn=turns,
-                            messages=messages,
-                            result=result,
-                        )
-                    if result.should_terminate:
-                        end_reason = TERMINATED
-                        break
-                    if max_assistant is not None and turns >= max_assistant:
-                        end_reason = MAX_ASSISTANT_TURNS
-                        break
-                    if max_user is not None and user_turns >= max_user:
-                        end_reason = MAX_USER_TURNS
-                        break
-                    append({"role": "user", "content": result.content})
-                    user_turns += 1
-                where = "calculate_score"
-                if timeout is None:
-                    value = await interaction.calculate_score(instance_id, **kwargs)
-                else:
-                    value = await self._call(interaction.calculate_score(instance_id, **kwargs))
-                if value.__class__ is not float or not _isfinite(value):
-                    value = as_score(value, "the returned score")
-                final_score = value
+                name, interaction, kwargs = routed
+                record.interaction = name
+                session = Session(
+                    interaction,
+                    name=name,
+                    instance_id=self.new_instance_id(),
+                    timeout=self.timeout,
+                    tracker=self.tracker,
+                    stopping=self.stopping,
+                )
+                await self._play(record, session, state, kwargs)
         except BaseException as exc:
             if stops_the_run(exc, self.stopping):
-                error = RuntimeError("the episode was cancelled")
-                end_reason = CANCELLED
-                record.interaction = name
-                record.instance_id = instance_id or None
-                record.add_error(where, error)
+                record.end_reason = CANCELLED
+                record.add_error(record.stage, RuntimeError("the episode was cancelled"))
                 raise
-            # Anything else a plugin or policy raised, of any class (a stray
-            # CancelledError, SystemExit, KeyboardInterrupt, a BaseException
-            # subclass), ends this episode only.
-            error = exc
-            end_reason = ERROR
-            final_score = None
-            if interaction is not None and where in _LIFECYCLE:
-                exc = call_error(name or "?", instance_id, where, exc, timeout)
-            record.interaction = name
-            record.instance_id = instance_id or None
-            record.add_error(where, exc)
+            error = self._failed(record, session, exc)
         finally:
-            record.index = index
-            record.repeat = repeat
-            record.usage = None
-            record.sample_id = sample_id
-            record.interaction = name
-            record.instance_id = instance_id or None
-            record.messages = messages if messages is not None else []
-            record.scores = scores if scores is not None else []
-            record.turns = turns
-            record.user_turns = user_turns
-            record.end_reason = end_reason
-            record.final_score = final_score
-            record.started_at = started
-            if is_open:
-                try:
-                    if timeout is None:
-                        await interaction.finalize_interaction(instance_id)
-                    else:
-                        await self._call(interaction.finalize_interaction(instance_id))
-                except BaseException as exc:
-                    if stops_the_run(exc, self.stopping):
-                        raise
-                    problem = call_error(
-                        name or "?", instance_id, "finalize_interaction", exc, timeout
-                    )
-                    record.add_error("finalize_interaction", problem)
-                    if error is None:
-                        error = problem
-                        record.end_reason = ERROR
-                        record.final_score = None
-                finally:
-                    self.tracker.finalized += 1
-            if have_state and self._usage is not None:
-                try:
-                    record.usage = self._usage(state)
-                except Exception as exc:
-                    record.add_error("policy.usage", exc)
-            if have_state and self._finish is not None:
-                try:
-                    self._finish(state)
-                except BaseException as exc:
-                    if stops_the_run(exc, self.stopping):
-                        raise
-                    record.add_error("policy.finish", exc)
-            record.duration_s = _perf_counter() - started
-            if (
-                interaction is not None
-                and observers is not None
-                and observers.on_session_end is not None
-            ):
-                self._observe(
-                    record,
-                    "on_session_end",
-                    observers.on_session_end,
-                    interaction_name=name,
-                    instance_id=instance_id or None,
-                    record=record,
-                    error=error,
-                )
+            await self._close(record, session, state, error)
         return record
 
-    @staticmethod
-    def _observe(
-        _record: EpisodeRecord, _hook: str, _caller: Callable[..., Any], /, **kw: Any
+    def _policy_start(self, sample: Mapping[str, Any], repeat: int) -> Any:
+        start = self._start
+        if start is None:
+            return None
+        if repeat and self._start_takes_repeat:
+            return start(sample, repeat=repeat)
+        return start(sample)
+
+    async def _next_reply(self, record: EpisodeRecord, state: Any) -> str | None:
+        """The policy's next assistant message, or ``None`` when it has no more."""
+        record.stage = "policy.reply"
+        text = self._reply(state, record.messages)
+        if self._reply_is_async:
+            text = await text
+        if text.__class__ is not str and text is not None:
+            raise PolicyError(f"reply must be a str or None, not {type(text).__name__}")
+        return text
+
+    async def _single_turn(self, record: EpisodeRecord, state: Any) -> None:
+        text = await self._next_reply(record, state)
+        if text is None:
+            record.end_reason = EXHAUSTED
+            return
+        record.messages.append({"role": "assistant", "content": text})
+        record.turns = 1
+        record.end_reason = SINGLE_TURN
+
+    async def _play(
+        self, record: EpisodeRecord, session: Session, state: Any, kwargs: dict[str, Any]
     ) -> None:
-        try:
-            _caller(**kw)
-        except BaseException as exc:  # an observer's bug is recorded, the episode goes on
-            if stops_the_run(exc):
-                raise
-            _record.add_error(f"observer {_hook}", exc)
+        """Start the session, play its turns until one of the ends, score it."""
+        record.stage = "start_interaction"
+        record.instance_id = session.instance_id
+        await session.start(**kwargs)
+        record.instance_id = session.instance_id
+        observers = self.observers
+        on_turn = None
+        if observers is not None:
+            on_turn = observers.on_turn
+            if observers.on_session_start is not None:
+                _observe(
+                    record,
+                    "on_session_start",
+                    observers.on_session_start,
+                    interaction_name=record.interaction,
+                    instance_id=record.instance_id,
+                    kwargs=kwargs,
+                )
+        messages = record.messages
+        while True:
+            text = await self._next_reply(record, state)
+            if text is None:
+                record.end_reason = EXHAUSTED
+                break
+            messages.append({"role": "assistant", "content": text})
+            record.turns += 1
+            record.stage = "generate_response"
+            result = await session.respond(messages)
+            record.scores.append(result.score)
+            if on_turn is not None:
+                _observe(
+                    record,
+                    "on_turn",
+                    on_turn,
+                    interaction_name=record.interaction,
+                    instance_id=record.instance_id,
+                    turn=record.turns,
+                    messages=messages,
+                    result=result,
+                )
+            end = self._end_after(result.should_terminate, record)
+            if end is not None:
+                record.end_reason = end
+                break
+            messages.append({"role": "user", "content": result.content})
+            record.user_turns += 1
+        record.stage = "calculate_score"
+        record.final_score = await session.score()
+
+    def _end_after(self, should_terminate: bool, record: EpisodeRecord) -> str | None:
+        """Why the episode ends after a judged turn, checked in the documented order."""
+        if should_terminate:
+            return TERMINATED
+        if self.max_assistant_turns is not None and record.turns >= self.max_assistant_turns:
+            return MAX_ASSISTANT_TURNS
+        if self.max_user_turns is not None and record.user_turns >= self.max_user_turns:
+            return MAX_USER_TURNS
+        return None
+
+    def _failed(
+        self, record: EpisodeRecord, session: Session | None, exc: BaseException
+    ) -> BaseException:
+        """Record an error that ends this episode; return it."""
+        record.end_reason = ERROR
+        record.final_score = None
+        if session is not None and record.stage in _LIFECYCLE:
+            exc = call_error(session.name, session.instance_id, record.stage, exc, self.timeout)
+        record.add_error(record.stage, exc)
+        return exc
+
+    async def _close(
+        self,
+        record: EpisodeRecord,
+        session: Session | None,
+        state: Any,
+        error: BaseException | None,
+    ) -> None:
+        """Finalize the session and the policy's state, on every way out of :meth:`run`."""
+        if session is not None:
+            problem = await session.finalize()
+            if problem is not None:
+                record.add_error("finalize_interaction", problem)
+                if error is None:
+                    error = problem
+                    record.end_reason = ERROR
+                    record.final_score = None
+        if state is not _NO_STATE:
+            self._close_policy(record, state)
+        record.duration_s = _perf_counter() - record.started_at
+        observers = self.observers
+        if session is not None and observers is not None and observers.on_session_end:
+            _observe(
+                record,
+                "on_session_end",
+                observers.on_session_end,
+                interaction_name=record.interaction,
+                instance_id=record.instance_id,
+                record=record,
+                error=error,
+            )
+
+    def _close_policy(self, record: EpisodeRecord, state: Any) -> None:
+        if self._usage is not None:
+            try:
+                record.usage = self._usage(state)
+            except Exception as exc:
+                record.add_error("policy.usage", exc)
+        if self._finish is not None:
+            try:
+                self._finish(state)
+            except BaseException as exc:
+                if stops_the_run(exc, self.stopping):
+                    raise
+                record.add_error("policy.finish", exc)
+
+
+#: The policy's state before ``start`` ran (``None`` is a valid state).
+_NO_STATE: Any = object()
+_LIFECYCLE = frozenset(("start_interaction", "generate_response", "calculate_score"))
+
+
+def _prompt_of(sample: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A copy of the sample's prompt that the episode may extend and plugins may edit."""
+    prompt = sample.get("prompt")
+    if prompt.__class__ is not list:
+        raise SampleError(
+            "the sample's 'prompt' must be a list of chat messages "
+            '([{"role": ..., "content": ...}, ...])'
+        )
+    return [_copy_message(m) for m in prompt]
+
+
+def _observe(_record: EpisodeRecord, _hook: str, _caller: Callable[..., Any], /, **kw: Any) -> None:
+    """Call an observer hook; its bug is recorded in the episode, which goes on."""
+    try:
+        _caller(**kw)
+    except BaseException as exc:
+        if stops_the_run(exc):
+            raise
+        _record.add_error(f"observer {_hook}", exc)

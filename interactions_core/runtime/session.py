@@ -17,21 +17,32 @@ Every failing call is raised as :class:`~interactions_core.runtime.errors.Intera
 whose message names the interaction, the session id and the method. A per-call
 ``timeout`` (seconds, off by default) turns a hung plugin call into such an error.
 
+The rule for a failed start is decided here, once, for every caller (the
+episode loop, the verl agent loop, ``interactions serve``, the test driver): a
+``start_interaction`` that *raises* opened no session, so nothing is finalized
+(the plugin refused the session and keeps nothing for it; finalizing would also
+reach a live session that already holds that id). A ``start_interaction`` that
+is *cancelled* while it runs may have stored state before the cancel reached
+it, so that session is finalized like any other.
+
+Anything a plugin call raises, of any class, becomes an ``InteractionCallError``;
+only a real stop of the run (see :func:`stops_the_run`) passes through.
+
 A :class:`SessionTracker` counts the sessions that are open, so a caller (and the
-test suite) can check that a run left none behind. The episode loop makes the
-same calls inline, with the same guarantees, and counts them on the same tracker.
+test suite) can check that a run left none behind.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..errors import Interrupted
 from ..result import InteractionResult, as_score
 from .errors import InteractionCallError
 
-__all__ = ["Session", "SessionTracker", "call_error"]
+__all__ = ["Session", "SessionTracker", "call_error", "stops_the_run"]
 
 _NEW, _OPEN, _CLOSED = 0, 1, 2
 
@@ -59,6 +70,31 @@ def _takes_instance_id(interaction: Any, method: str) -> bool:
             known = True
         _TAKES_ID[func] = known
     return known
+
+
+def stops_the_run(exc: BaseException, stopping: Callable[[], bool] | None = None) -> bool:
+    """Whether ``exc`` must leave the episode: a real stop, not something a plugin raised.
+
+    A :class:`CancelledError` is real when the running task was asked to stop
+    (``stopping()``, the :class:`Runner`'s own flag, or ``Task.cancelling()``
+    on Python 3.11+; on 3.10 outside a runner every cancellation counts).
+    :class:`RunInterrupted` is the CLI's second Ctrl-C. Everything else,
+    ``SystemExit`` and ``KeyboardInterrupt`` included, is the episode's error:
+    a real Ctrl-C reaches a run as a cancellation (``asyncio.run`` and the CLI
+    turn the signal into one), never as an exception inside a plugin call.
+    """
+    if isinstance(exc, Interrupted):  # a real signal (RunInterrupted: the second Ctrl-C)
+        return True
+    if isinstance(exc, asyncio.CancelledError):
+        if stopping is not None and stopping():
+            return True
+        task = asyncio.current_task()
+        cancelling = getattr(task, "cancelling", None)
+        if cancelling is None:
+            return stopping is None
+        if cancelling() > 0:
+            return True
+    return False
 
 
 class SessionTracker:
@@ -104,9 +140,20 @@ class Session:
     ``name`` defaults to the interaction's ``name`` attribute. ``instance_id`` is
     the id passed to ``start_interaction`` (``None`` lets the interaction choose);
     ``timeout`` bounds every lifecycle call in seconds (``None``: no bound).
+    ``stopping`` tells a real stop of the run from a ``CancelledError`` a plugin
+    raised (see :func:`stops_the_run`; the episode loop passes its runner's flag).
     """
 
-    __slots__ = ("_kwargs", "_state", "instance_id", "interaction", "name", "timeout", "tracker")
+    __slots__ = (
+        "_kwargs",
+        "_state",
+        "instance_id",
+        "interaction",
+        "name",
+        "stopping",
+        "timeout",
+        "tracker",
+    )
 
     def __init__(
         self,
@@ -116,6 +163,7 @@ class Session:
         instance_id: str | None = None,
         timeout: float | None = None,
         tracker: SessionTracker | None = None,
+        stopping: Callable[[], bool] | None = None,
     ) -> None:
         if timeout is not None and timeout <= 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
@@ -124,6 +172,7 @@ class Session:
         self.instance_id: str = instance_id or ""
         self.timeout = timeout
         self.tracker = tracker
+        self.stopping = stopping
         self._kwargs: Mapping[str, Any] = {}
         self._state = _NEW
 
@@ -133,6 +182,9 @@ class Session:
         return self._state == _OPEN
 
     def _error(self, method: str, exc: BaseException) -> InteractionCallError:
+        """``exc`` as this session's call error, or re-raised when it is a real stop."""
+        if stops_the_run(exc, self.stopping):
+            raise exc
         return call_error(self.name, self.instance_id or "<unstarted>", method, exc, self.timeout)
 
     async def start(self, **kwargs: Any) -> str:
@@ -149,14 +201,14 @@ class Session:
                 returned = await call
             else:
                 returned = await asyncio.wait_for(call, self.timeout)
-        except Exception as exc:
+        except BaseException as exc:
+            if stops_the_run(exc, self.stopping):
+                # The plugin may have stored state before the cancel reached it: release it.
+                self._state = _OPEN
+                if self.tracker is not None:
+                    self.tracker.started += 1
+                raise
             raise self._error("start_interaction", exc) from exc
-        except asyncio.CancelledError:
-            # The plugin may have stored state before the cancel reached it: release it.
-            self._state = _OPEN
-            if self.tracker is not None:
-                self.tracker.started += 1
-            raise
         if isinstance(returned, str) and returned:
             self.instance_id = returned
         elif not self.instance_id:
@@ -188,7 +240,7 @@ class Session:
                 result = InteractionResult.coerce(result)
             else:
                 as_score(result.score)
-        except Exception as exc:
+        except BaseException as exc:
             raise self._error("generate_response", exc) from exc
         return result
 
@@ -205,16 +257,17 @@ class Session:
             else:
                 value = await asyncio.wait_for(call, self.timeout)
             return as_score(value, "the returned score")
-        except Exception as exc:
+        except BaseException as exc:
             raise self._error("calculate_score", exc) from exc
 
     async def finalize(self) -> InteractionCallError | None:
         """Call ``finalize_interaction`` once; later calls do nothing.
 
-        Never raises for a plugin failure: the error is *returned* (so a caller
-        already handling another exception does not lose it). The session counts
-        as closed afterwards whatever happened (a cancellation that arrives while
-        the plugin's own finalize is suspended interrupts it and is re-raised).
+        Never raises for a plugin failure, of any class: the error is *returned*
+        (so a caller already handling another exception does not lose it). The
+        session counts as closed afterwards whatever happened (a real stop that
+        arrives while the plugin's own finalize is suspended interrupts it and is
+        re-raised).
         """
         if self._state != _OPEN:
             return None
@@ -229,7 +282,7 @@ class Session:
                 await call
             else:
                 await asyncio.wait_for(call, self.timeout)
-        except Exception as exc:
+        except BaseException as exc:
             return self._error("finalize_interaction", exc)
         finally:
             if tracker is not None:
