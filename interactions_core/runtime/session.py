@@ -227,11 +227,15 @@ class Session:
             state = "not started" if self._state == _NEW else "finalized"
             raise self._error(method, RuntimeError(f"the session is {state}"))
 
-    async def respond(self, messages: list[dict[str, Any]]) -> InteractionResult:
-        """Call ``generate_response`` on the conversation so far; return a checked result."""
+    async def respond(self, messages: list[dict[str, Any]], **kwargs: Any) -> InteractionResult:
+        """Call ``generate_response`` on the conversation so far; return a checked result.
+
+        The interaction gets the kwargs given to :meth:`start`, updated with ``kwargs``.
+        """
         self._check_open("generate_response")
+        call_kwargs = {**self._kwargs, **kwargs} if kwargs else self._kwargs
         try:
-            call = self.interaction.generate_response(self.instance_id, messages, **self._kwargs)
+            call = self.interaction.generate_response(self.instance_id, messages, **call_kwargs)
             if self.timeout is None:
                 result = await call
             else:
@@ -244,12 +248,16 @@ class Session:
             raise self._error("generate_response", exc) from exc
         return result
 
-    async def score(self) -> float:
-        """Call ``calculate_score``; the score must be a real number (returned as float)."""
+    async def score(self, **kwargs: Any) -> float:
+        """Call ``calculate_score``; the score must be a real number (returned as float).
+
+        The interaction gets the kwargs given to :meth:`start`, updated with ``kwargs``.
+        """
         self._check_open("calculate_score")
+        call_kwargs = {**self._kwargs, **kwargs} if kwargs else self._kwargs
         try:
             if _takes_instance_id(self.interaction, "calculate_score"):
-                call = self.interaction.calculate_score(self.instance_id, **self._kwargs)
+                call = self.interaction.calculate_score(self.instance_id, **call_kwargs)
             else:
                 call = self.interaction.calculate_score()
             if self.timeout is None:

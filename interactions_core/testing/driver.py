@@ -29,6 +29,8 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from ..result import InteractionResult
+from ..runtime.errors import InteractionCallError
+from ..runtime.session import Session
 
 __all__ = ["DEFAULT_PROMPT", "ScriptedSession", "SessionDriver", "Transcript", "run_sync"]
 
@@ -38,18 +40,17 @@ T = TypeVar("T")
 DEFAULT_PROMPT = "Please solve the task and give your final answer."
 
 
-async def maybe_await(value: Any) -> Any:
-    """``await value`` when it is awaitable (a sync lifecycle method returns plain values)."""
-    if inspect.isawaitable(value):
-        return await value
-    return value
-
-
 async def bounded(value: Any, timeout: float | None) -> Any:
-    """:func:`maybe_await` with a time limit in seconds (``None``: none)."""
-    if timeout is None:
-        return await maybe_await(value)
-    return await asyncio.wait_for(maybe_await(value), timeout)
+    """``await value`` (when awaitable) with a time limit in seconds (``None``: none).
+
+    The checker calls lifecycle methods one by one, not as a session, so that it
+    can see exactly what each returns; this is its only wrapper.
+    """
+    if inspect.isawaitable(value):
+        if timeout is None:
+            return await value
+        return await asyncio.wait_for(value, timeout)
+    return value
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -116,12 +117,21 @@ class Transcript:
 
 
 class ScriptedSession:
-    """One open session of a :class:`SessionDriver`; created by :meth:`SessionDriver.session`."""
+    """One open session of a :class:`SessionDriver`; created by :meth:`SessionDriver.session`.
 
-    def __init__(self, interaction: Any, transcript: Transcript, timeout: float | None) -> None:
-        self.interaction = interaction
+    It plays through :class:`~interactions_core.runtime.session.Session`, the
+    lifecycle's one implementation, so a test sees the rules a run applies. A
+    failing call raises the plugin's own exception (``pytest.raises(ValueError)``
+    works), not the run's ``InteractionCallError`` wrapper.
+    """
+
+    def __init__(self, session: Session, transcript: Transcript) -> None:
+        self._session = session
         self.transcript = transcript
-        self.timeout = timeout
+
+    @property
+    def interaction(self) -> Any:
+        return self._session.interaction
 
     @property
     def instance_id(self) -> str:
@@ -136,28 +146,36 @@ class ScriptedSession:
     def terminated(self) -> bool:
         return self.transcript.terminated
 
-    async def _call(self, awaitable: Awaitable[Any]) -> Any:
-        return await bounded(awaitable, self.timeout)
-
     async def reply(self, text: Any, **kwargs: Any) -> InteractionResult:
         """Add an assistant turn with content ``text`` and return the interaction's answer.
 
-        The feedback is appended to :attr:`messages` as a ``user`` turn.
+        ``generate_response`` gets the session's interaction kwargs, as in a run,
+        updated with ``kwargs``. The feedback is appended to :attr:`messages` as
+        a ``user`` turn.
         """
         self.messages.append({"role": "assistant", "content": text})
-        raw = await self._call(
-            self.interaction.generate_response(self.instance_id, self.messages, **kwargs)
-        )
-        result = InteractionResult.coerce(raw)
+        result = await _plain(self._session.respond(self.messages, **kwargs))
         self.transcript.results.append(result)
         self.messages.append({"role": "user", "content": result.content})
         return result
 
     async def score(self, **kwargs: Any) -> float:
         """``calculate_score`` for this session; also recorded as the transcript's final score."""
-        value = await self._call(self.interaction.calculate_score(self.instance_id, **kwargs))
+        value: float = await _plain(self._session.score(**kwargs))
         self.transcript.final_score = value
-        return value  # type: ignore[no-any-return]
+        return value
+
+
+async def _plain(call: Awaitable[T]) -> T:
+    """``await call``, raising a failed plugin call as the plugin's own exception."""
+    try:
+        return await call
+    except InteractionCallError as exc:
+        raise _unwrapped(exc) from None
+
+
+def _unwrapped(error: InteractionCallError) -> BaseException:
+    return error.__cause__ if error.__cause__ is not None else error
 
 
 def _check_spec(interaction: Any) -> None:
@@ -198,15 +216,23 @@ class SessionDriver:
     async def session(
         self, instance_id: str | None = None, *, prompt: str | None = None, **kwargs: Any
     ) -> AsyncIterator[ScriptedSession]:
-        """Open a session with interaction kwargs ``kwargs``; finalize it on exit, always."""
-        iid = await bounded(self.interaction.start_interaction(instance_id, **kwargs), self.timeout)
+        """Open a session with interaction kwargs ``kwargs``; finalize it on exit, always.
+
+        A failing ``finalize_interaction`` fails the block (unless another error
+        is already on its way out, which is then the one raised).
+        """
+        session = Session(self.interaction, instance_id=instance_id, timeout=self.timeout)
+        iid = await _plain(session.start(**kwargs))
         transcript = Transcript(iid, kwargs)
         transcript.messages.append({"role": "user", "content": prompt or self.prompt})
-        session = ScriptedSession(self.interaction, transcript, self.timeout)
         try:
-            yield session
-        finally:
-            await session._call(self.interaction.finalize_interaction(iid))
+            yield ScriptedSession(session, transcript)
+        except BaseException:
+            await session.finalize()  # the error on its way out is the one raised
+            raise
+        problem = await session.finalize()
+        if problem is not None:
+            raise _unwrapped(problem)
 
     async def play(
         self,

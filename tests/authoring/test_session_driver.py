@@ -105,3 +105,29 @@ async def test_run_sync_inside_a_loop_propagates_errors() -> None:
 
     with pytest.raises(KeyError, match="inner"):
         run_sync(fail())
+
+
+async def test_calls_get_the_session_kwargs_updated_by_the_calls_own() -> None:
+    seen: list[dict[str, Any]] = []
+
+    class Spy(Countdown):
+        async def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any):
+            seen.append(kwargs)
+            return await super().respond(state, messages, **kwargs)
+
+    async with SessionDriver(Spy({})).session(turns=3, ground_truth="7") as session:
+        await session.reply("a")
+        await session.reply("b", ground_truth="8")
+    assert seen == [{"turns": 3, "ground_truth": "7"}, {"turns": 3, "ground_truth": "8"}]
+
+
+async def test_a_failed_start_is_not_finalized_and_raises_the_plugins_error() -> None:
+    class Refuses(Countdown):
+        def new_session(self, **kwargs: Any) -> Any:
+            raise LookupError("no such task")
+
+        async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
+            raise AssertionError("a refused session must not be finalized")
+
+    with pytest.raises(LookupError, match="no such task"):
+        await SessionDriver(Refuses({})).play(["a"])
