@@ -64,6 +64,8 @@ from typing import Any, NamedTuple
 
 from ..errors import ConformanceError, InteractionsError, InteractionValidationError
 from ..result import InteractionResult
+from ..runtime.errors import InteractionCallError
+from ..runtime.session import Session
 from ..validation import LIFECYCLE, validate_interaction_class
 from .driver import DEFAULT_PROMPT, bounded, run_sync
 
@@ -413,41 +415,62 @@ class _Checker:
     async def play(
         self, obj: Any, episode: Episode, number: int
     ) -> tuple[str | None, list[tuple[Any, ...]]]:
-        """Play one episode under a fresh explicit id (verl passes one); return id and trace."""
+        """Play one episode under a fresh explicit id (verl passes one); return id and trace.
+
+        The episode is played through :class:`Session`, the lifecycle a run uses
+        (the interaction kwargs reach every call, a failed start is not
+        finalized); a :class:`_Probe` in front of the instance keeps each raw
+        return value, so the checks see what the plugin returned before the
+        session coerced it.
+        """
         where = f"in episode {number}"
-        iid = _new_id(f"episode{number}")
+        probe = _Probe(self, obj)
+        session = Session(probe, name=self.target.label, instance_id=_new_id(f"episode{number}"))
         try:
-            await self._invoke(obj, "start_interaction", iid, **episode.kwargs)
-        except Exception as exc:
-            self._raised("results", "start_interaction", where, exc)
+            await session.start(**episode.kwargs)
+        except InteractionCallError as exc:
+            self._raised("results", "start_interaction", where, _cause(exc))
             return None, []
         trace: list[tuple[Any, ...]] = []
         messages: list[dict[str, Any]] = [{"role": "user", "content": episode.prompt}]
         try:
             for turn, reply in enumerate(episode.replies, 1):
                 messages.append({"role": "assistant", "content": reply})
-                try:
-                    raw = await self._invoke(obj, "generate_response", iid, list(messages))
-                except Exception as exc:
-                    self._raised("results", "generate_response", f"{where}, turn {turn}", exc)
-                    return iid, trace
-                result = self._check_result(raw, f"{where}, turn {turn}")
+                at = f"{where}, turn {turn}"
+                result = await self._judged(session, probe, list(messages), at)
                 if result is None:
-                    return iid, trace
+                    return session.instance_id, trace
                 trace.append((result.should_terminate, result.content, result.score))
                 messages.append({"role": "user", "content": result.content})
                 if result.should_terminate:
                     break
+            probe.raw = _NOTHING
             try:
-                score = await self._invoke(obj, "calculate_score", iid)
-            except Exception as exc:
-                self._raised("results", "calculate_score", where, exc)
-                return iid, trace
-            self._check_score(score, "calculate_score's result", where)
-            trace.append(("score", score))
-            return iid, trace
+                await session.score()
+            except InteractionCallError as exc:
+                if probe.raw is _NOTHING:  # the plugin raised; else its score is checked below
+                    self._raised("results", "calculate_score", where, _cause(exc))
+                    return session.instance_id, trace
+            self._check_score(probe.raw, "calculate_score's result", where)
+            trace.append(("score", probe.raw))
+            return session.instance_id, trace
         finally:
-            await self.finalize(obj, iid, where)
+            problem = await session.finalize()
+            if problem is not None:
+                self._raised("results", "finalize_interaction", where, _cause(problem))
+
+    async def _judged(
+        self, session: Session, probe: _Probe, messages: list[dict[str, Any]], where: str
+    ) -> InteractionResult | None:
+        """One turn's checked result, or ``None`` (recorded) when the turn failed."""
+        probe.raw = _NOTHING
+        try:
+            await session.respond(messages)
+        except InteractionCallError as exc:
+            if probe.raw is _NOTHING:  # the plugin raised; else its result is checked below
+                self._raised("results", "generate_response", where, _cause(exc))
+                return None
+        return self._check_result(probe.raw, where)
 
     async def finalize(self, obj: Any, iid: str, where: str) -> None:
         try:
@@ -835,6 +858,42 @@ class _Checker:
                 self.add(names[0], f"the check could not finish: {_describe_exc(exc)}")
         if skip:  # steps share helpers: drop what they found for checks that were skipped
             self.report.violations = [v for v in self.report.violations if v.check not in skip]
+
+
+#: No return value seen yet (``None`` is a return value).
+_NOTHING: Any = object()
+
+
+class _Probe:
+    """Stands in front of an instance: each call goes through the checker's ``_invoke``
+    (time limit, blocking detection) and its raw return value is kept in ``raw``."""
+
+    def __init__(self, checker: _Checker, obj: Any) -> None:
+        self._checker = checker
+        self._obj = obj
+        self.raw: Any = _NOTHING
+        self.name = getattr(obj, "name", "?")
+
+    async def start_interaction(self, instance_id: str | None = None, **kwargs: Any) -> Any:
+        return await self._checker._invoke(self._obj, "start_interaction", instance_id, **kwargs)
+
+    async def generate_response(self, instance_id: str, messages: Any, **kwargs: Any) -> Any:
+        self.raw = await self._checker._invoke(
+            self._obj, "generate_response", instance_id, messages, **kwargs
+        )
+        return self.raw
+
+    async def calculate_score(self, instance_id: str, **kwargs: Any) -> Any:
+        self.raw = await self._checker._invoke(self._obj, "calculate_score", instance_id, **kwargs)
+        return self.raw
+
+    async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> Any:
+        return await self._checker._invoke(self._obj, "finalize_interaction", instance_id)
+
+
+def _cause(error: BaseException) -> BaseException:
+    """The plugin's own exception behind a session's ``InteractionCallError``."""
+    return error.__cause__ if error.__cause__ is not None else error
 
 
 def _new_id(tag: str) -> str:
