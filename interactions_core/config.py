@@ -303,10 +303,9 @@ class InteractionsConfig:
 
 
 def _did_you_mean(key: str, allowed: tuple[str, ...]) -> str:
-    import difflib
+    from .naming import suggest
 
-    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    return suggest(key, allowed, n=1)
 
 
 def _load_source(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Any, Lines, str]:

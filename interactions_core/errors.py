@@ -35,11 +35,37 @@ class ConfigError(InteractionsError, ValueError):
         super().__init__("\n".join([head, *(f"  - {p}" for p in self.problems)]))
 
 
-class UnknownInteractionError(InteractionsError, KeyError):
-    """A name does not match any installed or registered interaction."""
+class UnknownNameError(InteractionsError, KeyError):
+    """A name matches nothing of its kind that is installed or registered.
+
+    Interactions, policies and dataset builders are all named things; an unknown
+    one raises the subclass for its kind, whose message carries a did-you-mean
+    and what exists. Catch this class for any of them.
+    """
+
+    #: What kind of named thing was looked up, as messages say it.
+    kind = "name"
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0]) if self.args else ""
+
+
+class UnknownInteractionError(UnknownNameError):
+    """A name does not match any installed or registered interaction."""
+
+    kind = "interaction"
+
+
+class UnknownPolicyError(UnknownNameError):
+    """No installed policy has the requested name."""
+
+    kind = "policy"
+
+
+class UnknownBuilderError(UnknownNameError):
+    """No installed dataset builder has the requested name."""
+
+    kind = "dataset builder"
 
 
 class ConflictError(InteractionsError, LookupError):

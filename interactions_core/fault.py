@@ -31,16 +31,16 @@ class MissingAttributeError(AttributeError):
 
     def suggestion(self) -> str:
         """``; did you mean 'X'?`` over the module's public classes (or a few of them)."""
-        import difflib
+        from .naming import suggest
 
         classes = sorted(
             name
             for name, value in vars(self.module).items()
             if isinstance(value, type) and not name.startswith("_")
         )
-        close = difflib.get_close_matches(self.attr, classes, n=2, cutoff=0.5)
-        if close:
-            return f"; did you mean {' or '.join(repr(c) for c in close)}?"
+        hint = suggest(self.attr, classes, n=2, cutoff=0.5)
+        if hint:
+            return hint
         if classes:
             more = " ..." if len(classes) > 8 else ""
             return f"; the module's classes: {', '.join(classes[:8])}{more}"

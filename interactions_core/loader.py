@@ -222,10 +222,9 @@ def load_config(
         seen[r.name] = entry
         resolved.append(r)
     if config.default is not None and config.default not in seen and not problems:
-        import difflib
+        from .naming import suggest
 
-        close = difflib.get_close_matches(config.default, list(seen), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = suggest(config.default, seen, n=1)
         line = f"{config.source}:{config.default_line}" if config.default_line else "<config>"
         problems.append(
             f"{line}: default {config.default!r} is not one of the configured "

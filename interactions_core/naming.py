@@ -13,12 +13,12 @@ from .selection import normalize
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any, TypeVar
 
     T = TypeVar("T", bound=Any)
 
-__all__ = ["find_named", "suggest", "summarize"]
+__all__ = ["close_matches", "find_named", "suggest", "summarize"]
 
 
 def find_named(items: Sequence[T], name: str) -> list[T]:
@@ -31,12 +31,23 @@ def find_named(items: Sequence[T], name: str) -> list[T]:
     return matches
 
 
-def suggest(name: str, known: Iterable[str], n: int = 2) -> str:
-    """``"; did you mean 'a' or 'b'?"`` for close matches of ``name``, else ``""``."""
+def close_matches(name: str, known: Iterable[str], n: int = 2, cutoff: float = 0.6) -> list[str]:
+    """The names of ``known`` closest to ``name``, best first: the one did-you-mean."""
     import difflib
 
-    close = difflib.get_close_matches(name, sorted(set(known)), n=n, cutoff=0.6)
-    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return difflib.get_close_matches(name, sorted(set(known)), n=n, cutoff=cutoff)
+
+
+def suggest(
+    name: str,
+    known: Iterable[str],
+    n: int = 2,
+    cutoff: float = 0.6,
+    render: Callable[[str], str] = repr,
+) -> str:
+    """``"; did you mean 'a' or 'b'?"`` for close matches of ``name``, else ``""``."""
+    close = close_matches(name, known, n, cutoff)
+    return f"; did you mean {' or '.join(render(c) for c in close)}?" if close else ""
 
 
 #: Names sharing a ``prefix/`` are shown as one ``prefix/*`` item from this many on.

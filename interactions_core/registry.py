@@ -307,10 +307,10 @@ class Registry:
 
     def _warn_unknown_selection(self, entries: list[Entry]) -> None:
         """Warn about allow/deny names that match nothing (a typo would otherwise be silent)."""
-        import difflib
         import warnings
 
         from .errors import SelectionWarning
+        from .naming import suggest
         from .selection import ALLOW_VAR, DENY_VAR
 
         known: set[str] = set()
@@ -330,8 +330,7 @@ class Registry:
                     continue
                 if _importable_top_level(name):
                     continue  # a package named for its dotted class paths
-                close = difflib.get_close_matches(normalize(name), sorted(known), n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
+                hint = suggest(normalize(name), known, n=1)
                 warnings.warn(
                     f"{variable} names {name!r}, which matches no installed interaction, "
                     f"plugin, policy or distribution{hint}",

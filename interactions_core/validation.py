@@ -26,12 +26,12 @@ equal to one are reported as likely misspellings.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from typing import Any
 
 from .base import BaseInteraction, SessionInteraction
 from .errors import InteractionValidationError
+from .naming import close_matches
 from .spec import InteractionSpec, SessionSpec
 
 __all__ = ["LIFECYCLE", "expected_signature", "validate_interaction_class"]
@@ -111,7 +111,7 @@ def _misspellings(cls: type) -> list[str]:
         for attr, value in vars(klass).items():
             if attr.startswith("_") or attr in known or not callable(value):
                 continue
-            close = difflib.get_close_matches(attr, sorted(known), n=1, cutoff=0.8)
+            close = close_matches(attr, known, n=1, cutoff=0.8)
             if close:
                 found.append(f"method {attr!r} looks like a misspelling of {close[0]!r}")
     return found

@@ -293,12 +293,10 @@ def _default_interaction(name: str, loaded: Any) -> str:
     """``--default-interaction NAME``, checked against the config's interactions."""
     if name in loaded.names:
         return name
-    import difflib
-
     from ..errors import ConfigError
+    from ..naming import suggest
 
-    close = difflib.get_close_matches(name, loaded.names, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    hint = suggest(name, loaded.names, n=1)
     raise ConfigError(
         [
             f"--default-interaction {name!r} is not one of the interactions configured in "

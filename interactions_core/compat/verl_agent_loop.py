@@ -124,10 +124,9 @@ class _Catalog:
                 raise ValueError(f"interaction {name!r} for the verl agent loop: {exc}") from exc
             self._instances[name] = found
             return name, found
-        import difflib
+        from ..naming import suggest
 
-        close = difflib.get_close_matches(name, list(self._instances), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = suggest(name, self._instances, n=1)
         raise ValueError(
             f"unknown interaction {name!r} in the sample's extra_info.interaction_kwargs; "
             f"the config {self._describe()} provides {self._available()}{hint}"

@@ -26,7 +26,6 @@ The contract (see ``docs/run.md``, "Dataset builders"):
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -36,8 +35,9 @@ from ..errors import (
     ConflictError,
     InteractionsError,
     PluginLoadError,
-    UnknownInteractionError,
+    UnknownBuilderError,
 )
+from ..naming import suggest
 
 __all__ = [
     "BuilderInfo",
@@ -125,7 +125,7 @@ def get_builder(name: str, registry: Any = None) -> BuilderInfo:
             else ""
         )
         shown = ", ".join(known) if known else "none installed"
-        raise UnknownInteractionError(
+        raise UnknownBuilderError(
             f"unknown dataset builder {name!r}{hint} Available: {shown}.{note}"
         )
     if len({b.distribution for b in matches}) > 1:
@@ -215,8 +215,7 @@ def run_builder(info: BuilderInfo, options: Mapping[str, Any]) -> Iterable[Mappi
     if not takes_any:
         for key in options:
             if key not in accepted:
-                close = difflib.get_close_matches(key, list(accepted), n=1)
-                hint = f"; did you mean --{close[0].replace('_', '-')}?" if close else ""
+                hint = suggest(key, accepted, n=1, render=_flag)
                 known = ", ".join("--" + k.replace("_", "-") for k in accepted) or "none"
                 problems.append(
                     f"builder {info.name!r}: unknown option --{key.replace('_', '-')}{hint} "
@@ -270,3 +269,8 @@ def guard_rows(info: BuilderInfo, rows: Iterable[Mapping[str, Any]]) -> Iterator
         except Exception as exc:
             raise _failed(info, exc) from exc
         yield row
+
+
+def _flag(option: str) -> str:
+    """An option's name as the command line spells it: ``max_rows`` is ``--max-rows``."""
+    return "--" + option.replace("_", "-")

@@ -157,9 +157,9 @@ class Hub:
             kwargs["name"] = name
         interaction = self.interactions.get(name) if isinstance(name, str) else None
         if interaction is None:
-            import difflib
+            from ..naming import close_matches
 
-            close = difflib.get_close_matches(str(name), list(self.interactions), n=1)
+            close = close_matches(str(name), self.interactions, n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
             raise BadResetError(f"interaction {name!r} is not served here.{hint} Served: {served}.")
         return name, interaction, kwargs

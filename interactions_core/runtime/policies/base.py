@@ -86,7 +86,7 @@ def policy_options(cls: type) -> dict[str, inspect.Parameter]:
 
 def create_policy(cls: type, options: Mapping[str, Any] | None = None, *, name: str = "") -> Any:
     """Instantiate policy class ``cls`` with ``options``; teaching errors for bad options."""
-    import difflib
+    from ...naming import suggest
 
     options = dict(options or {})
     label = name or getattr(cls, "name", "") or cls.__name__
@@ -98,8 +98,7 @@ def create_policy(cls: type, options: Mapping[str, Any] | None = None, *, name: 
     if not takes_any:
         for key in options:
             if key not in accepted:
-                close = difflib.get_close_matches(key, list(accepted), n=1)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
+                hint = suggest(key, accepted, n=1)
                 known = ", ".join(accepted) or "none"
                 problems.append(
                     f"policy {label!r}: unknown option {key!r}{hint} (options: {known})"

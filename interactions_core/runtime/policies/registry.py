@@ -19,17 +19,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ...discovery import POLICIES_GROUP
-from ...errors import ConflictError, PluginLoadError, UnknownInteractionError
+from ...errors import ConflictError, PluginLoadError, UnknownPolicyError
 from ...naming import find_named, suggest
 from ...selection import normalize
 
 __all__ = ["BUILTIN", "PolicyInfo", "UnknownPolicyError", "get_policy_class", "list_policies"]
 
 CORE_DISTRIBUTION = "interactions-core"
-
-
-class UnknownPolicyError(UnknownInteractionError):
-    """No policy has the requested name."""
 
 
 def _builtin(name: str) -> Callable[[], type]:
