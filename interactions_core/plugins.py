@@ -26,8 +26,6 @@ from .selection import Selection
 
 __all__ = ["PluginHost", "Registration", "create_manager", "import_target", "plugin_id"]
 
-OBSERVER_HOOKS = ("on_session_start", "on_turn", "on_session_end")
-
 
 def create_manager() -> pluggy.PluginManager:
     """A plugin manager that knows the core's hook specs and nothing else."""
