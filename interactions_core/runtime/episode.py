@@ -410,19 +410,13 @@ class EpisodeLoop:
             return start(sample, repeat=repeat)
         return start(sample)
 
-    async def _next_reply(self, record: EpisodeRecord, state: Any) -> str | None:
-        """The policy's next assistant message, or ``None`` when it has no more."""
+    async def _single_turn(self, record: EpisodeRecord, state: Any) -> None:
         record.stage = "policy.reply"
         text = self._reply(state, record.messages)
         if self._reply_is_async:
             text = await text
-        if text.__class__ is not str and text is not None:
-            raise PolicyError(f"reply must be a str or None, not {type(text).__name__}")
-        return text
-
-    async def _single_turn(self, record: EpisodeRecord, state: Any) -> None:
-        text = await self._next_reply(record, state)
-        if text is None:
+        if text.__class__ is not str:
+            _no_reply(text)
             record.end_reason = EXHAUSTED
             return
         record.messages.append({"role": "assistant", "content": text})
@@ -451,15 +445,20 @@ class EpisodeLoop:
                     kwargs=kwargs,
                 )
         messages = record.messages
+        reply, reply_is_async, respond = self._reply, self._reply_is_async, session.respond
         while True:
-            text = await self._next_reply(record, state)
-            if text is None:
+            record.stage = "policy.reply"
+            text = reply(state, messages)
+            if reply_is_async:
+                text = await text
+            if text.__class__ is not str:
+                _no_reply(text)
                 record.end_reason = EXHAUSTED
                 break
             messages.append({"role": "assistant", "content": text})
             record.turns += 1
             record.stage = "generate_response"
-            result = await session.respond(messages)
+            result = await respond(messages)
             record.scores.append(result.score)
             if on_turn is not None:
                 _observe(
@@ -551,6 +550,12 @@ class EpisodeLoop:
 #: The policy's state before ``start`` ran (``None`` is a valid state).
 _NO_STATE: Any = object()
 _LIFECYCLE = frozenset(("start_interaction", "generate_response", "calculate_score"))
+
+
+def _no_reply(text: Any) -> None:
+    """Accept ``None`` (the policy has no more replies); refuse anything else not a str."""
+    if text is not None:
+        raise PolicyError(f"reply must be a str or None, not {type(text).__name__}")
 
 
 def _prompt_of(sample: Mapping[str, Any]) -> list[dict[str, Any]]:

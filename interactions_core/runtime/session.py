@@ -232,7 +232,8 @@ class Session:
 
         The interaction gets the kwargs given to :meth:`start`, updated with ``kwargs``.
         """
-        self._check_open("generate_response")
+        if self._state != _OPEN:
+            self._check_open("generate_response")
         call_kwargs = {**self._kwargs, **kwargs} if kwargs else self._kwargs
         try:
             call = self.interaction.generate_response(self.instance_id, messages, **call_kwargs)
@@ -253,7 +254,8 @@ class Session:
 
         The interaction gets the kwargs given to :meth:`start`, updated with ``kwargs``.
         """
-        self._check_open("calculate_score")
+        if self._state != _OPEN:
+            self._check_open("calculate_score")
         call_kwargs = {**self._kwargs, **kwargs} if kwargs else self._kwargs
         try:
             if _takes_instance_id(self.interaction, "calculate_score"):
