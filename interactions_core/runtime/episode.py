@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .errors import InteractionCallError, PolicyError, SampleError
+from .routing import choose
 from .session import Session, SessionTracker, call_error, stops_the_run
 
 __all__ = [
@@ -320,33 +321,12 @@ class EpisodeLoop:
         naming the choices when the name is missing (and there is no default) or
         unknown.
         """
-        interactions = self.interactions
-        if interactions is None:
+        if self.interactions is None:
             return None
         kwargs = interaction_kwargs_of(sample)
         if kwargs is None:
             return None
-        if kwargs.__class__ is not dict and not isinstance(kwargs, Mapping):
-            raise SampleError(f"interaction_kwargs must be a mapping, not {type(kwargs).__name__}")
-        name = kwargs.get("name")
-        if name is None:
-            if self.default is None:
-                raise SampleError(
-                    "interaction_kwargs has no 'name' and no default interaction is set; "
-                    f"add a name (one of: {', '.join(interactions) or 'none configured'}) "
-                    "or set 'default:' in the config (--default-interaction NAME)"
-                )
-            name = self.default
-        interaction = interactions.get(name) if isinstance(name, str) else None
-        if interaction is None:
-            from ..naming import suggest
-
-            raise SampleError(
-                f"the sample names interaction {name!r}, which is not configured"
-                f"{suggest(str(name), interactions)} "
-                f"Configured: {', '.join(interactions) or 'none'}."
-            )
-        return name, interaction, dict(kwargs)
+        return choose(self.interactions, kwargs, self.default, error=SampleError)
 
     def new_instance_id(self) -> str:
         """A process-unique session id (verl passes its request id the same way)."""

@@ -135,34 +135,11 @@ class Hub:
         The name is ``interaction_kwargs["name"]``, else the config's ``default:``.
         ``kwargs`` (with the name) are passed to the interaction's lifecycle calls.
         """
-        if interaction_kwargs is None:
-            kwargs: dict[str, Any] = {}
-        elif isinstance(interaction_kwargs, Mapping):
-            kwargs = dict(interaction_kwargs)
-        else:
-            raise BadResetError(
-                "interaction_kwargs must be a mapping such as "
-                '{"name": "gsm8k", "ground_truth": "72"}, '
-                f"not {type(interaction_kwargs).__name__}"
-            )
-        served = ", ".join(self.interactions)
-        name = kwargs.get("name")
-        if name is None:
-            if self.default is None:
-                raise BadResetError(
-                    "interaction_kwargs has no 'name' and the config sets no 'default:'; "
-                    f"name one of the served interactions: {served}"
-                )
-            name = self.default
-            kwargs["name"] = name
-        interaction = self.interactions.get(name) if isinstance(name, str) else None
-        if interaction is None:
-            from ..naming import close_matches
+        from ..runtime.routing import choose
 
-            close = close_matches(str(name), self.interactions, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise BadResetError(f"interaction {name!r} is not served here.{hint} Served: {served}.")
-        return name, interaction, kwargs
+        return choose(
+            self.interactions, interaction_kwargs, self.default, error=BadResetError, served=True
+        )
 
     # -- background work and shutdown -------------------------------------------
 

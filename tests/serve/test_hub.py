@@ -62,7 +62,7 @@ async def test_capacity_routing_token_and_drain() -> None:
     a, b = ServedEpisode(h), ServedEpisode(h)
     with pytest.raises(AuthError, match="no token was given"):
         await a.start(None, {"name": "gsm8k"})
-    with pytest.raises(BadResetError, match="Did you mean 'weather'"):
+    with pytest.raises(BadResetError, match="did you mean 'weather'"):
         await a.start(None, {"name": "wether"}, "t")
     with pytest.raises(BadResetError, match="interaction_kwargs must be a mapping"):
         await a.start(None, ["gsm8k"], "t")
@@ -97,7 +97,7 @@ async def test_a_plugin_error_ends_the_episode_and_finalizes(tmp_path: Path) -> 
 
 def test_no_name_and_no_default_is_a_teaching_error() -> None:
     h = Hub.from_config({"interaction": [{"name": "gsm8k"}]})
-    with pytest.raises(BadResetError, match="no 'name' and the config sets no 'default:'"):
+    with pytest.raises(BadResetError, match="no 'name' and no default interaction is set"):
         h.route({"ground_truth": "1"})
 
 

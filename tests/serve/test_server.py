@@ -139,7 +139,7 @@ def test_unknown_name_is_a_readable_error_and_the_connection_goes_on(server: Ser
             env.reset(interaction_kwargs={"name": "gsm9k", "ground_truth": "1"})
         message = str(info.value)
         assert "interaction 'gsm9k' is not served here" in message
-        assert "Did you mean 'gsm8k'?" in message
+        assert "did you mean 'gsm8k'?" in message
         assert "Served: gsm8k, weather, logged" in message
         with pytest.raises(RuntimeError, match=r"unknown reset argument.*ground_truth"):
             env.reset(ground_truth="1")
