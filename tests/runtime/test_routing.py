@@ -26,7 +26,7 @@ def test_no_name_takes_the_default_and_says_so_in_the_kwargs() -> None:
 
 
 def test_bad_kwargs_raise_the_callers_error_naming_the_choices() -> None:
-    with pytest.raises(SampleError, match="did you mean 'gsm8k'.*Configured: gsm8k, weather"):
+    with pytest.raises(SampleError, match=r"did you mean .gsm8k.\? Configured: gsm8k, weather"):
         choose(INTERACTIONS, {"name": "gsm9k"}, None, error=SampleError)
     with pytest.raises(KeyError, match="not served here; did you mean 'weather'"):
         choose(INTERACTIONS, {"name": "wether"}, None, error=KeyError, served=True)
