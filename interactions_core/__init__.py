@@ -8,110 +8,46 @@ or ``importlib.metadata``.
 
 from __future__ import annotations
 
-import importlib
+from ._lazy import lazy_exports
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .base import BaseInteraction, SessionInteraction, derive_name
-    from .errors import (
-        ConfigError,
-        ConflictError,
-        DisabledError,
-        InteractionsError,
-        InteractionValidationError,
-        PluginLoadError,
-        SessionError,
-        TrustError,
-        UnknownInteractionError,
-    )
-    from .hookspecs import hookimpl
-    from .loader import load_config, load_interactions
-    from .registry import Registry, get_registry
-    from .result import InteractionResult
-    from .runtime import (
-        EpisodeLoop,
-        EpisodeRecord,
-        Policy,
-        ReplayPolicy,
-        Runner,
-        RunSummary,
-        SampleReader,
-        Session,
-        run_episodes,
-    )
+    from .base import BaseInteraction as BaseInteraction
+    from .base import SessionInteraction as SessionInteraction
+    from .errors import ConfigError as ConfigError
+    from .errors import InteractionsError as InteractionsError
+    from .errors import SessionError as SessionError
+    from .errors import UnknownInteractionError as UnknownInteractionError
+    from .hookspecs import hookimpl as hookimpl
+    from .loader import load_config as load_config
+    from .loader import load_interactions as load_interactions
+    from .registry import Registry as Registry
+    from .registry import get_registry as get_registry
+    from .result import InteractionResult as InteractionResult
+    from .runtime.episode import EpisodeLoop as EpisodeLoop
+    from .runtime.policies.base import Policy as Policy
+    from .runtime.policies.replay import ReplayPolicy as ReplayPolicy
+    from .runtime.runner import Runner as Runner
+    from .runtime.runner import run_episodes as run_episodes
+    from .runtime.session import Session as Session
 
 __version__ = "0.1.0"
 
-_EXPORTS = {
-    "BaseInteraction": "base",
-    "SessionInteraction": "base",
-    "derive_name": "base",
-    "InteractionResult": "result",
-    "InteractionsError": "errors",
-    "ConfigError": "errors",
-    "ConflictError": "errors",
-    "DisabledError": "errors",
-    "InteractionValidationError": "errors",
-    "PluginLoadError": "errors",
-    "SessionError": "errors",
-    "TrustError": "errors",
-    "UnknownInteractionError": "errors",
-    "hookimpl": "hookspecs",
-    "load_config": "loader",
-    "load_interactions": "loader",
-    "Registry": "registry",
-    "get_registry": "registry",
-    "EpisodeLoop": "runtime.episode",
-    "EpisodeRecord": "runtime.episode",
-    "Policy": "runtime.policies.base",
-    "ReplayPolicy": "runtime.policies.replay",
-    "RunSummary": "runtime.runner",
-    "Runner": "runtime.runner",
-    "SampleReader": "runtime.datasets",
-    "Session": "runtime.session",
-    "run_episodes": "runtime.runner",
-}
-
-__all__ = [
-    "BaseInteraction",
-    "ConfigError",
-    "ConflictError",
-    "DisabledError",
-    "EpisodeLoop",
-    "EpisodeRecord",
-    "InteractionResult",
-    "InteractionValidationError",
-    "InteractionsError",
-    "PluginLoadError",
-    "Policy",
-    "Registry",
-    "ReplayPolicy",
-    "RunSummary",
-    "Runner",
-    "SampleReader",
-    "Session",
-    "SessionError",
-    "SessionInteraction",
-    "TrustError",
-    "UnknownInteractionError",
-    "__version__",
-    "derive_name",
-    "get_registry",
-    "hookimpl",
-    "load_config",
-    "load_interactions",
-    "run_episodes",
-]
-
-
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'interactions_core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+#: The public API, by the module that defines each name. Everything else lives in
+#: its submodule (``interactions_core.errors``, ``interactions_core.runtime``, ...).
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "base": ("BaseInteraction", "SessionInteraction"),
+        "result": ("InteractionResult",),
+        "errors": ("InteractionsError", "ConfigError", "SessionError", "UnknownInteractionError"),
+        "hookspecs": ("hookimpl",),
+        "loader": ("load_config", "load_interactions"),
+        "registry": ("Registry", "get_registry"),
+        "runtime.session": ("Session",),
+        "runtime.episode": ("EpisodeLoop",),
+        "runtime.runner": ("Runner", "run_episodes"),
+        "runtime.policies.base": ("Policy",),
+        "runtime.policies.replay": ("ReplayPolicy",),
+    },
+)

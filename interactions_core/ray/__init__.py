@@ -18,74 +18,47 @@ See ``docs/ray.md``.
 
 from __future__ import annotations
 
-import importlib
+from .._lazy import lazy_exports
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .consistency import (
-        ClusterReport,
-        Difference,
-        NodeSnapshot,
-        check_cluster_plugins,
-        ensure_cluster_consistent,
-    )
-    from .errors import (
-        ClusterInconsistentError,
-        RayUnavailableError,
-        ReplicaLostError,
-        WorkerSetupError,
-    )
-    from .pool import (
-        InteractionPool,
-        pool_for_entry,
-        remote_interactions_from_config,
-        shared_pool_for_entry,
-    )
-    from .shard import run_sharded
+    from .consistency import ClusterReport as ClusterReport
+    from .consistency import Difference as Difference
+    from .consistency import NodeSnapshot as NodeSnapshot
+    from .consistency import check_cluster_plugins as check_cluster_plugins
+    from .consistency import ensure_cluster_consistent as ensure_cluster_consistent
+    from .errors import ClusterInconsistentError as ClusterInconsistentError
+    from .errors import RayUnavailableError as RayUnavailableError
+    from .errors import ReplicaLostError as ReplicaLostError
+    from .errors import WorkerSetupError as WorkerSetupError
+    from .pool import InteractionPool as InteractionPool
+    from .pool import pool_for_entry as pool_for_entry
+    from .pool import remote_interactions_from_config as remote_interactions_from_config
+    from .pool import shared_pool_for_entry as shared_pool_for_entry
+    from .shard import run_sharded as run_sharded
 
-_EXPORTS = {
-    "ClusterReport": "consistency",
-    "Difference": "consistency",
-    "NodeSnapshot": "consistency",
-    "check_cluster_plugins": "consistency",
-    "ensure_cluster_consistent": "consistency",
-    "ClusterInconsistentError": "errors",
-    "RayUnavailableError": "errors",
-    "ReplicaLostError": "errors",
-    "WorkerSetupError": "errors",
-    "InteractionPool": "pool",
-    "pool_for_entry": "pool",
-    "remote_interactions_from_config": "pool",
-    "shared_pool_for_entry": "pool",
-    "run_sharded": "shard",
-}
-
-__all__ = [
-    "ClusterInconsistentError",
-    "ClusterReport",
-    "Difference",
-    "InteractionPool",
-    "NodeSnapshot",
-    "RayUnavailableError",
-    "ReplicaLostError",
-    "WorkerSetupError",
-    "check_cluster_plugins",
-    "ensure_cluster_consistent",
-    "pool_for_entry",
-    "remote_interactions_from_config",
-    "run_sharded",
-    "shared_pool_for_entry",
-]
-
-
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'interactions_core.ray' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "consistency": (
+            "ClusterReport",
+            "Difference",
+            "NodeSnapshot",
+            "check_cluster_plugins",
+            "ensure_cluster_consistent",
+        ),
+        "errors": (
+            "ClusterInconsistentError",
+            "RayUnavailableError",
+            "ReplicaLostError",
+            "WorkerSetupError",
+        ),
+        "pool": (
+            "InteractionPool",
+            "pool_for_entry",
+            "remote_interactions_from_config",
+            "shared_pool_for_entry",
+        ),
+        "shard": ("run_sharded",),
+    },
+)

@@ -19,55 +19,37 @@ in test suites that never use them.
 
 from __future__ import annotations
 
-import importlib
+from .._lazy import lazy_exports
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .checker import (
-        CHECKS,
-        ConformanceReport,
-        Episode,
-        Violation,
-        acheck_interaction,
-        check_interaction,
-    )
-    from .driver import ScriptedSession, SessionDriver, Transcript, run_sync
+    from .checker import CHECKS as CHECKS
+    from .checker import ConformanceReport as ConformanceReport
+    from .checker import Episode as Episode
+    from .checker import Violation as Violation
+    from .checker import acheck_interaction as acheck_interaction
+    from .checker import check_interaction as check_interaction
+    from .driver import ScriptedSession as ScriptedSession
+    from .driver import SessionDriver as SessionDriver
+    from .driver import Transcript as Transcript
+    from .driver import run_sync as run_sync
 
-_EXPORTS = {
-    "CHECKS": "checker",
-    "ConformanceReport": "checker",
-    "Episode": "checker",
-    "Violation": "checker",
-    "acheck_interaction": "checker",
-    "check_interaction": "checker",
-    "ScriptedSession": "driver",
-    "SessionDriver": "driver",
-    "Transcript": "driver",
-    "run_sync": "driver",
-}
-
-__all__ = [
-    "CHECKS",
-    "ConformanceReport",
-    "Episode",
-    "ScriptedSession",
-    "SessionDriver",
-    "Transcript",
-    "Violation",
-    "acheck_interaction",
-    "check_interaction",
-    "run_sync",
-]
-
-
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "checker": (
+            "CHECKS",
+            "ConformanceReport",
+            "Episode",
+            "Violation",
+            "acheck_interaction",
+            "check_interaction",
+        ),
+        "driver": (
+            "ScriptedSession",
+            "SessionDriver",
+            "Transcript",
+            "run_sync",
+        ),
+    },
+)
