@@ -24,6 +24,7 @@ import os
 import sys
 
 from . import discovery
+from .contribution import Contribution, mark_conflicts
 from .errors import (
     ConflictError,
     DisabledError,
@@ -51,23 +52,12 @@ CLASS_PATHS_VAR = "INTERACTIONS_NO_CLASS_PATHS"
 MEMORY_DISTRIBUTION = "<memory>"
 
 
-class Entry:
+class Entry(Contribution):
     """One interaction the registry knows about, whether or not it loads."""
 
-    __slots__ = (
-        "_cls",
-        "defaults",
-        "description",
-        "distribution",
-        "error",
-        "kind",
-        "name",
-        "path",
-        "plugin",
-        "status",
-        "target",
-        "version",
-    )
+    __slots__ = ("_cls", "defaults", "path", "plugin", "version")
+
+    noun = "interaction"
 
     def __init__(
         self,
@@ -83,22 +73,12 @@ class Entry:
         description: str | None = None,
         cls: Any = None,
     ) -> None:
-        self.name = name
-        self.distribution = distribution
+        super().__init__(name, distribution, target, kind, error, description)
         self.version = version
-        self.target = target
-        self.kind = kind
         self.plugin = plugin
         self.path = path
-        self.error = error
-        self.status = "broken" if error else "ok"
         self.defaults = defaults or {}
-        self.description = description
         self._cls = cls
-
-    @property
-    def qualified(self) -> str:
-        return f"{self.distribution}:{self.name}"
 
     def describe(self) -> str:
         """``name (distribution version, target)`` for messages."""
@@ -116,9 +96,6 @@ class Entry:
             "kind": self.kind,
             "qualified_name": self.qualified,
         }
-
-    def __repr__(self) -> str:
-        return f"<Entry {self.qualified} {self.status}>"
 
 
 class Registry:
@@ -285,20 +262,7 @@ class Registry:
             )
             if reason is not None:
                 entry.status, entry.error = "disabled", reason
-        by_name: dict[str, list[Entry]] = {}
-        for entry in entries:
-            if entry.status != "disabled":
-                by_name.setdefault(entry.name, []).append(entry)
-        for name, claims in by_name.items():
-            dists = sorted({normalize(e.distribution) for e in claims})
-            if len(dists) > 1:
-                for entry in claims:
-                    others = [e.qualified for e in claims if e is not entry]
-                    entry.status = "conflict"
-                    entry.error = (
-                        f"name {name!r} is also registered by {', '.join(others)}; "
-                        f"use a qualified name ({entry.qualified}) or disable one"
-                    )
+        mark_conflicts(entries, "use a qualified name ({qualified})")
         entries.sort(key=lambda e: (e.name, e.distribution))
         self._entries = entries
         if self.selection.allow or self.selection.deny:

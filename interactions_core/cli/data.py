@@ -103,7 +103,7 @@ def _list(as_json: bool) -> int:
     print(
         table(
             ("name", "distribution", "description"),
-            [[b.name, b.distribution, b.description] for b in builders],
+            [[b.name, b.distribution, b.description or ""] for b in builders],
         )
     )
     return 0

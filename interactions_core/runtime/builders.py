@@ -30,6 +30,7 @@ import inspect
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from ..contribution import Contribution
 from ..errors import (
     ConfigError,
     ConflictError,
@@ -50,10 +51,12 @@ __all__ = [
 ]
 
 
-class BuilderInfo:
+class BuilderInfo(Contribution):
     """A dataset builder registered by a hook plugin."""
 
-    __slots__ = ("builder", "defaults", "description", "distribution", "name", "plugin")
+    __slots__ = ("builder", "defaults", "plugin")
+
+    noun = "dataset builder"
 
     def __init__(
         self,
@@ -63,17 +66,14 @@ class BuilderInfo:
         defaults: Mapping[str, Any] | None = None,
         description: str | None = None,
     ) -> None:
-        self.name = name
+        doc = inspect.getdoc(builder) or ""
+        target = f"{getattr(builder, '__module__', '?')}:{getattr(builder, '__qualname__', '?')}"
+        distribution = plugin.split(":", 1)[0]
+        summary = description or (doc.splitlines()[0] if doc else "")
+        super().__init__(name, distribution, target, "hook", None, summary)
         self.builder = builder
         self.plugin = plugin
-        self.distribution = plugin.split(":", 1)[0]
         self.defaults = dict(defaults or {})
-        doc = inspect.getdoc(builder) or ""
-        self.description = description or (doc.splitlines()[0] if doc else "")
-
-    @property
-    def qualified(self) -> str:
-        return f"{self.distribution}:{self.name}"
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ...contribution import Contribution, mark_conflicts
 from ...discovery import POLICIES_GROUP
 from ...errors import ConflictError, PluginLoadError, UnknownPolicyError
 from ...naming import find_named, suggest
@@ -48,19 +49,12 @@ BUILTIN = {
 }
 
 
-class PolicyInfo:
+class PolicyInfo(Contribution):
     """One policy the framework knows about."""
 
-    __slots__ = (
-        "_load",
-        "conflict",
-        "description",
-        "distribution",
-        "error",
-        "kind",
-        "name",
-        "target",
-    )
+    __slots__ = ("_load",)
+
+    noun = "policy"
 
     def __init__(
         self,
@@ -72,22 +66,12 @@ class PolicyInfo:
         error: str | None = None,
         description: str | None = None,
     ) -> None:
-        self.name = name
-        self.distribution = distribution
-        self.target = target
-        self.kind = kind
-        self.error = error
-        self.description = description
+        super().__init__(name, distribution, target, kind, error, description)
         self._load = load
-        self.conflict: str | None = None  # set when another distribution claims the name
-
-    @property
-    def qualified(self) -> str:
-        return f"{self.distribution}:{self.name}"
 
     def load(self) -> Any:
         """The policy class (imported now if needed); :class:`PluginLoadError` when broken."""
-        if self.error:
+        if self.status == "broken":
             raise PluginLoadError(
                 f"policy {self.qualified} ({self.target}) is broken: {self.error}"
             )
@@ -105,12 +89,9 @@ class PolicyInfo:
             "distribution": self.distribution,
             "target": self.target,
             "kind": self.kind,
-            "status": "broken" if self.error else "conflict" if self.conflict else "ok",
-            "error": self.error or self.conflict,
+            "status": self.status,
+            "error": self.error,
         }
-
-    def __repr__(self) -> str:
-        return f"<PolicyInfo {self.qualified} {self.kind}>"
 
 
 def _import_loader(value: str) -> Callable[[], Any]:
@@ -165,17 +146,7 @@ def list_policies(registry: Any = None) -> list[PolicyInfo]:
                 )
             )
     out.sort(key=lambda p: (p.name, p.distribution))
-    by_name: dict[str, list[PolicyInfo]] = {}
-    for info in out:
-        by_name.setdefault(info.name, []).append(info)
-    for name, claims in by_name.items():
-        if len({normalize(p.distribution) for p in claims}) > 1:
-            for info in claims:
-                others = ", ".join(p.qualified for p in claims if p is not info)
-                info.conflict = (
-                    f"name {name!r} is also provided by {others}; use a qualified name "
-                    f"(--policy {info.qualified}) or disable one"
-                )
+    mark_conflicts(out, "use a qualified name (--policy {qualified})")
     return out
 
 

@@ -1,0 +1,77 @@
+"""A named contribution: one interaction, policy or dataset builder a distribution provides.
+
+The registry's :class:`~interactions_core.registry.Entry`, the runtime's
+:class:`~interactions_core.runtime.policies.registry.PolicyInfo` and
+:class:`~interactions_core.runtime.builders.BuilderInfo` are this record with
+what their kind adds. They share the fields a listing shows, the qualified name
+(``distribution:name``), the status vocabulary (``ok``, ``broken``,
+``conflict``, ``disabled``) and one conflict rule (:func:`mark_conflicts`): two
+different distributions claiming one name are both marked, never resolved by
+order.
+"""
+
+from __future__ import annotations
+
+from .selection import normalize
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["Contribution", "mark_conflicts"]
+
+
+class Contribution:
+    """What every named contribution has; subclasses add what their kind needs."""
+
+    __slots__ = ("description", "distribution", "error", "kind", "name", "status", "target")
+
+    #: The kind of thing, as messages name it ("interaction", "policy", ...).
+    noun = "contribution"
+
+    def __init__(
+        self,
+        name: str,
+        distribution: str,
+        target: str,
+        kind: str,
+        error: str | None = None,
+        description: str | None = None,
+    ) -> None:
+        self.name = name
+        self.distribution = distribution
+        self.target = target
+        self.kind = kind  # how it was contributed: entry-point, hook, builtin, memory
+        self.error = error
+        self.status = "broken" if error else "ok"
+        self.description = description
+
+    @property
+    def qualified(self) -> str:
+        """``distribution:name``, the name that stays unique when two claim one."""
+        return f"{self.distribution}:{self.name}"
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.qualified} {self.status}>"
+
+
+def mark_conflicts(items: Iterable[Contribution], how: str) -> None:
+    """Mark every item whose name another distribution also claims (disabled ones aside).
+
+    ``how`` says how to pick one, e.g. ``"use a qualified name ({qualified})"``;
+    ``{qualified}`` is replaced by the item's own qualified name.
+    """
+    by_name: dict[str, list[Contribution]] = {}
+    for item in items:
+        if item.status != "disabled":
+            by_name.setdefault(item.name, []).append(item)
+    for name, claims in by_name.items():
+        if len({normalize(c.distribution) for c in claims}) < 2:
+            continue
+        for item in claims:
+            others = ", ".join(c.qualified for c in claims if c is not item)
+            item.status = "conflict"
+            item.error = (
+                f"name {name!r} is also provided by {others}; "
+                f"{how.format(qualified=item.qualified)} or disable one"
+            )
