@@ -107,7 +107,7 @@ def list_builders(registry: Any = None) -> list[BuilderInfo]:
 
 def get_builder(name: str, registry: Any = None) -> BuilderInfo:
     """The builder called ``name`` (or ``distribution:name``)."""
-    from ..naming import find_named, suggest
+    from ..naming import find_named
     from ..registry import get_registry
 
     registry = registry if registry is not None else get_registry()
@@ -138,11 +138,9 @@ def get_builder(name: str, registry: Any = None) -> BuilderInfo:
 
 def builder_options(builder: Any) -> dict[str, inspect.Parameter]:
     """The builder's options: its keyword parameters."""
-    try:
-        params = inspect.signature(builder).parameters
-    except (TypeError, ValueError):
-        return {}
-    return {n: p for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    from ..options import keyword_options
+
+    return keyword_options(builder)
 
 
 def _convert(name: str, value: Any, param: inspect.Parameter | None) -> Any:
@@ -203,28 +201,13 @@ def parse_cli_options(args: list[str]) -> dict[str, Any]:
 
 def run_builder(info: BuilderInfo, options: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
     """Call the builder with ``defaults`` then ``options``; check the options first."""
+    from ..options import check_options
+
     accepted = builder_options(info.builder)
-    takes_any = False
-    try:
-        takes_any = any(
-            p.kind == p.VAR_KEYWORD for p in inspect.signature(info.builder).parameters.values()
-        )
-    except (TypeError, ValueError):
-        takes_any = True
-    problems = []
-    if not takes_any:
-        for key in options:
-            if key not in accepted:
-                hint = suggest(key, accepted, n=1, render=_flag)
-                known = ", ".join("--" + k.replace("_", "-") for k in accepted) or "none"
-                problems.append(
-                    f"builder {info.name!r}: unknown option --{key.replace('_', '-')}{hint} "
-                    f"(options: {known})"
-                )
     merged = {**info.defaults, **options}
-    for key, p in accepted.items():
-        if p.default is p.empty and key not in merged:
-            problems.append(f"builder {info.name!r}: option --{key.replace('_', '-')} is required")
+    problems = check_options(
+        f"builder {info.name!r}", info.builder, options, provided=merged, render=_flag
+    )
     if problems:
         raise ConfigError(problems)
     merged = {k: _convert(k, v, accepted.get(k)) for k, v in merged.items()}

@@ -73,39 +73,18 @@ class Policy:
 
 def policy_options(cls: type) -> dict[str, inspect.Parameter]:
     """The options ``cls`` accepts: its keyword constructor parameters."""
-    try:
-        signature = inspect.signature(cls)
-    except (TypeError, ValueError):
-        return {}
-    return {
-        name: p
-        for name, p in signature.parameters.items()
-        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-    }
+    from ...options import keyword_options
+
+    return keyword_options(cls)
 
 
 def create_policy(cls: type, options: Mapping[str, Any] | None = None, *, name: str = "") -> Any:
     """Instantiate policy class ``cls`` with ``options``; teaching errors for bad options."""
-    from ...naming import suggest
+    from ...options import check_options
 
     options = dict(options or {})
     label = name or getattr(cls, "name", "") or cls.__name__
-    accepted = policy_options(cls)
-    takes_any = any(
-        p.kind == p.VAR_KEYWORD for p in _parameters(cls)
-    )  # a **kwargs constructor validates its own options
-    problems = []
-    if not takes_any:
-        for key in options:
-            if key not in accepted:
-                hint = suggest(key, accepted, n=1)
-                known = ", ".join(accepted) or "none"
-                problems.append(
-                    f"policy {label!r}: unknown option {key!r}{hint} (options: {known})"
-                )
-    for key, p in accepted.items():
-        if p.default is p.empty and key not in options:
-            problems.append(f"policy {label!r}: option {key!r} is required")
+    problems = check_options(f"policy {label!r}", cls, options)
     if problems:
         raise ConfigError(problems)
     try:
@@ -117,10 +96,3 @@ def create_policy(cls: type, options: Mapping[str, Any] | None = None, *, name: 
     if not callable(getattr(policy, "reply", None)):
         raise ConfigError([f"policy {label!r} ({cls.__qualname__}) has no reply() method"])
     return policy
-
-
-def _parameters(cls: type) -> list[inspect.Parameter]:
-    try:
-        return list(inspect.signature(cls).parameters.values())
-    except (TypeError, ValueError):
-        return []
