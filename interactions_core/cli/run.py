@@ -326,9 +326,9 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import ConfigError, ConflictError
     from ..registry import get_registry
     from ..runtime.datasets import SampleReader, refuse_existing
-    from ..runtime.episode import interaction_kwargs_of
     from ..runtime.policies import create_policy, get_policy_class
     from ..runtime.runner import Runner
+    from ..runtime.samples import interaction_kwargs_of
     from ..runtime.trace import tracing
 
     if args.list_policies:

@@ -41,9 +41,8 @@ from typing import Any
 from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, register
 from verl.experimental.agent_loop.tool_agent_loop import AgentState, ToolAgentLoop
 
-from ..runtime.episode import stops_the_run
 from ..runtime.errors import InteractionCallError
-from ..runtime.session import Session, call_error
+from ..runtime.session import Session, call_error, stops_the_run
 
 __all__ = [
     "AGENT_NAME",

@@ -48,7 +48,7 @@ class RunSettings:
         max_user_turns: int | None = None,
         timeout: float | None = None,
     ) -> None:
-        from ..runtime.episode import _WALL_OFFSET
+        from ..runtime.record import _WALL_OFFSET
 
         self.config = dict(config) if config is not None else None
         self.policy = policy
@@ -134,7 +134,7 @@ def _set_up(settings: RunSettings) -> _WorkerState:
 
 def play_chunk(settings: RunSettings, chunk: list[tuple[int, Mapping[str, Any]]]) -> list[Any]:
     """Play ``(index, sample)`` pairs; return their records in the same order (a Ray task)."""
-    from ..runtime.episode import _WALL_OFFSET
+    from ..runtime.record import _WALL_OFFSET
 
     key = settings.key()
     state = _STATES.get(key)
@@ -171,7 +171,8 @@ def _stop_on_setup_failure(ray: Any, in_flight: Mapping[Any, Any], exc: Exceptio
 
 def _lost_chunk(chunk: list[tuple[int, Any]], exc: BaseException) -> list[Any]:
     """Error records for a chunk whose task failed as a whole (its worker died)."""
-    from ..runtime.episode import EpisodeRecord, sample_id_of
+    from ..runtime.record import EpisodeRecord
+    from ..runtime.samples import sample_id_of
 
     cause = getattr(exc, "cause", None) or exc
     text = " ".join(line.strip() for line in str(cause).splitlines() if line.strip())

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from ..runtime.episode import END_REASONS
+from ..runtime.record import END_REASONS
 from .collect import RunData
 from .svg import PALETTE, bar_chart, line_chart
 

@@ -33,10 +33,12 @@ Example::
 from __future__ import annotations
 
 from .datasets import LineWriter, SampleReader, write_rows
-from .episode import END_REASONS, EpisodeLoop, EpisodeRecord, Observers
+from .episode import EpisodeLoop
 from .errors import DatasetError, InteractionCallError, PolicyError, SampleError
+from .observers import Observers
 from .policies import Policy, create_policy, get_policy_class, list_policies
 from .policies.replay import ReplayPolicy
+from .record import END_REASONS, EpisodeRecord
 from .runner import Runner, RunSummary, run_episodes
 from .session import Session, SessionTracker
 

@@ -40,40 +40,25 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .errors import InteractionCallError, PolicyError, SampleError
-from .routing import choose
-from .session import Session, SessionTracker, call_error, stops_the_run
-
-__all__ = [
-    "END_REASONS",
-    "EpisodeLoop",
-    "EpisodeRecord",
-    "Observers",
-    "interaction_kwargs_of",
-    "stops_the_run",
-]
-
-TERMINATED = "terminated"
-MAX_ASSISTANT_TURNS = "max_assistant_turns"
-MAX_USER_TURNS = "max_user_turns"
-EXHAUSTED = "exhausted"
-SINGLE_TURN = "single_turn"
-ERROR = "error"
-CANCELLED = "cancelled"
-#: Why an episode can end.
-END_REASONS = (
-    TERMINATED,
+from .errors import PolicyError, SampleError
+from .observers import Observers, observe
+from .record import (
+    CANCELLED,
+    ERROR,
+    EXHAUSTED,
     MAX_ASSISTANT_TURNS,
     MAX_USER_TURNS,
-    EXHAUSTED,
     SINGLE_TURN,
-    ERROR,
-    CANCELLED,
+    TERMINATED,
+    EpisodeRecord,
 )
+from .routing import choose
+from .samples import interaction_kwargs_of, prompt_of, sample_id_of
+from .session import Session, SessionTracker, call_error, stops_the_run
+
+__all__ = ["EpisodeLoop"]
 
 _perf_counter = time.perf_counter
-#: Add to a ``perf_counter`` reading to get wall-clock (epoch) seconds.
-_WALL_OFFSET = time.time() - time.perf_counter()
 
 
 def _overridden(policy: Any, method: str) -> Callable[..., Any] | None:
@@ -95,163 +80,6 @@ def _takes_repeat(start: Callable[..., Any]) -> bool:
     except (TypeError, ValueError):
         return False
     return "repeat" in parameters or any(p.kind == p.VAR_KEYWORD for p in parameters.values())
-
-
-_NO_ERRORS: list[dict[str, Any]] = []  # shared and never appended to
-
-
-def _copy_message(message: Any) -> Any:
-    """A copy of a prompt message deep enough that editing it never reaches the sample."""
-    if message.__class__ is dict:
-        content = message.get("content")
-        if content is None or content.__class__ is str:
-            return message.copy()
-    import copy
-
-    return copy.deepcopy(message)
-
-
-class EpisodeRecord:
-    """What happened in one episode. ``to_dict()`` is the JSONL record."""
-
-    __slots__ = (
-        "duration_s",
-        "end_reason",
-        "errors",
-        "final_score",
-        "index",
-        "instance_id",
-        "interaction",
-        "messages",
-        "repeat",
-        "sample_id",
-        "scores",
-        "stage",
-        "started_at",
-        "turns",
-        "usage",
-        "user_turns",
-    )
-
-    def __init__(self, index: int, sample_id: Any, repeat: int = 0) -> None:
-        self.index = index
-        self.repeat = repeat  # which of the sample's --repeat episodes (0-based)
-        self.sample_id = sample_id
-        self.interaction: str | None = None
-        self.instance_id: str | None = None
-        self.messages: list[dict[str, Any]] = []
-        self.scores: list[float] = []
-        self.turns = 0
-        self.user_turns = 0
-        self.end_reason = ERROR
-        self.final_score: float | None = None
-        self.errors: list[dict[str, Any]] = _NO_ERRORS  # replaced by a list on the first error
-        self.started_at = 0.0  # a perf_counter reading; to_dict() gives epoch seconds
-        self.duration_s = 0.0
-        self.usage: dict[str, Any] | None = None  # the policy's accounting (tokens, latency)
-        #: Where the episode is (a lifecycle method, ``policy.reply``, ...): an error's ``where``.
-        self.stage = "sample"
-
-    @property
-    def ok(self) -> bool:
-        """True when the episode ran without any error."""
-        return not self.errors
-
-    def add_error(
-        self,
-        where: str,
-        exc: BaseException,
-    ) -> None:
-        """Record ``exc``, raised in ``where`` (a lifecycle method, ``policy.reply``, ...)."""
-        entry: dict[str, Any] = {
-            "where": where,
-            "interaction": self.interaction,
-            "instance_id": self.instance_id,
-            "type": exc.__class__.__name__,
-            "message": str(exc),
-        }
-        if isinstance(exc, InteractionCallError):
-            entry["where"] = exc.method
-            cause = exc.__cause__
-            if cause is not None:
-                entry["type"] = cause.__class__.__name__
-        if self.errors is _NO_ERRORS:
-            self.errors = []
-        self.errors.append(entry)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "repeat": self.repeat,
-            "sample_id": self.sample_id,
-            "interaction": self.interaction,
-            "instance_id": self.instance_id,
-            "end_reason": self.end_reason,
-            "turns": self.turns,
-            "user_turns": self.user_turns,
-            "scores": self.scores,
-            "final_score": self.final_score,
-            "errors": list(self.errors),
-            "started_at": round(self.started_at + _WALL_OFFSET, 6),
-            "duration_s": self.duration_s,
-            "usage": self.usage,
-            "messages": self.messages,
-        }
-
-    def __repr__(self) -> str:
-        return (
-            f"<EpisodeRecord {self.index} {self.interaction!r} {self.end_reason} "
-            f"turns={self.turns} final_score={self.final_score!r}>"
-        )
-
-
-class Observers:
-    """The observer hook callers of a run, looked up once (``None``: not implemented)."""
-
-    __slots__ = ("on_session_end", "on_session_start", "on_turn")
-
-    def __init__(
-        self,
-        on_session_start: Callable[..., Any] | None = None,
-        on_turn: Callable[..., Any] | None = None,
-        on_session_end: Callable[..., Any] | None = None,
-    ) -> None:
-        self.on_session_start = on_session_start
-        self.on_turn = on_turn
-        self.on_session_end = on_session_end
-
-    @classmethod
-    def from_registry(cls, registry: Any) -> Observers:
-        """Ask the registry's plugin host for each observer hook, once."""
-        host = registry.plugin_host
-        return cls(
-            host.observer("on_session_start"),
-            host.observer("on_turn"),
-            host.observer("on_session_end"),
-        )
-
-    def __bool__(self) -> bool:
-        return any((self.on_session_start, self.on_turn, self.on_session_end))
-
-
-def interaction_kwargs_of(sample: Mapping[str, Any]) -> Any:
-    """The sample's ``interaction_kwargs``: ``extra_info``'s (verl) or the top-level one."""
-    extra = sample.get("extra_info")
-    if extra is not None and (extra.__class__ is dict or isinstance(extra, Mapping)):
-        kwargs = extra.get("interaction_kwargs")
-        if kwargs is not None:
-            return kwargs
-    return sample.get("interaction_kwargs")
-
-
-def sample_id_of(sample: Mapping[str, Any], index: int) -> Any:
-    """``id`` of the row, else ``extra_info.index`` (verl's), else the row's position."""
-    value = sample.get("id")
-    if value is None:
-        extra = sample.get("extra_info")
-        if isinstance(extra, Mapping):
-            value = extra.get("index")
-    return index if value is None else value
 
 
 def _positive(name: str, value: int | None) -> int | None:
@@ -354,7 +182,7 @@ class EpisodeLoop:
             if sample.__class__ is not dict and not isinstance(sample, Mapping):
                 raise SampleError(f"a sample must be a mapping, not {type(sample).__name__}")
             record.sample_id = sample_id_of(sample, index)
-            record.messages = _prompt_of(sample)
+            record.messages = prompt_of(sample)
             routed = self.route(sample)
             record.stage = "policy.start"
             state = self._policy_start(sample, repeat)
@@ -416,7 +244,7 @@ class EpisodeLoop:
         if observers is not None:
             on_turn = observers.on_turn
             if observers.on_session_start is not None:
-                _observe(
+                observe(
                     record,
                     "on_session_start",
                     observers.on_session_start,
@@ -441,7 +269,7 @@ class EpisodeLoop:
             result = await respond(messages)
             record.scores.append(result.score)
             if on_turn is not None:
-                _observe(
+                observe(
                     record,
                     "on_turn",
                     on_turn,
@@ -502,7 +330,7 @@ class EpisodeLoop:
         record.duration_s = _perf_counter() - record.started_at
         observers = self.observers
         if session is not None and observers is not None and observers.on_session_end:
-            _observe(
+            observe(
                 record,
                 "on_session_end",
                 observers.on_session_end,
@@ -536,24 +364,3 @@ def _no_reply(text: Any) -> None:
     """Accept ``None`` (the policy has no more replies); refuse anything else not a str."""
     if text is not None:
         raise PolicyError(f"reply must be a str or None, not {type(text).__name__}")
-
-
-def _prompt_of(sample: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A copy of the sample's prompt that the episode may extend and plugins may edit."""
-    prompt = sample.get("prompt")
-    if prompt.__class__ is not list:
-        raise SampleError(
-            "the sample's 'prompt' must be a list of chat messages "
-            '([{"role": ..., "content": ...}, ...])'
-        )
-    return [_copy_message(m) for m in prompt]
-
-
-def _observe(_record: EpisodeRecord, _hook: str, _caller: Callable[..., Any], /, **kw: Any) -> None:
-    """Call an observer hook; its bug is recorded in the episode, which goes on."""
-    try:
-        _caller(**kw)
-    except BaseException as exc:
-        if stops_the_run(exc):
-            raise
-        _record.add_error(f"observer {_hook}", exc)

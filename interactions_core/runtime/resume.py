@@ -24,8 +24,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .episode import EpisodeRecord
 from .errors import DatasetError
+from .record import EpisodeRecord
 
 __all__ = ["ResumeState", "config_hash", "data_hash", "read_records", "record_key"]
 

@@ -22,7 +22,9 @@ import time
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from typing import Any
 
-from .episode import END_REASONS, EpisodeLoop, EpisodeRecord, Observers
+from .episode import EpisodeLoop
+from .observers import Observers
+from .record import END_REASONS, EpisodeRecord
 from .session import SessionTracker
 from .stats import PASS_SCORE, PromptGroups, UsageStats
 from .summary_stats import SummaryStats

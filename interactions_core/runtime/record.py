@@ -1,0 +1,128 @@
+"""The record of one episode: what happened, as the ``--output`` JSONL line says it."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .errors import InteractionCallError
+
+__all__ = ["END_REASONS", "EpisodeRecord"]
+
+TERMINATED = "terminated"
+MAX_ASSISTANT_TURNS = "max_assistant_turns"
+MAX_USER_TURNS = "max_user_turns"
+EXHAUSTED = "exhausted"
+SINGLE_TURN = "single_turn"
+ERROR = "error"
+CANCELLED = "cancelled"
+#: Why an episode can end.
+END_REASONS = (
+    TERMINATED,
+    MAX_ASSISTANT_TURNS,
+    MAX_USER_TURNS,
+    EXHAUSTED,
+    SINGLE_TURN,
+    ERROR,
+    CANCELLED,
+)
+
+#: Add to a ``perf_counter`` reading to get wall-clock (epoch) seconds.
+_WALL_OFFSET = time.time() - time.perf_counter()
+
+
+_NO_ERRORS: list[dict[str, Any]] = []  # shared and never appended to
+
+
+class EpisodeRecord:
+    """What happened in one episode. ``to_dict()`` is the JSONL record."""
+
+    __slots__ = (
+        "duration_s",
+        "end_reason",
+        "errors",
+        "final_score",
+        "index",
+        "instance_id",
+        "interaction",
+        "messages",
+        "repeat",
+        "sample_id",
+        "scores",
+        "stage",
+        "started_at",
+        "turns",
+        "usage",
+        "user_turns",
+    )
+
+    def __init__(self, index: int, sample_id: Any, repeat: int = 0) -> None:
+        self.index = index
+        self.repeat = repeat  # which of the sample's --repeat episodes (0-based)
+        self.sample_id = sample_id
+        self.interaction: str | None = None
+        self.instance_id: str | None = None
+        self.messages: list[dict[str, Any]] = []
+        self.scores: list[float] = []
+        self.turns = 0
+        self.user_turns = 0
+        self.end_reason = ERROR
+        self.final_score: float | None = None
+        self.errors: list[dict[str, Any]] = _NO_ERRORS  # replaced by a list on the first error
+        self.started_at = 0.0  # a perf_counter reading; to_dict() gives epoch seconds
+        self.duration_s = 0.0
+        self.usage: dict[str, Any] | None = None  # the policy's accounting (tokens, latency)
+        #: Where the episode is (a lifecycle method, ``policy.reply``, ...): an error's ``where``.
+        self.stage = "sample"
+
+    @property
+    def ok(self) -> bool:
+        """True when the episode ran without any error."""
+        return not self.errors
+
+    def add_error(
+        self,
+        where: str,
+        exc: BaseException,
+    ) -> None:
+        """Record ``exc``, raised in ``where`` (a lifecycle method, ``policy.reply``, ...)."""
+        entry: dict[str, Any] = {
+            "where": where,
+            "interaction": self.interaction,
+            "instance_id": self.instance_id,
+            "type": exc.__class__.__name__,
+            "message": str(exc),
+        }
+        if isinstance(exc, InteractionCallError):
+            entry["where"] = exc.method
+            cause = exc.__cause__
+            if cause is not None:
+                entry["type"] = cause.__class__.__name__
+        if self.errors is _NO_ERRORS:
+            self.errors = []
+        self.errors.append(entry)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "repeat": self.repeat,
+            "sample_id": self.sample_id,
+            "interaction": self.interaction,
+            "instance_id": self.instance_id,
+            "end_reason": self.end_reason,
+            "turns": self.turns,
+            "user_turns": self.user_turns,
+            "scores": self.scores,
+            "final_score": self.final_score,
+            "errors": list(self.errors),
+            "started_at": round(self.started_at + _WALL_OFFSET, 6),
+            "duration_s": self.duration_s,
+            "usage": self.usage,
+            "messages": self.messages,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"<EpisodeRecord {self.index} {self.interaction!r} {self.end_reason} "
+            f"turns={self.turns} final_score={self.final_score!r}>"
+        )
