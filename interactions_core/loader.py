@@ -19,9 +19,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from .base import derive_name
+from .class_paths import load_class_path
 from .config import ConfigEntry, InteractionsConfig, parse_config
 from .errors import ConfigError, InteractionsError
-from .registry import Registry, get_registry, load_class_path
+from .registry import Registry, get_registry
 
 __all__ = ["LoadedConfig", "ResolvedEntry", "class_for_path", "load_config", "load_interactions"]
 

@@ -29,11 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import os
 
+    from ..class_paths import CLASS_PATHS_VAR
     from ..errors import ConfigError
     from ..loader import load_config
 
     if args.no_class_paths:
-        os.environ["INTERACTIONS_NO_CLASS_PATHS"] = "1"
+        os.environ[CLASS_PATHS_VAR] = "1"
     try:
         loaded = load_config(args.config)
     except ConfigError as exc:

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from interactions_core import ConfigError, load_config
+from interactions_core.class_paths import load_class_path
 from interactions_core.compat.verl import initialize_interactions_from_config
 from interactions_core.errors import DisabledError, TrustError
-from interactions_core.registry import Registry, load_class_path, reset_registry
+from interactions_core.registry import Registry, reset_registry
 
 INTERACTIONS = "interactions_core.interactions"
 PLUGINS = "interactions_core.plugins"
