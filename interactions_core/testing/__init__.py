@@ -23,28 +23,23 @@ from .._lazy import lazy_exports
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .checker import CHECKS as CHECKS
-    from .checker import ConformanceReport as ConformanceReport
-    from .checker import Episode as Episode
-    from .checker import Violation as Violation
     from .checker import acheck_interaction as acheck_interaction
     from .checker import check_interaction as check_interaction
     from .driver import ScriptedSession as ScriptedSession
     from .driver import SessionDriver as SessionDriver
     from .driver import Transcript as Transcript
     from .driver import run_sync as run_sync
+    from .report import CHECKS as CHECKS
+    from .report import ConformanceReport as ConformanceReport
+    from .report import Violation as Violation
+    from .target import Episode as Episode
 
 __all__, __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "checker": (
-            "CHECKS",
-            "ConformanceReport",
-            "Episode",
-            "Violation",
-            "acheck_interaction",
-            "check_interaction",
-        ),
+        "checker": ("acheck_interaction", "check_interaction"),
+        "report": ("CHECKS", "ConformanceReport", "Violation"),
+        "target": ("Episode",),
         "driver": (
             "ScriptedSession",
             "SessionDriver",

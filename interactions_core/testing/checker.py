@@ -59,144 +59,26 @@ import asyncio
 import math
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
-from ..errors import ConformanceError, InteractionsError, InteractionValidationError
+from ..errors import InteractionsError
 from ..result import InteractionResult
 from ..runtime.errors import InteractionCallError
 from ..runtime.session import Session
-from ..validation import LIFECYCLE, validate_interaction_class
-from .driver import DEFAULT_PROMPT, bounded, run_sync
+from ..validation import LIFECYCLE
+from ._holdings import holding, open_sessions, sizes
+from .driver import bounded, run_sync
+from .report import CHECKS, ConformanceReport
+from .target import Episode, Target, episodes_from, resolve_target
 
-__all__ = [
-    "CHECKS",
-    "ConformanceReport",
-    "Episode",
-    "Violation",
-    "acheck_interaction",
-    "check_interaction",
-]
-
-CHECKS = (
-    "spec",
-    "config",
-    "lifecycle",
-    "results",
-    "scores",
-    "messages",
-    "unknown_session",
-    "reuse",
-    "isolation",
-    "state",
-    "blocking",
-)
+__all__ = ["acheck_interaction", "check_interaction"]
 
 #: A lifecycle call that holds the event loop this long without awaiting is reported.
 BLOCKING_LIMIT = 0.25
 
 #: Option name no schema declares; a class with a schema must refuse it.
 UNKNOWN_OPTION = "__conformance_unknown_option__"
-
-
-class Episode(NamedTuple):
-    """One scripted episode: interaction kwargs and the assistant replies to play."""
-
-    replies: Sequence[Any]
-    kwargs: Mapping[str, Any] = {}
-    prompt: str = DEFAULT_PROMPT
-
-
-DEFAULT_EPISODES = (
-    Episode(
-        ["I think the answer is 3.\n#### 3", "The answer is 7.\n#### 7"], {"ground_truth": "7"}
-    ),
-    Episode(["#### 12", "#### 13"], {"ground_truth": "12"}),
-    Episode(["no idea", "#### 0", "#### 5"], {"ground_truth": "5"}),
-)
-
-
-class Violation(NamedTuple):
-    """One broken rule: the check it belongs to and what is wrong."""
-
-    check: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"[{self.check}] {self.message}"
-
-
-class ConformanceReport:
-    """The outcome of :func:`check_interaction`."""
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self.checks_run: list[str] = []
-        self.violations: list[Violation] = []
-        self.notes: list[str] = []
-        self._counts: dict[Violation, int] = {}
-        self._keys: dict[tuple[str, str], Violation] = {}
-
-    @property
-    def ok(self) -> bool:
-        return not self.violations
-
-    def add(self, check: str, message: str, key: str | None = None) -> None:
-        """Record a violation; a repeated one is counted, not listed twice.
-
-        ``key`` identifies the rule when the message names a place (episode, turn)
-        so the same fault seen in many places is listed once, at its first place.
-        """
-        ident = (check, key if key is not None else message)
-        first = self._keys.get(ident)
-        if first is not None:
-            self._counts[first] += 1
-            return
-        violation = Violation(check, message)
-        self._keys[ident] = violation
-        self._counts[violation] = 1
-        self.violations.append(violation)
-
-    def format(self) -> str:
-        """The readable report: one line per violation, then notes."""
-        if self.ok:
-            head = f"{self.label} passed {len(self.checks_run)} conformance checks"
-            lines = [head + (f" ({', '.join(self.checks_run)})" if self.checks_run else "")]
-        else:
-            failed = sorted({v.check for v in self.violations}, key=_check_order)
-            count = len(self.violations)
-            lines = [
-                f"{self.label} broke {count} conformance rule{'s' if count != 1 else ''} "
-                f"(failed checks: {', '.join(failed)}):"
-            ]
-            for v in sorted(self.violations, key=lambda v: _check_order(v.check)):
-                times = self._counts[v]
-                more = (
-                    f" (and {times - 1} more time{'s' if times > 2 else ''})" if times > 1 else ""
-                )
-                lines.append(f"  - {v}{more}")
-        lines += [f"  note: {n}" for n in self.notes]
-        if not self.ok:
-            lines.append(
-                "  See docs/writing-plugins.md (section 'The conformance checker') for each rule."
-            )
-        return "\n".join(lines)
-
-    def raise_for_violations(self) -> ConformanceReport:
-        """Raise :class:`ConformanceError` when there is any violation; else return ``self``."""
-        if self.violations:
-            raise ConformanceError(self.format(), self.violations)
-        return self
-
-    def __str__(self) -> str:
-        return self.format()
-
-    def __repr__(self) -> str:
-        return f"<ConformanceReport {self.label} violations={len(self.violations)}>"
-
-
-def _check_order(check: str) -> int:
-    return CHECKS.index(check) if check in CHECKS else len(CHECKS)
 
 
 def _describe_exc(exc: BaseException) -> str:
@@ -215,94 +97,12 @@ def _is_float(value: Any) -> bool:
     return isinstance(value, float) and not isinstance(value, bool)
 
 
-class _Target:
-    """What is being checked: a label, the class and a way to get an instance."""
-
-    def __init__(self, label: str, cls: type, make: Callable[[], Any], shared: bool) -> None:
-        self.label = label
-        self.cls = cls
-        self.make = make
-        self.shared = shared  # an instance was given: every check uses that one
-
-
-def _episodes(episodes: Iterable[Any] | None) -> list[Episode]:
-    if episodes is None:
-        return list(DEFAULT_EPISODES)
-    out = []
-    for item in episodes:
-        if isinstance(item, Episode):
-            out.append(item)
-        elif isinstance(item, Mapping):
-            out.append(Episode(**item))
-        elif isinstance(item, tuple):
-            out.append(Episode(*item))
-        else:
-            raise TypeError(
-                "episodes must be Episode(replies, kwargs) objects, mappings or tuples; "
-                f"got {type(item).__name__}"
-            )
-    if not out:
-        raise ValueError("episodes is empty: give at least one Episode(replies, kwargs)")
-    return out
-
-
-def _resolve(
-    target: Any, config: Mapping[str, Any] | None, registry: Any, report: ConformanceReport
-) -> _Target | None:
-    """Turn the target into a :class:`_Target`; record spec/config problems on the way."""
-    options = dict(config or {})
-    if isinstance(target, str):
-        if registry is None:
-            from ..registry import get_registry
-
-            registry = get_registry()
-        entry = registry.resolve(target)  # unknown/conflicting names raise: not a conformance issue
-        report.label = f"interaction {entry.describe()}"
-        try:
-            cls = registry.load(entry)
-        except InteractionValidationError as exc:
-            _record_spec(report, exc)
-            report.notes.append("the class failed validation; no episode could be played")
-            return None
-        _validate(cls, report)  # in-memory registrations are not validated by the registry
-        options = {**entry.defaults, **options}
-        options.setdefault("name", entry.name)
-        return _Target(report.label, cls, _factory(cls, options), shared=False)
-    if isinstance(target, type):
-        report.label = f"interaction class {target.__module__}:{target.__qualname__}"
-        _validate(target, report)
-        return _Target(report.label, target, _factory(target, options), shared=False)
-    cls = type(target)
-    report.label = f"interaction instance of {cls.__module__}:{cls.__qualname__}"
-    if config:
-        report.notes.append("config is ignored when an instance is given")
-    _validate(cls, report)
-    return _Target(report.label, cls, lambda: target, shared=True)
-
-
-def _factory(cls: type, options: dict[str, Any]) -> Callable[[], Any]:
-    return lambda: cls(dict(options))
-
-
-def _validate(cls: type, report: ConformanceReport) -> None:
-    try:
-        validate_interaction_class(cls, report.label)
-    except InteractionValidationError as exc:
-        _record_spec(report, exc)
-
-
-def _record_spec(report: ConformanceReport, exc: InteractionValidationError) -> None:
-    lines = [ln.strip()[2:] for ln in str(exc).splitlines() if ln.strip().startswith("- ")]
-    for line in lines or [str(exc)]:
-        report.add("spec", line)
-
-
 class _Checker:
     """Runs the checks against one target and fills a report."""
 
     def __init__(
         self,
-        target: _Target,
+        target: Target,
         config: Mapping[str, Any] | None,
         episodes: list[Episode],
         report: ConformanceReport,
@@ -782,7 +582,7 @@ class _Checker:
 
     async def check_state(self) -> None:
         obj = self.instance()
-        baseline = _open_sessions(obj)
+        baseline = open_sessions(obj)
         finished: list[str] = []
 
         async def batch() -> None:
@@ -792,12 +592,12 @@ class _Checker:
                     finished.append(iid)
 
         await batch()  # warm-up: caches may fill here
-        sizes = [_sizes(obj)]
+        seen = [sizes(obj)]
         for _ in range(2):
             await batch()
-            sizes.append(_sizes(obj))
-        for attr, first in sizes[0].items():
-            second, third = sizes[1].get(attr, first), sizes[2].get(attr, first)
+            seen.append(sizes(obj))
+        for attr, first in seen[0].items():
+            second, third = seen[1].get(attr, first), seen[2].get(attr, first)
             if first < second < third:
                 self.add(
                     "state",
@@ -805,14 +605,14 @@ class _Checker:
                     f"{2 * len(self.episodes)} finished sessions: per-session state is kept after "
                     "finalize_interaction (delete it there, or use SessionInteraction)",
                 )
-        held = _holding(obj, set(finished))
+        held = holding(obj, set(finished))
         for attr, count in held.items():
             self.add(
                 "state",
                 f"attribute {attr!r} still holds {count} finalized instance_id(s) after "
                 "finalize_interaction; drop a session's entry when it is finalized",
             )
-        after = _open_sessions(obj)
+        after = open_sessions(obj)
         if baseline is not None and after is not None and after != baseline:
             self.add(
                 "state",
@@ -904,57 +704,6 @@ def _at(trace: list[tuple[Any, ...]], step: int) -> Any:
     return trace[step - 1] if 0 < step <= len(trace) else "(episode ended)"
 
 
-def _open_sessions(obj: Any) -> int | None:
-    try:
-        value = getattr(obj, "open_sessions", None)
-    except Exception:
-        return None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-_CONTAINERS = (dict, list, set, frozenset, tuple)
-
-
-def _members(obj: Any) -> dict[str, Any]:
-    out = {}
-    try:
-        out.update(vars(obj))
-    except TypeError:
-        pass
-    for klass in type(obj).__mro__:
-        for slot in getattr(klass, "__slots__", ()):
-            if isinstance(slot, str) and slot not in out and hasattr(obj, slot):
-                out[slot] = getattr(obj, slot)
-    return out
-
-
-def _sizes(obj: Any) -> dict[str, int]:
-    """Sizes of the containers held by the instance (and one level inside dicts)."""
-    sizes: dict[str, int] = {}
-    for name, value in _members(obj).items():
-        if isinstance(value, (*_CONTAINERS, Mapping)):
-            sizes[name] = len(value)
-            if isinstance(value, Mapping) and len(value) <= 64:
-                for key, inner in value.items():
-                    if isinstance(inner, (*_CONTAINERS, Mapping)):
-                        sizes[f"{name}[{key!r}]"] = len(inner)
-    return sizes
-
-
-def _holding(obj: Any, ids: set[str]) -> dict[str, int]:
-    """Containers on the instance that still mention finished instance ids."""
-    found: dict[str, int] = {}
-    if not ids:
-        return found
-    for name, value in _members(obj).items():
-        if not isinstance(value, (Mapping, list, set, frozenset, tuple)):
-            continue
-        count = sum(1 for k in value if isinstance(k, str) and k in ids)
-        if count:
-            found[name] = count
-    return found
-
-
 async def acheck_interaction(
     target: Any,
     config: Mapping[str, Any] | None = None,
@@ -970,9 +719,9 @@ async def acheck_interaction(
     unknown = skip_set - set(CHECKS)
     if unknown:
         raise ValueError(f"unknown check(s) in skip: {sorted(unknown)}; known: {', '.join(CHECKS)}")
-    played = _episodes(episodes)
+    played = episodes_from(episodes)
     report = ConformanceReport(repr(target))
-    resolved = _resolve(target, config, registry, report)
+    resolved = resolve_target(target, config, registry, report)
     if "spec" in skip_set:
         report.violations = [v for v in report.violations if v.check != "spec"]
     if resolved is not None:

@@ -186,14 +186,14 @@ def _check_spec(interaction: Any) -> None:
     """
     from ..errors import InteractionValidationError
     from ..validation import validate_interaction_class
-    from .checker import ConformanceReport, _record_spec
+    from .report import ConformanceReport, record_spec
 
     cls = interaction if isinstance(interaction, type) else type(interaction)
     try:
         validate_interaction_class(cls, f"interaction {cls.__qualname__}")
     except InteractionValidationError as exc:
         report = ConformanceReport(f"{cls.__module__}.{cls.__qualname__}")
-        _record_spec(report, exc)
+        record_spec(report, exc)
         report.raise_for_violations()
 
 
