@@ -113,6 +113,14 @@ class InteractionsWarning(UserWarning):
     """Base class of the framework's warnings (the CLI prints them as one line)."""
 
 
+class IncompatibleCoreWarning(InteractionsWarning):
+    """A plugin declares core versions that do not include the running core.
+
+    A warning, not an error: a conservative upper bound often still works. Turn
+    it into an error in CI with ``-W error::interactions_core.errors.IncompatibleCoreWarning``.
+    """
+
+
 class LegacyInteractionWarning(InteractionsWarning):
     """A verl-style class breaks the spec in ways verl tolerated; it is loaded anyway.
 

@@ -391,7 +391,7 @@ class Registry:
             raise
         entry._cls = klass
         if entry.path:  # a plugin declaring other core versions gets a clear warning
-            from .compat.versions import warn_if_incompatible
+            from .core_versions import warn_if_incompatible
 
             warn_if_incompatible(entry.distribution, entry.version, entry.path, entry.name)
         return klass

@@ -1,4 +1,4 @@
-"""Findings of a user review of ``interactions run`` / ``interactions data``, one test each."""
+"""`interactions run` and `interactions data` at their edges: odd files, signals, limits, names."""
 
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from interactions_core import __version__
-from interactions_core.compat import versions
-from interactions_core.compat.versions import (
+from interactions_core import core_versions as versions
+from interactions_core.core_versions import (
     IncompatibleCoreWarning,
     check_core_requirement,
     core_requirement,

@@ -28,6 +28,8 @@ import os
 import re
 import warnings
 
+from .errors import IncompatibleCoreWarning
+
 __all__ = [
     "CORE_DISTRIBUTION",
     "IncompatibleCoreWarning",
@@ -49,10 +51,6 @@ _VERSION = re.compile(
     r"(?:[-_.]?(post|rev|r)[-_.]?(\d*))?(?:[-_.]?(dev)[-_.]?(\d*))?(?:\+.*)?$",
     re.IGNORECASE,
 )
-
-
-class IncompatibleCoreWarning(UserWarning):
-    """A plugin declares core versions that do not include the running core."""
 
 
 def _normalize(name: str) -> str:
@@ -178,7 +176,7 @@ def check_core_requirement(
     if not specifier:
         return None
     if core_version is None:
-        from .. import __version__
+        from . import __version__
 
         core_version = __version__
     if satisfies(core_version, specifier) is not False:
@@ -209,7 +207,7 @@ def warn_if_incompatible(
         return False
     if problem is None:
         return False
-    from .. import __version__ as core_version
+    from . import __version__ as core_version
 
     key = (distribution, version, core_version)
     if key in _warned:
