@@ -124,6 +124,20 @@ def _load_source(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[An
     return read_config_file(source)
 
 
+class _Locator:
+    """``file:line`` of a value, from its path in the document (``<config>`` for a mapping)."""
+
+    def __init__(self, src: str | None, lines: Lines) -> None:
+        self.src = src
+        self.lines = lines
+
+    def __call__(self, *path: Any) -> str:
+        if self.src is None:
+            return "<config>"
+        line = self.lines.get(path)
+        return f"{self.src}:{line}" if line else self.src
+
+
 def parse_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> InteractionsConfig:
     """Read and structurally validate a config file path or an in-memory mapping.
 
@@ -133,13 +147,23 @@ def parse_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> Interact
     """
     data, lines, where = _load_source(source)
     src = None if where == "<mapping>" else where
+    loc = _Locator(src, lines)
+    problems: list[str] = []
+    items, default = _document(data, loc, problems)
+    by_entry: dict[int, Lines] = {}  # one pass: grouping per entry would be quadratic
+    for p, ln in lines.items():
+        if len(p) >= 2 and p[0] == "interaction" and isinstance(p[1], int):
+            by_entry.setdefault(p[1], {})[p[2:]] = ln
+    entries = []
+    for i, item in enumerate(items):
+        entry = _entry(i, item, loc, problems, by_entry.get(i, {}))
+        if entry is not None:
+            entries.append(entry)
+    return InteractionsConfig(entries, default, src, lines.get(("default",)), problems)
 
-    def loc(*path: Any) -> str:
-        line = lines.get(path)
-        if src is None:
-            return "<config>"
-        return f"{src}:{line}" if line else src
 
+def _document(data: Any, loc: _Locator, problems: list[str]) -> tuple[list[Any], str | None]:
+    """The document's ``interaction:`` items and ``default``; raise when it is unusable."""
     if data is None:
         raise ConfigError(
             [f"{loc()}: the config is empty; it needs an 'interaction:' list (see docs/config.md)"]
@@ -151,7 +175,6 @@ def parse_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> Interact
                 f"not a {type(data).__name__}"
             ]
         )
-    problems: list[str] = []
     for key in data:
         if key not in TOP_KEYS:
             problems.append(
@@ -179,108 +202,120 @@ def parse_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> Interact
     if found is not None:  # verl's ${...}: resolved as OmegaConf does, or refused
         data = resolve_interpolations(data, loc(*found[0]))
         items = data.get("interaction") or []
-    by_entry: dict[int, Lines] = {}  # one pass: grouping per entry would be quadratic
-    for p, ln in lines.items():
-        if len(p) >= 2 and p[0] == "interaction" and isinstance(p[1], int):
-            by_entry.setdefault(p[1], {})[p[2:]] = ln
-    entries: list[ConfigEntry] = []
-    for i, item in enumerate(items):
-        base = ("interaction", i)
-        entry_loc = f"{loc(*base)}: interaction[{i}]"
-        if not isinstance(item, dict):
-            problems.append(
-                f"{entry_loc}: each entry must be a mapping with 'name', 'plugin', "
-                f"'class_name' or 'config', not a {type(item).__name__}"
-            )
-            continue
-        ok = True
-        for key in item:
-            if key not in ENTRY_KEYS:
-                ok = False
-                problems.append(
-                    f"{loc(*base, key)}: interaction[{i}]: unknown key {key!r}; "
-                    f"allowed keys: {', '.join(ENTRY_KEYS)}"
-                    f"{_did_you_mean(str(key), ENTRY_KEYS)}"
-                )
-        values: dict[str, str | None] = {}
-        for key in ("name", "plugin", "class_name"):
-            value = item.get(key)
-            if value is not None and (not isinstance(value, str) or not value.strip()):
-                ok = False
-                problems.append(
-                    f"{loc(*base, key)}: interaction[{i}].{key} must be a "
-                    f"non-empty string, not {short_repr(value)}"
-                )
-                value = None
-            values[key] = value.strip() if isinstance(value, str) else None
-        if values["plugin"] and values["class_name"]:
-            ok = False
-            problems.append(
-                f"{loc(*base)}: interaction[{i}]: give either 'plugin' (a registered "
-                "name) or 'class_name' (a dotted path), not both"
-            )
-        if not (values["name"] or values["plugin"] or values["class_name"]):
-            ok = False
-            problems.append(
-                f"{entry_loc}: needs a 'name' (the registered interaction to use) "
-                "or a 'plugin' or 'class_name'"
-            )
-        config = item.get("config", {})
-        if config is None:
-            config = {}
-        if not isinstance(config, dict):
-            ok = False
-            problems.append(
-                f"{loc(*base, 'config')}: interaction[{i}].config must be a mapping, "
-                f"not a {type(config).__name__}"
-            )
-        elif any(not isinstance(k, str) for k in config):
-            ok = False
-            problems.append(f"{loc(*base, 'config')}: interaction[{i}].config keys must be strings")
-        replicas = item.get("replicas")
-        if replicas is not None and (
-            isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1
-        ):
-            ok = False
-            problems.append(
-                f"{loc(*base, 'replicas')}: interaction[{i}].replicas must be a positive "
-                f"integer (the number of Ray actors serving it), not {short_repr(replicas)}"
-            )
-        resources = item.get("resources")
-        if resources is not None:
-            bad = not isinstance(resources, dict) or any(
-                not isinstance(k, str)
-                or isinstance(v, bool)
-                or not isinstance(v, (int, float))
-                or not v >= 0
-                for k, v in resources.items()
-            )
-            if bad:
-                ok = False
-                problems.append(
-                    f"{loc(*base, 'resources')}: interaction[{i}].resources must map Ray "
-                    "resource names to non-negative numbers, e.g. {CPU: 1, GPU: 0.5}"
-                )
-            elif replicas is None:
-                ok = False
-                problems.append(
-                    f"{loc(*base, 'resources')}: interaction[{i}].resources needs "
-                    "'replicas: N' as well: resources are those of each pool replica"
-                )
-        if not ok:
-            continue
-        entry_lines = by_entry.get(i, {})
-        entries.append(
-            ConfigEntry(
-                i,
-                values["name"],
-                values["plugin"],
-                values["class_name"],
-                dict(config),
-                lines.get(base),
-                entry_lines,
-                replicas,
-                dict(resources) if resources is not None else None,
-            )
+    return items, default
+
+
+def _entry(
+    i: int, item: Any, loc: _Locator, problems: list[str], entry_lines: Lines
+) -> ConfigEntry | None:
+    """One ``interaction:`` item as a :class:`ConfigEntry`, or ``None`` after recording why not."""
+    base = ("interaction", i)
+    if not isinstance(item, dict):
+        problems.append(
+            f"{loc(*base)}: interaction[{i}]: each entry must be a mapping with 'name', "
+            f"'plugin', 'class_name' or 'config', not a {type(item).__name__}"
         )
-    return InteractionsConfig(entries, default, src, lines.get(("default",)), problems)
+        return None
+    before = len(problems)
+    for key in item:
+        if key not in ENTRY_KEYS:
+            problems.append(
+                f"{loc(*base, key)}: interaction[{i}]: unknown key {key!r}; "
+                f"allowed keys: {', '.join(ENTRY_KEYS)}"
+                f"{_did_you_mean(str(key), ENTRY_KEYS)}"
+            )
+    names = _names(i, item, loc, problems)
+    config = _options(i, item, loc, problems)
+    replicas, resources = _ray_keys(i, item, loc, problems)
+    if len(problems) > before:
+        return None
+    return ConfigEntry(
+        i,
+        names["name"],
+        names["plugin"],
+        names["class_name"],
+        config,
+        loc.lines.get(base),
+        entry_lines,
+        replicas,
+        resources,
+    )
+
+
+def _names(i: int, item: dict[str, Any], loc: _Locator, problems: list[str]) -> dict[str, Any]:
+    """``name``, ``plugin`` and ``class_name``: non-empty strings, a usable combination."""
+    base = ("interaction", i)
+    values: dict[str, str | None] = {}
+    for key in ("name", "plugin", "class_name"):
+        value = item.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            problems.append(
+                f"{loc(*base, key)}: interaction[{i}].{key} must be a "
+                f"non-empty string, not {short_repr(value)}"
+            )
+            value = None
+        values[key] = value.strip() if isinstance(value, str) else None
+    if values["plugin"] and values["class_name"]:
+        problems.append(
+            f"{loc(*base)}: interaction[{i}]: give either 'plugin' (a registered "
+            "name) or 'class_name' (a dotted path), not both"
+        )
+    if not (values["name"] or values["plugin"] or values["class_name"]):
+        problems.append(
+            f"{loc(*base)}: interaction[{i}]: needs a 'name' (the registered interaction "
+            "to use) or a 'plugin' or 'class_name'"
+        )
+    return values
+
+
+def _options(i: int, item: dict[str, Any], loc: _Locator, problems: list[str]) -> dict[str, Any]:
+    """The entry's ``config:`` mapping (checked against its schema later, by the loader)."""
+    config = item.get("config", {})
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        problems.append(
+            f"{loc('interaction', i, 'config')}: interaction[{i}].config must be a mapping, "
+            f"not a {type(config).__name__}"
+        )
+        return {}
+    if any(not isinstance(k, str) for k in config):
+        problems.append(
+            f"{loc('interaction', i, 'config')}: interaction[{i}].config keys must be strings"
+        )
+    return dict(config)
+
+
+def _ray_keys(
+    i: int, item: dict[str, Any], loc: _Locator, problems: list[str]
+) -> tuple[int | None, dict[str, Any] | None]:
+    """``replicas`` and ``resources``: what the Ray integration serves the entry with."""
+    replicas = item.get("replicas")
+    if replicas is not None and (
+        isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1
+    ):
+        problems.append(
+            f"{loc('interaction', i, 'replicas')}: interaction[{i}].replicas must be a positive "
+            f"integer (the number of Ray actors serving it), not {short_repr(replicas)}"
+        )
+    resources = item.get("resources")
+    if resources is None:
+        return replicas, None
+    bad = not isinstance(resources, dict) or any(
+        not isinstance(k, str)
+        or isinstance(v, bool)
+        or not isinstance(v, (int, float))
+        or not v >= 0
+        for k, v in resources.items()
+    )
+    if bad:
+        problems.append(
+            f"{loc('interaction', i, 'resources')}: interaction[{i}].resources must map Ray "
+            "resource names to non-negative numbers, e.g. {CPU: 1, GPU: 0.5}"
+        )
+    elif replicas is None:
+        problems.append(
+            f"{loc('interaction', i, 'resources')}: interaction[{i}].resources needs "
+            "'replicas: N' as well: resources are those of each pool replica"
+        )
+    return replicas, dict(resources) if isinstance(resources, dict) else None
