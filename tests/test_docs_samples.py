@@ -158,9 +158,7 @@ def problems_of(block: Block) -> list[str]:
         for arg in block.args:
             name = arg.partition("=")[2] if arg.startswith("prelude=") else None
             if arg not in ("install", "fails") and name not in PRELUDES:
-                return [
-                    f"{block.where}: unknown run option {arg!r} (prelude=NAME, install, fails)"
-                ]
+                return [f"{block.where}: unknown run option {arg!r} (prelude=NAME, install, fails)"]
     return []
 
 
@@ -262,7 +260,8 @@ def parse_cli(argv: list[str], block: Block) -> None:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             parser.parse_args(argv[1:])
     except SystemExit as exit:
-        assert exit.code == 0, f"{block.where}: `{shlex.join(argv)}` does not parse: {err.getvalue()}"
+        command = shlex.join(argv)
+        assert exit.code == 0, f"{block.where}: `{command}` does not parse: {err.getvalue()}"
 
 
 @pytest.mark.parametrize(
@@ -344,11 +343,11 @@ class PageRun:
         if install:
             self.site.mkdir(exist_ok=True)
             script = (
-                "pip() { if [ \"$1\" != install ]; then command python -m pip \"$@\"; return; fi\n"
+                'pip() { if [ "$1" != install ]; then command python -m pip "$@"; return; fi\n'
                 "  shift; local isolation=\n"  # offline when the build backend is at hand
                 "  python -c 'import hatchling' 2>/dev/null && isolation=--no-build-isolation\n"
                 "  command python -m pip install --quiet --no-deps $isolation "
-                f"--target {shlex.quote(str(self.site))} \"$@\"\n}}\n" + script
+                f'--target {shlex.quote(str(self.site))} "$@"\n}}\n' + script
             )
         return subprocess.run(
             ["bash", "-euo", "pipefail", "-c", script],
