@@ -10,11 +10,20 @@ on GitHub and in the built site), saying how it is checked:
     and the lines under it, when there are any, must be exactly what it prints.
     Options: ``prelude=NAME`` runs a setup snippet of :data:`PRELUDES` first (it
     defines what the page assumes, such as ``interaction``); ``install`` sends
-    ``pip install`` to a private ``--target`` folder on ``PYTHONPATH`` instead of
-    this environment.
+    ``pip install`` (editable or not) to a private ``--target`` folder on
+    ``PYTHONPATH`` instead of this environment; ``fails`` lets a console block's
+    commands exit non-zero (one must).
 ``<!-- check: output -->``
     What the previous ``run`` block printed, compared line by line (times and
-    rates, which vary by machine, are normalised).
+    rates, which vary by machine, are normalised; a shown line with ``…`` matches
+    a printed line that starts with the text before it). A ``json`` output block
+    may be abridged: its keys must have the printed values.
+``<!-- check: files -->``
+    A folder tree (the first line its root, then one path per line, ``#``
+    comments allowed): every path must exist after the blocks before it ran.
+``<!-- check: pytest -->``
+    A test module: written into the working folder and run there with pytest,
+    at its place in page order; it must pass.
 ``<!-- check: file NAME -->``
     Written as ``NAME`` into the page's working folder before the page runs (and
     parsed), for the commands and code that read it.
@@ -46,6 +55,7 @@ import asyncio
 import contextlib
 import io
 import json
+import math
 import os
 import re
 import shlex
@@ -71,6 +81,13 @@ GENERATED = {"docs/cli-reference.md": "tests/test_cli_reference.py::test_cli_ref
 
 #: Setup snippets for blocks that use names their page introduces in prose.
 PRELUDES = {
+    # docs/config.md: "Loading from Python" reads the page's interactions.yaml.
+    "interactions-yaml": (
+        "from pathlib import Path\n"
+        "Path('interactions.yaml').write_text(\n"
+        "    'default: gsm8k\\ninteraction:\\n  - name: gsm8k\\n'\n"
+        ")\n"
+    ),
     # docs/episodes.md: "One session by hand": an interaction and a conversation.
     "gsm8k-session": (
         "from interactions_gsm8k import Gsm8kInteraction\n"
@@ -80,7 +97,7 @@ PRELUDES = {
     ),
 }
 
-KINDS = ("run", "output", "file", "ci", "tested-by", "parse", "not-run")
+KINDS = ("run", "output", "file", "files", "pytest", "ci", "tested-by", "parse", "not-run")
 MARKER = re.compile(r"^\s*<!--\s*check:\s*(.*?)\s*-->\s*$")
 OPEN = re.compile(r"^(\s*)```+\s*([\w+-]*)\s*$")
 CLOSE = re.compile(r"^\s*```+\s*$")
@@ -153,7 +170,7 @@ def problems_of(block: Block) -> list[str]:
     if block.kind == "file" and len(block.args) != 1:
         return [f"{block.where}: file needs one file name: <!-- check: file NAME -->"]
     if block.kind == "tested-by":
-        return tested_by_problems(block)
+        return claim_problems(block)
     if block.kind == "run":
         for arg in block.args:
             name = arg.partition("=")[2] if arg.startswith("prelude=") else None
@@ -162,7 +179,7 @@ def problems_of(block: Block) -> list[str]:
     return []
 
 
-def tested_by_problems(block: Block) -> list[str]:
+def claim_problems(block: Block) -> list[str]:
     if len(block.args) != 1 or "::" not in block.args[0]:
         return [f"{block.where}: write tested-by tests/PATH.py::test_name"]
     path, _, test = block.args[0].partition("::")
@@ -184,7 +201,35 @@ def test_every_block_is_checked() -> None:
     problems = [p for page in pages() for b in blocks_of(page) for p in problems_of(b)]
     assert not problems, "\n".join([*problems, f"To fix: {HOW_TO_FIX}."])
     for page, claim in GENERATED.items():
-        assert not tested_by_problems(Block(page, 0, "", "", claim, "tested-by", [claim]))
+        assert not claim_problems(Block(page, 0, "", "", claim, "tested-by", [claim]))
+
+
+def indented_code(text: str) -> list[int]:
+    """Lines opening an indented (4-space) code block, which the walk cannot mark."""
+    found, fenced, rows = [], False, text.splitlines()
+    for i, row in enumerate(rows):
+        if fenced:
+            fenced = not CLOSE.match(row)
+            continue
+        if OPEN.match(row):
+            fenced = True
+            continue
+        if i < 2 or not row.startswith("    ") or not row.strip() or rows[i - 1].strip():
+            continue
+        above = rows[i - 2]  # a paragraph, not a list item, a table or a continuation
+        plain = above.strip() and not above.startswith((" ", "|"))
+        if plain and not re.match(r"([-*+]|\d+\.)\s", above):
+            found.append(i + 1)
+    return found
+
+
+def test_no_indented_code_blocks() -> None:
+    """A 4-space indented block is code the walk cannot mark: fence it instead."""
+    for page in pages():
+        lines = indented_code((ROOT / page).read_text(encoding="utf-8"))
+        assert not lines, f"{page}:{lines}: indented code; use a fenced block with a marker"
+    assert indented_code("Text:\n\n    code\n") == [3]
+    assert indented_code("1. item\n\n    more of the item\n") == []
 
 
 def test_the_walk_refuses_an_unchecked_block_and_a_false_claim() -> None:
@@ -344,7 +389,8 @@ class PageRun:
             self.site.mkdir(exist_ok=True)
             script = (
                 'pip() { if [ "$1" != install ]; then command python -m pip "$@"; return; fi\n'
-                "  shift; local isolation=\n"  # offline when the build backend is at hand
+                '  shift; [ "${1:-}" = -e ] && shift\n'  # --target cannot be editable
+                "  local isolation=\n"  # offline when the build backend is at hand
                 "  python -c 'import hatchling' 2>/dev/null && isolation=--no-build-isolation\n"
                 "  command python -m pip install --quiet --no-deps $isolation "
                 f'--target {shlex.quote(str(self.site))} "$@"\n}}\n' + script
@@ -353,6 +399,7 @@ class PageRun:
             ["bash", "-euo", "pipefail", "-c", script],
             cwd=self.work,
             env=self.env,
+            stdin=subprocess.DEVNULL,  # a prompt sees end of input, as after Ctrl-D
             capture_output=True,
             text=True,
             timeout=600,
@@ -373,18 +420,60 @@ class PageRun:
                 f"{block.where}: `{command}` failed:\n{seen}"
             )
             if shown:
-                assert steady(seen) == steady(shown), (
+                assert matches(seen, shown), (
                     f"{block.where}: `{command}` prints something else:\n{seen}"
                 )
             printed.append(seen)
         assert failed or "fails" not in block.args, f"{block.where}: nothing failed"
         return "".join(printed)
 
+    def pytest(self, block: Block) -> None:
+        module = self.work / f"test_docs_sample_{block.line}.py"
+        module.write_text(block.body, encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", module.name],
+            cwd=self.work,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, f"{block.where}: its tests failed:\n{done.stdout}{done.stderr}"
+
     def ci(self, block: Block) -> None:
         for command in ci_commands(block):
             if command[0] == "interactions":
                 done = self.bash(shlex.join(command), block, install=False)
                 assert done.returncode == 0, f"{block.where}: {command} failed:\n{done.stderr}"
+
+
+def same_output(printed: str, block: Block) -> bool:
+    if block.lang == "json":  # an abridged summary: the keys shown have the values shown
+        shown, whole = json.loads(block.body), json.loads(printed)
+        return all(key in whole and same_value(whole[key], v) for key, v in shown.items())
+    return matches(printed, block.body)
+
+
+def same_value(printed: Any, shown: Any) -> bool:
+    """Equal, floats to 12 significant digits (a page may round the last ones)."""
+    if isinstance(shown, float) or isinstance(printed, float):
+        return isinstance(printed, (int, float)) and math.isclose(printed, shown, rel_tol=1e-12)
+    if isinstance(shown, dict) and isinstance(printed, dict):
+        return shown.keys() == printed.keys() and all(
+            same_value(printed[k], shown[k]) for k in shown
+        )
+    return printed == shown
+
+
+def matches(printed: str, shown: str) -> bool:
+    """Line by line, with varying figures normalised and ``…`` ending a shown prefix."""
+    seen, want = steady(printed), steady(shown)
+    if len(seen) != len(want):
+        return False
+    return all(
+        s.startswith(w.split("…", 1)[0].rstrip()) if "…" in w else s == w
+        for s, w in zip(seen, want, strict=True)
+    )
 
 
 def console_steps(body: str) -> list[tuple[str, str]]:
@@ -435,10 +524,16 @@ def run_page(page: str, tmp: Path) -> None:
                 raise AssertionError(f"{block.where}: cannot run a ```{block.lang} block")
         elif block.kind == "output":
             assert run.printed is not None, f"{block.where}: no run block before this output"
-            assert steady(run.printed) == steady(block.body), (
+            assert same_output(run.printed, block), (
                 f"{block.where}: the block before it printed something else:\n{run.printed}"
             )
             run.printed = None  # one output per run
+        elif block.kind == "files":
+            root, *paths = [line.split("#", 1)[0].strip() for line in block.body.splitlines()]
+            missing = [p for p in paths if p and not (run.work / root / p).exists()]
+            assert not missing, f"{block.where}: {missing} not found under {root}"
+        elif block.kind == "pytest":
+            run.pytest(block)
         elif block.kind == "ci":
             run.ci(block)
 
@@ -447,13 +542,15 @@ def runnable_pages() -> list[Any]:
     out = []
     for page in pages():
         found = blocks_of(page)
-        if not any(b.kind in ("run", "ci", "output") for b in found):
-            continue
         slow = any(b.kind == "run" and "install" in b.args for b in found)
+        if not any(b.kind in ("run", "ci", "output", "pytest", "files") for b in found):
+            continue
         out.append(pytest.param(page, marks=[pytest.mark.slow] if slow else [], id=page))
     return out
 
 
 @pytest.mark.parametrize("page", runnable_pages())
-def test_page_runs(page: str, tmp_path: Path) -> None:
+def test_page_runs(page: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    if any("../shared/data" in b.body for b in blocks_of(page) if b.kind in ("run", "ci")):
+        request.getfixturevalue("gsm8k_data")  # skips without the shared data, as elsewhere
     run_page(page, tmp_path)
