@@ -53,3 +53,15 @@ def test_every_public_name_is_rendered(module: str) -> None:
         and not any(obj is getattr(exported, name) for obj in rendered.get(name, []))
     ]
     assert not missing, f"docs/api.md lacks `::: <defining module>.NAME` for {missing}"
+
+
+def test_every_rendered_class_and_function_says_what_it_is_for() -> None:
+    import inspect
+
+    undocumented = [
+        path
+        for path in directives()
+        if (inspect.isclass(obj := resolve(path)) or inspect.isfunction(obj))
+        and not (obj.__dict__.get("__doc__") if inspect.isclass(obj) else obj.__doc__)
+    ]
+    assert not undocumented, f"no docstring of their own: {undocumented}"

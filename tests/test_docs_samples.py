@@ -358,7 +358,7 @@ class PageRun:
     def __init__(self, page: str, tmp: Path) -> None:
         self.page = page
         self.work = tmp / "repo"
-        self.work.mkdir()
+        self.work.mkdir(parents=True)
         for entry in ROOT.iterdir():
             if entry.name not in (".git", ".venv", ".nox") and not entry.name.startswith("."):
                 (self.work / entry.name).symlink_to(entry)
@@ -501,8 +501,8 @@ def chdir(path: Path):  # type: ignore[no-untyped-def]
         os.chdir(before)
 
 
-def run_page(page: str, tmp: Path) -> None:
-    found = blocks_of(page)
+def run_page(page: str, tmp: Path, text: str | None = None) -> None:
+    found = blocks_of(page, text)
     assert not [p for b in found for p in problems_of(b)], "see test_every_block_is_checked"
     run = PageRun(page, tmp)
     for block in found:
@@ -554,3 +554,28 @@ def test_page_runs(page: str, tmp_path: Path, request: pytest.FixtureRequest) ->
     if any("../shared/data" in b.body for b in blocks_of(page) if b.kind in ("run", "ci")):
         request.getfixturevalue("gsm8k_data")  # skips without the shared data, as elsewhere
     run_page(page, tmp_path)
+
+
+def test_a_page_whose_output_drifted_fails(tmp_path: Path) -> None:
+    page = (
+        "<!-- check: file greeting.txt -->\n```text\nhello\n```\n\n"
+        "<!-- check: run -->\n```console\n$ cat greeting.txt\n{shown}\n```\n\n"
+        "<!-- check: run -->\n```python\nprint(sum([0.1] * 3), 'took 0.52 s')\n```\n\n"
+        "<!-- check: output -->\n```text\n0.30000000000000004 took 9.99 s\n```\n"
+    )
+    run_page("README.md", tmp_path / "ok", page.format(shown="hello"))
+    with pytest.raises(AssertionError, match=r"cat greeting\.txt` prints something else"):
+        run_page("README.md", tmp_path / "drift", page.format(shown="hullo"))
+
+
+def test_output_matching_rules() -> None:
+    assert matches("time  0.01 s (4,063 episodes/s)\n", "time  2.50 s (12 episodes/s)")
+    assert matches("time  0.01 s\n", "time  …  (varies)")
+    assert not matches("a\nb\n", "a")
+    assert same_value({"x": 0.6724791508718726, "n": 3}, {"x": 0.672479150871873, "n": 3})
+    assert not same_value({"x": 0.67}, {"x": 0.68})
+    ci_line = shlex.split("python -m pip install -q -r r.txt")
+    assert is_subsequence(shlex.split("pip install -r r.txt"), ci_line)
+    assert not is_subsequence(shlex.split("pip install -e ."), ci_line)
+    steps = console_steps("$ a  # note\none\n\n$ b\n")
+    assert steps == [("a  # note", "one"), ("b", "")]

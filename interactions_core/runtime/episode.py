@@ -71,6 +71,7 @@ END_REASONS = (
     ERROR,
     CANCELLED,
 )
+"""Every ``end_reason`` an :class:`EpisodeRecord` can carry."""
 
 _coerce = InteractionResult.coerce
 _isfinite = math.isfinite

@@ -89,6 +89,7 @@ CHECKS = (
     "state",
     "blocking",
 )
+"""The names of the checks :func:`check_interaction` runs, in order; ``skip=`` takes them."""
 
 #: A lifecycle call that holds the event loop this long without awaiting is reported.
 BLOCKING_LIMIT = 0.25
