@@ -95,6 +95,9 @@ async def test_session_and_episode_loop_differ_only_as_documented_on_start_failu
     assert "when `start_interaction` itself raises it does not call `finalize_interaction`" in (
         " ".join(text.split())
     )
+    concepts = " ".join(read("docs/concepts.md").split())
+    assert "The episode loop calls it even when `start_interaction` itself raised" in concepts
+    assert "and does not call it in that one case" in concepts
     interaction = FailsAtStart({"name": "f"})
     with pytest.raises(InteractionCallError, match="start_interaction"):
         async with Session(interaction, instance_id="s-1") as session:
