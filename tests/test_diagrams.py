@@ -51,7 +51,7 @@ def test_the_check_catches_a_stale_image(
     assert diagrams.main(["--check"]) == 1  # missing
     assert diagrams.main([]) == 0
     assert diagrams.main(["--check"]) == 0
-    (tmp_path / "episode-loop.svg").write_text("<svg/>", encoding="utf-8")
+    (tmp_path / "name-path.svg").write_text("<svg/>", encoding="utf-8")
     capsys.readouterr()
     assert diagrams.main(["--check"]) == 1
     assert "python docs/tools/diagrams.py" in capsys.readouterr().err
@@ -86,3 +86,11 @@ def test_episode_loop_names_the_real_hooks_and_end_reasons() -> None:
         if reason != "cancelled":
             assert re.search(rf"\b{reason}\b", text), reason
     assert "cancelled" in text
+
+
+def test_name_path_names_the_real_entry_point_group() -> None:
+    from interactions_core.discovery import INTERACTIONS_GROUP
+
+    text = labels("name-path.svg")
+    assert INTERACTIONS_GROUP in text
+    assert "interactions-gsm8k:gsm8k" in text  # the qualified form, distribution:name

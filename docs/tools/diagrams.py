@@ -98,8 +98,10 @@ class Drawing:
         )
         self.text(x + 10, y + 16, label, anchor="start", style=' font-size="11" fill="#4b5563"')
 
-    def legend(self, x: float, y: float, columns: int = 1, spacing: float = 0) -> None:
-        for i, (kind, meaning) in enumerate(LEGEND.items()):
+    def legend(
+        self, x: float, y: float, columns: int = 1, spacing: float = 0, entries: dict | None = None
+    ) -> None:
+        for i, (kind, meaning) in enumerate((entries or LEGEND).items()):
             fill, stroke = KINDS[kind]
             left, top = x + (i % columns) * spacing, y + (i // columns) * 22
             self.parts.append(
@@ -214,9 +216,58 @@ def episode_loop() -> str:
     return d.render()
 
 
+def name_path() -> str:
+    """From ``pip install`` to an instance: how a name in a config finds its class."""
+    d = Drawing(860, 520, "The path of a name: from installed metadata to an instance")
+    x, w = 40, 430
+    mid = x + w / 2
+    sx, sw = 540, 290
+    steps = [
+        (
+            "runtime",
+            ["pip install some-plugin: an entry point in", "interactions_core.interactions"],
+        ),
+        (
+            "runtime",
+            ["index: entry points read from metadata,", "cached until something is installed"],
+        ),
+        ("runtime", ["registry: allow/deny lists, conflicts;", "nothing imported"]),
+        ("runtime", ['resolve "gsm8k" or "interactions-gsm8k:gsm8k"']),
+        (
+            "interaction",
+            ["import the module on first use,", "check the class against the lifecycle"],
+        ),
+        ("interaction", ["instantiate every config entry", "(all or nothing)"]),
+    ]
+    notes = [
+        ("runtime", ["interactions list stops here:", "it imports no interaction class"]),
+        ("end", ["unknown name: did-you-mean", "two distributions: a conflict"]),
+        ("end", ["a broken plugin fails here, alone,", "with its original exception"]),
+    ]
+    top, h, gap = 20, 48, 24
+    for i, (kind, lines) in enumerate(steps):
+        y = top + i * (h + gap)
+        d.box(x, y, w, h, kind, lines)
+        if i:
+            d.arrow([(mid, y - gap), (mid, y)])
+    for row, (kind, lines) in zip((2, 3, 4), notes, strict=True):
+        y = top + row * (h + gap)
+        d.box(sx, y, sw, h, kind, lines)
+        d.line([(x + w, y + h / 2), (sx, y + h / 2)])
+    d.text(mid, top + 6 * (h + gap) + 2, "then: per-turn calls go straight to the instance")
+    legend = {
+        "runtime": "the core, from metadata: no interaction code runs",
+        "interaction": "the plugin's code is imported and run",
+        "end": "errors, each saying what to do",
+    }
+    d.legend(40, top + 6 * (h + gap) + 30, columns=2, spacing=430, entries=legend)
+    return d.render()
+
+
 #: Every diagram: the file it is written to and the function that draws it.
 DIAGRAMS: dict[str, Callable[[], str]] = {
     "episode-loop.svg": episode_loop,
+    "name-path.svg": name_path,
 }
 
 
