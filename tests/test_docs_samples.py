@@ -276,6 +276,8 @@ def parse_block(block: Block) -> None:
     elif lang in SHELLS:
         for argv in interactions_commands(block.body):
             parse_cli(argv, block)
+        for argv in benchmark_commands(block.body):
+            check_benchmark_flags(argv, block)
     elif block.kind == "parse":
         raise AssertionError(f"{block.where}: no parser for ```{lang}; use not-run REASON")
 
@@ -294,6 +296,33 @@ def interactions_commands(script: str) -> list[list[str]]:
             if words and Path(words[0]).name == "interactions":
                 found.append(words)
     return found
+
+
+def benchmark_commands(script: str) -> list[list[str]]:
+    """``python benchmarks/run.py ...`` commands of a shell block, as words after the script."""
+    found = []
+    for line in script.splitlines():
+        words = shlex.split(line.strip().removeprefix("$ "), comments=True)
+        if "benchmarks/run.py" in words:
+            found.append(words[words.index("benchmarks/run.py") + 1 :])
+    return found
+
+
+def check_benchmark_flags(argv: list[str], block: Block) -> None:
+    """The flags exist in benchmarks/run.py and every ``--only`` names a benchmark."""
+    source = (ROOT / "benchmarks" / "run.py").read_text(encoding="utf-8")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import run as benchmarks
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    for i, word in enumerate(argv):
+        if word.startswith("--"):
+            assert f'"{word}"' in source, f"{block.where}: benchmarks/run.py has no {word}"
+        if word == "--only":
+            assert argv[i + 1] in benchmarks.BENCHMARKS, (
+                f"{block.where}: no benchmark {argv[i + 1]}"
+            )
 
 
 def parse_cli(argv: list[str], block: Block) -> None:
