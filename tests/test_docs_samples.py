@@ -99,8 +99,8 @@ PRELUDES = {
 
 KINDS = ("run", "output", "file", "files", "pytest", "ci", "tested-by", "parse", "not-run")
 MARKER = re.compile(r"^\s*<!--\s*check:\s*(.*?)\s*-->\s*$")
-OPEN = re.compile(r"^(\s*)```+\s*([\w+-]*)\s*$")
-CLOSE = re.compile(r"^\s*```+\s*$")
+OPEN = re.compile(r"^(\s*)(?:```+|~~~+)\s*([\w+-]*)\s*$")
+CLOSE = re.compile(r"^\s*(?:```+|~~~+)\s*$")
 SHELLS = ("bash", "sh", "console", "shell")
 #: Figures that depend on the machine: durations and rates.
 VARYING = re.compile(r"\d[\d,]*(?:\.\d+)?\s?(?:ms|µs|us|s)\b|\d[\d,]*(?:\.\d+)? episodes/s")
