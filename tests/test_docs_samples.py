@@ -301,8 +301,11 @@ def interactions_commands(script: str) -> list[list[str]]:
 def benchmark_commands(script: str) -> list[list[str]]:
     """``python benchmarks/run.py ...`` commands of a shell block, as words after the script."""
     found = []
-    for line in script.splitlines():
-        words = shlex.split(line.strip().removeprefix("$ "), comments=True)
+    for line in script.replace("\\\n", " ").splitlines():
+        try:
+            words = shlex.split(line.strip().removeprefix("$ "), comments=True)
+        except ValueError:  # not shell words (a heredoc's body)
+            continue
         if "benchmarks/run.py" in words:
             found.append(words[words.index("benchmarks/run.py") + 1 :])
     return found
