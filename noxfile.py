@@ -217,10 +217,16 @@ def trl(session: nox.Session) -> None:
     session.run(str(python), "-m", "pytest", "tests/trl", "-q", *session.posargs, external=True)
 
 
+#: The site's tools: MkDocs, and mkdocstrings with its Python handler for docs/api.md
+#: (the API reference rendered from the docstrings, so it cannot drift from the code).
+DOCS_TOOLS = ["mkdocs>=1.6", "mkdocstrings>=1.0", "mkdocstrings-python>=2.0"]
+
+
 @nox.session
 def docs(session: nox.Session) -> None:
     """The documentation site (MkDocs), every warning and broken link an error; the CLI
-    reference must match the CLI's parser."""
-    session.install("-e", ".", "mkdocs>=1.6")
+    reference must match the CLI's parser and the diagrams their script."""
+    session.install("-e", ".", *DOCS_TOOLS)
     session.run("python", "docs/tools/cli_reference.py", "--check")
+    session.run("python", "docs/tools/diagrams.py", "--check")
     session.run("mkdocs", "build", "--strict", "--site-dir", session.create_tmp() + "/site")

@@ -4,7 +4,7 @@
     python benchmarks/bench_serve.py --quick   # shorter runs (what `nox -s serve` does)
 
 1. **Per-step overhead.** The same gsm8k turn judged two ways in this run: a local
-   ``await interaction.generate_response(...)`` (the way the README teaches), and
+   ``await interaction.generate_response(...)`` (the way docs/concepts.md teaches), and
    a step of OpenEnv's ``GenericEnvClient`` against ``interactions serve`` on
    127.0.0.1 (JSON over a WebSocket, the episode bookkeeping, the round trip).
    Reported: both medians, their difference (the overhead) and their ratio.

@@ -19,6 +19,7 @@ PROJECT_NAME = "interactions_core"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+"""Marks a hook plugin's functions (``@hookimpl def register_interactions(register)``)."""
 
 __all__ = ["PROJECT_NAME", "InteractionSpec", "PluginSpec", "hookimpl", "hookspec"]
 

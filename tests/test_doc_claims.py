@@ -93,6 +93,10 @@ async def test_a_failed_start_opens_no_session_in_the_session_api_and_the_loop_a
 
     text = " ".join(read("docs/episodes.md").split())
     assert "a `start_interaction` that raises opened no session" in text.lower()
+    concepts = " ".join(read("docs/concepts.md").split())
+    assert "A `start_interaction` that raises opened no session, so it is not finalized" in (
+        concepts
+    )
     interaction = FailsAtStart({"name": "f"})
     with pytest.raises(InteractionCallError, match="start_interaction"):
         async with Session(interaction, instance_id="s-1") as session:

@@ -16,7 +16,6 @@ EXHAUSTED = "exhausted"
 SINGLE_TURN = "single_turn"
 ERROR = "error"
 CANCELLED = "cancelled"
-#: Why an episode can end.
 END_REASONS = (
     TERMINATED,
     MAX_ASSISTANT_TURNS,
@@ -26,6 +25,7 @@ END_REASONS = (
     ERROR,
     CANCELLED,
 )
+"""Every ``end_reason`` an :class:`EpisodeRecord` can carry."""
 
 #: Add to a ``perf_counter`` reading to get wall-clock (epoch) seconds.
 _WALL_OFFSET = time.time() - time.perf_counter()

@@ -8,7 +8,6 @@ from ..errors import ConformanceError, InteractionValidationError
 
 __all__ = ["CHECKS", "ConformanceReport", "Violation"]
 
-#: The checks, in the order they run and are reported (see :mod:`.checker`).
 CHECKS = (
     "spec",
     "config",
@@ -22,6 +21,7 @@ CHECKS = (
     "state",
     "blocking",
 )
+"""The names of the checks :func:`check_interaction` runs, in order; ``skip=`` takes them."""
 
 
 class Violation(NamedTuple):
