@@ -715,6 +715,12 @@ async def acheck_interaction(
     raise_on_error: bool = True,
 ) -> ConformanceReport:
     """The ``async`` form of :func:`check_interaction` (for use inside a running event loop)."""
+    if config is not None and not isinstance(config, Mapping):
+        raise TypeError(
+            f"config must be a mapping of the interaction's options, not "
+            f"{type(config).__name__}; pass scripted episodes by keyword: "
+            "check_interaction(target, episodes=[Episode(replies, kwargs), ...])"
+        )
     skip_set = set(skip)
     unknown = skip_set - set(CHECKS)
     if unknown:

@@ -429,3 +429,8 @@ def test_a_plugin_that_blocks_the_event_loop_is_reported_by_name() -> None:
     assert "Sleepy.generate_response held the event loop" in blocking[0].message
     assert "asyncio.to_thread" in blocking[0].message
     assert {v.check for v in report.violations} == {"blocking"}, report.format()
+
+
+def test_episodes_given_in_the_config_slot_get_a_clear_message() -> None:
+    with pytest.raises(TypeError, match="pass scripted episodes by keyword"):
+        check_interaction(ExactInteraction, [Episode(["#### 1"], {"ground_truth": "1"})])  # type: ignore[arg-type]
