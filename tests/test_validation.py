@@ -7,11 +7,11 @@ import pytest
 from interactions_core import (
     BaseInteraction,
     InteractionResult,
-    InteractionValidationError,
     SessionError,
     SessionInteraction,
-    derive_name,
 )
+from interactions_core.base import derive_name
+from interactions_core.errors import InteractionValidationError
 from interactions_core.validation import validate_interaction_class
 
 

@@ -165,28 +165,16 @@ class _Checker:
                 key=f"coerce:{exc}",
             )
             return None
-        if not isinstance(result.should_terminate, bool):
-            kind = type(result.should_terminate).__name__
-            self.add(
-                "results",
-                f"generate_response's should_terminate must be a bool, got {kind} "
-                f"(first seen {where})",
-                key=f"terminate:{kind}",
-            )
-        if not isinstance(result.content, str):
-            kind = type(result.content).__name__
-            self.add(
-                "results",
-                f"generate_response's content must be a str, got {kind} (first seen {where})",
-                key=f"content:{kind}",
-            )
-        if not isinstance(result.extra, Mapping):
-            kind = type(result.extra).__name__
-            self.add(
-                "results",
-                f"generate_response's extra must be a mapping, got {kind} (first seen {where})",
-                key=f"extra:{kind}",
-            )
+        for field, wanted, described in _RESULT_FIELDS:
+            value = getattr(result, field)
+            if not isinstance(value, wanted):
+                kind = type(value).__name__
+                self.add(
+                    "results",
+                    f"generate_response's {field} must be {described}, got {kind} "
+                    f"(first seen {where})",
+                    key=f"{field}:{kind}",
+                )
         score = raw[2] if isinstance(raw, (tuple, list)) and len(raw) == 4 else result.score
         self._check_score(score, "the turn score of generate_response", where)
         return result
@@ -659,6 +647,13 @@ class _Checker:
         if skip:  # steps share helpers: drop what they found for checks that were skipped
             self.report.violations = [v for v in self.report.violations if v.check not in skip]
 
+
+#: The fields of a turn's result the ``results`` check types: (field, type, as said).
+_RESULT_FIELDS = (
+    ("should_terminate", bool, "a bool"),
+    ("content", str, "a str"),
+    ("extra", Mapping, "a mapping"),
+)
 
 #: No return value seen yet (``None`` is a return value).
 _NOTHING: Any = object()
