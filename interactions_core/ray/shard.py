@@ -237,6 +237,14 @@ def _episodes(
                 yield index, r, sample
 
 
+def _chunks(
+    episodes: Iterator[tuple[int, int, Mapping[str, Any]]], size: int
+) -> Iterator[list[tuple[int, int, Mapping[str, Any]]]]:
+    """Consecutive episodes, ``size`` at a time (the last chunk may be shorter)."""
+    while chunk := list(itertools.islice(episodes, size)):
+        yield chunk
+
+
 def run_sharded(
     samples: Iterable[Mapping[str, Any]] | Iterable[tuple[int, Mapping[str, Any]]],
     settings: RunSettings,
@@ -255,7 +263,8 @@ def run_sharded(
     ``samples`` are mappings, numbered from 0, or with ``indexed=True``
     ``(index, sample)`` pairs. Each sample is played ``settings.repeat`` times;
     ``skip`` holds the ``(index, repeat)`` keys not to play (a resumed run's
-    finished episodes), like :meth:`Runner.run`'s. ``on_record`` gets each
+    finished episodes), like :meth:`Runner.run`'s. When no episode is left to
+    play, no cluster is connected to (or started). ``on_record`` gets each
     record in dataset order. ``workers`` is the number of
     tasks that play at once (default: the cluster's CPUs). Ctrl-C (in the main
     thread) cancels the tasks in flight, keeps the records already played and
@@ -265,6 +274,15 @@ def run_sharded(
     from ..runtime.stats import PromptGroups
     from ._connect import connect
 
+    pairs: Iterable[Any] = iter(samples) if indexed else enumerate(samples)
+    chunks = _chunks(_episodes(pairs, settings.repeat, skip), chunk_size)
+    summary = RunSummary()
+    summary.groups = PromptGroups(settings.repeat, settings.pass_score)
+    summary.records = [] if keep_records else None
+    first = next(chunks, None)
+    if first is None:  # nothing to play (e.g. a finished run resumed): no cluster needed
+        return summary
+    chunks = itertools.chain([first], chunks)
     ray = connect(address)
     if workers is None:
         workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -272,11 +290,6 @@ def run_sharded(
     if runtime_env is not None:
         task = task.options(runtime_env=dict(runtime_env))
     settings_ref = ray.put(settings)
-    pairs: Iterable[Any] = iter(samples) if indexed else enumerate(samples)
-    episodes = _episodes(pairs, settings.repeat, skip)
-    summary = RunSummary()
-    summary.groups = PromptGroups(settings.repeat, settings.pass_score)
-    summary.records = [] if keep_records else None
     window = 2 * workers
     in_flight: dict[Any, tuple[int, list[tuple[int, int, Any]]]] = {}
     finished: dict[int, list[Any]] = {}
@@ -297,8 +310,8 @@ def run_sharded(
     try:
         while not stop.requested:
             while not exhausted and len(in_flight) < window:
-                chunk: list[tuple[int, int, Any]] = list(itertools.islice(episodes, chunk_size))
-                if not chunk:
+                chunk = next(chunks, None)
+                if chunk is None:
                     exhausted = True
                     break
                 in_flight[task.remote(settings_ref, chunk)] = (next(next_seq), chunk)
