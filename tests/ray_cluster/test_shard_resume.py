@@ -244,11 +244,11 @@ def test_an_interrupted_sharded_run_resumes_and_retries_transient_errors(tmp_pat
     config.write_text("default: flaky\ninteraction:\n  - name: flaky\n", encoding="utf-8")
     marker = tmp_path / "not-ready"
     marker.write_text("", encoding="utf-8")
-    flaky = {5, 150, 299}
-    n = 300
+    flaky = {5, 200, 399}
+    n = 400  # 13 chunks of about a second each: time to stop the run midway
     rows = []
     for i in range(n):
-        kwargs: dict = {"delay": 0.3, "fail_while": str(marker) if i in flaky else None}
+        kwargs: dict = {"delay": 0.5, "fail_while": str(marker) if i in flaky else None}
         rows.append(
             {
                 "prompt": [{"role": "user", "content": "q"}],
@@ -301,7 +301,8 @@ def test_an_interrupted_sharded_run_resumes_and_retries_transient_errors(tmp_pat
     assert not any(r["errors"] for r in records[n:])
 
     # the whole file, as --resume reads it, and the summary equal an uninterrupted local run
-    code, local, local_records, err = _run(config, data, tmp_path / "local.jsonl", env=env)
+    local_out = tmp_path / "local.jsonl"
+    code, local, local_records, err = _run(config, data, local_out, "--concurrency", "100", env=env)
     assert code == 0, err
     assert _same_figures(retried, local) and local["errors"] == 0 and local["episodes"] == n
     assert _latest(records) == _latest(local_records)
