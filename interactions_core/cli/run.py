@@ -454,7 +454,7 @@ def run(args: argparse.Namespace) -> int:
             source = samples() if interactions is None else reader
             skip = resume.done if resume is not None else None
             summary, still_open = run_from_cli(
-                args, source, default, _policy_options(args), sink, progress, skip
+                args, source, default, _policy_options(args), sink, progress, skip, stopped
             )
         else:
             try:

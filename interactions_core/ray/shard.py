@@ -200,29 +200,42 @@ def _lost_chunk(chunk: list[tuple[int, int, Any]], exc: BaseException) -> list[A
     return records
 
 
-class _StopOnSigint:
-    """The first Ctrl-C asks the run to stop; a second one interrupts at once."""
+class _StopOnSignal:
+    """The first Ctrl-C or SIGTERM asks the run to stop; a second one interrupts at once.
 
-    def __init__(self) -> None:
+    SIGTERM is what Slurm, Kubernetes and ``docker stop`` send: handled like
+    Ctrl-C, the records already played reach the file and the run can be
+    resumed, as with a local run. ``stopped[0]`` receives 128 + the first
+    signal's number (the CLI's exit code).
+    """
+
+    def __init__(self, stopped: list[int] | None = None) -> None:
         import signal
         import threading
 
         self.requested = False
-        self.previous: Any = None
+        self.stopped = stopped
+        self.previous: dict[int, Any] = {}
         if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._handle)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    self.previous[sig] = signal.signal(sig, self._handle)
+                except (ValueError, OSError):
+                    pass
 
     def _handle(self, signum: int, frame: Any) -> None:
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
+        if self.stopped is not None and not self.stopped[0]:
+            self.stopped[0] = 128 + signum
 
     def restore(self) -> None:
-        if self.previous is not None:
-            import signal
+        import signal
 
-            signal.signal(signal.SIGINT, self.previous)
-            self.previous = None
+        for sig, previous in self.previous.items():
+            signal.signal(sig, previous)
+        self.previous = {}
 
 
 def _episodes(
@@ -257,6 +270,7 @@ def run_sharded(
     runtime_env: Mapping[str, Any] | None = None,
     indexed: bool = False,
     skip: Container[tuple[int, int]] | None = None,
+    stopped: list[int] | None = None,
 ) -> Any:
     """Play ``samples`` on Ray workers; return the :class:`RunSummary` of the whole run.
 
@@ -266,9 +280,10 @@ def run_sharded(
     finished episodes), like :meth:`Runner.run`'s. When no episode is left to
     play, no cluster is connected to (or started). ``on_record`` gets each
     record in dataset order. ``workers`` is the number of
-    tasks that play at once (default: the cluster's CPUs). Ctrl-C (in the main
-    thread) cancels the tasks in flight, keeps the records already played and
-    returns the summary marked ``interrupted``; a second Ctrl-C stops at once.
+    tasks that play at once (default: the cluster's CPUs). Ctrl-C or SIGTERM
+    (in the main thread) cancels the tasks in flight, keeps the records already
+    played and returns the summary marked ``interrupted`` (``stopped[0]``, when
+    given, receives 128 + the signal's number); a second one stops at once.
     """
     from ..runtime.runner import RunSummary
     from ..runtime.stats import PromptGroups
@@ -306,7 +321,7 @@ def run_sharded(
             if on_record is not None:
                 on_record(record)
 
-    stop = _StopOnSigint()
+    stop = _StopOnSignal(stopped)
     try:
         while not stop.requested:
             while not exhausted and len(in_flight) < window:
@@ -351,12 +366,14 @@ def run_from_cli(
     output: Any = None,
     progress: Any = None,
     skip: Container[tuple[int, int]] | None = None,
+    stopped: list[int] | None = None,
 ) -> tuple[Any, int]:
     """The ``--ray`` branch of ``interactions run``: settings from the arguments, then shard.
 
     ``output`` is the run's record sink (the same one a local run writes
     through, which stamps records for ``--resume``); ``skip`` holds the
-    ``(index, repeat)`` keys a resumed run does not play again. Returns
+    ``(index, repeat)`` keys a resumed run does not play again; ``stopped[0]``
+    receives 128 + the number of a stop signal, as in the local branch. Returns
     ``(summary, still_open)`` like the local branch (sessions live in the
     workers, which finalize each one before returning its record).
     """
@@ -406,5 +423,7 @@ def run_from_cli(
         # $RAY_ADDRESS (set inside a Ray job) names the cluster; else "local" starts a
         # new one even when a cluster started by 'ray start' runs on this machine
         address = os.environ.get("RAY_ADDRESS") or "local"
-    summary = run_sharded(source, settings, address=address, on_record=on_record, skip=skip)
+    summary = run_sharded(
+        source, settings, address=address, on_record=on_record, skip=skip, stopped=stopped
+    )
     return summary, 0

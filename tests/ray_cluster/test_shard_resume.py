@@ -236,7 +236,7 @@ class Flaky(SessionInteraction):
 """
 
 
-def test_an_interrupted_sharded_run_resumes_and_retries_transient_errors(tmp_path: Path) -> None:
+def test_a_terminated_sharded_run_resumes_and_retries_transient_errors(tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
     write_dist(site, "acme-flaky", "1.0", {"flaky": "acme_flaky:Flaky"}, {"acme_flaky": FLAKY})
@@ -262,7 +262,7 @@ def test_an_interrupted_sharded_run_resumes_and_retries_transient_errors(tmp_pat
     # '--ray' alone starts a local cluster of its own, whose workers inherit PYTHONPATH
     env = dict(os.environ, PYTHONPATH=str(site))
 
-    # 1. interrupted with Ctrl-C once some records are written
+    # 1. stopped by SIGTERM (what Slurm or Kubernetes send) once some records are written
     command = [sys.executable, "-m", "interactions_core", "run", str(config)]
     command += ["--data", str(data), "--output", str(out), "--ray"]
     proc = subprocess.Popen(
@@ -274,12 +274,13 @@ def test_an_interrupted_sharded_run_resumes_and_retries_transient_errors(tmp_pat
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "no record written in 120 s"
             time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, stderr
+    assert proc.returncode == 143, stderr  # handled like Ctrl-C, as in a local run
+    assert "terminated after" in stderr and "Traceback" not in stderr
     assert "continue with the same command and --resume" in stderr
     interrupted = _records(out)
     assert 0 < len(interrupted) < n
