@@ -279,11 +279,11 @@ def run_sharded(
     ``skip`` holds the ``(index, repeat)`` keys not to play (a resumed run's
     finished episodes), like :meth:`Runner.run`'s. When no episode is left to
     play, no cluster is connected to (or started). ``on_record`` gets each
-    record in dataset order. ``workers`` is the number of
-    tasks that play at once (default: the cluster's CPUs). Ctrl-C or SIGTERM
-    (in the main thread) cancels the tasks in flight, keeps the records already
-    played and returns the summary marked ``interrupted`` (``stopped[0]``, when
-    given, receives 128 + the signal's number); a second one stops at once.
+    record in dataset order. ``workers`` is the number of tasks that play at
+    once (default: the cluster's CPUs). Ctrl-C or SIGTERM (in the main thread)
+    cancels the tasks in flight, keeps the records already played and returns
+    the summary marked ``interrupted`` (``stopped[0]``, when given, receives
+    128 + the signal's number); a second one stops at once.
     """
     from ..runtime.runner import RunSummary
     from ..runtime.stats import PromptGroups
