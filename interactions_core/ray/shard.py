@@ -423,7 +423,33 @@ def run_from_cli(
         # $RAY_ADDRESS (set inside a Ray job) names the cluster; else "local" starts a
         # new one even when a cluster started by 'ray start' runs on this machine
         address = os.environ.get("RAY_ADDRESS") or "local"
-    summary = run_sharded(
-        source, settings, address=address, on_record=on_record, skip=skip, stopped=stopped
-    )
+    try:
+        summary = run_sharded(
+            source, settings, address=address, on_record=on_record, skip=skip, stopped=stopped
+        )
+    except BaseException:
+        if not args.resume:
+            _remove_if_unused(getattr(output, "output", None))
+        raise
     return summary, 0
+
+
+def _remove_if_unused(writer: Any) -> None:
+    """Remove the new ``--output`` of a run that failed before its first record.
+
+    A cluster that cannot be reached, or a worker that cannot set up the run,
+    stops it before anything is written; without the empty file left behind,
+    the corrected command can be rerun as it is (no ``--overwrite`` needed).
+    Only an empty regular file is removed, never a device such as ``/dev/null``.
+    """
+    import os
+    import stat
+
+    if writer is None or writer.lines:
+        return
+    try:
+        info = os.lstat(writer.path)
+        if stat.S_ISREG(info.st_mode) and info.st_size == 0:
+            os.remove(writer.path)
+    except OSError:
+        pass
