@@ -386,10 +386,6 @@ def run(args: argparse.Namespace) -> int:
         samples_total = min(total, args.limit) if args.limit else total
         progress = Progress(sys.stderr, samples_total * args.repeat)  # episodes, not samples
 
-    if args.ray is not None and resuming:
-        raise ConfigError(
-            ["--resume and --retry-errors do not work with --ray yet; resume without --ray"]
-        )
     resume = _resume_state(args, policy)
     output, trace_writer = _open_outputs(args, resume)
     stamp = resume.stamp if resume is not None else {}
@@ -454,8 +450,9 @@ def run(args: argparse.Namespace) -> int:
             from ..ray.shard import run_from_cli
 
             source = samples() if interactions is None else reader
+            skip = resume.done if resume is not None else None
             summary, still_open = run_from_cli(
-                args, source, default, _policy_options(args), sink, progress
+                args, source, default, _policy_options(args), sink, progress, skip, stopped
             )
         else:
             try:

@@ -10,9 +10,11 @@ returns the records. The driver releases records in dataset order and counts
 them into the same :class:`~interactions_core.runtime.RunSummary`, so records,
 summary and exit codes equal a local run's (timings aside).
 
-Resuming (``--resume``) composes with this: a resumed run filters the
-``(index, sample)`` pairs already recorded before they reach :func:`run_sharded`,
-which keeps each pair's index.
+The driver also expands ``--repeat K`` into episodes (a sample's repeats in a
+row, as a local run plays them) and leaves out the ``(index, repeat)`` episodes
+a resumed run (``--resume``) already has a record of, so a task only ever
+receives episodes to play and a resumed sharded run plays, records and counts
+exactly what a resumed local run does.
 
 A worker process keeps its interactions, policy and event loop between chunks
 (keyed by the run's settings), so a chunk costs one Ray task, not a fresh
@@ -24,8 +26,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from typing import Any
+
+from ..runtime.stats import PASS_SCORE
 
 __all__ = ["RunSettings", "play_chunk", "run_sharded"]
 
@@ -47,8 +51,13 @@ class RunSettings:
         max_assistant_turns: int | None = None,
         max_user_turns: int | None = None,
         timeout: float | None = None,
+        repeat: int = 1,
+        pass_score: float = PASS_SCORE,
     ) -> None:
         from ..runtime.record import _WALL_OFFSET
+
+        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+            raise ValueError(f"repeat must be a positive integer, not {repeat!r}")
 
         self.config = dict(config) if config is not None else None
         self.policy = policy
@@ -58,10 +67,14 @@ class RunSettings:
         self.max_assistant_turns = max_assistant_turns
         self.max_user_turns = max_user_turns
         self.timeout = timeout
+        #: Used by the driver only (it expands repeats and counts pass@k), so not in :meth:`key`.
+        self.repeat = repeat
+        self.pass_score = pass_score
         #: The driver's wall-clock offset: records' start times are rebased onto it.
         self.wall_offset = _WALL_OFFSET
 
     def key(self) -> str:
+        """What a worker's state is built from: chunks of runs with the same key share it."""
         import json
 
         return json.dumps(
@@ -132,8 +145,8 @@ def _set_up(settings: RunSettings) -> _WorkerState:
         ) from None
 
 
-def play_chunk(settings: RunSettings, chunk: list[tuple[int, Mapping[str, Any]]]) -> list[Any]:
-    """Play ``(index, sample)`` pairs; return their records in the same order (a Ray task)."""
+def play_chunk(settings: RunSettings, chunk: list[tuple[int, int, Mapping[str, Any]]]) -> list[Any]:
+    """Play ``(index, repeat, sample)`` episodes; return their records in order (a Ray task)."""
     from ..runtime.record import _WALL_OFFSET
 
     key = settings.key()
@@ -145,11 +158,11 @@ def play_chunk(settings: RunSettings, chunk: list[tuple[int, Mapping[str, Any]]]
     async def play_all() -> list[Any]:
         gate = asyncio.Semaphore(runner.concurrency)
 
-        async def one(index: int, sample: Mapping[str, Any]) -> Any:
+        async def one(index: int, repeat: int, sample: Mapping[str, Any]) -> Any:
             async with gate:
-                return await runner.loop.run(sample, index)
+                return await runner.loop.run(sample, index, repeat)
 
-        return list(await asyncio.gather(*(one(i, s) for i, s in chunk)))
+        return list(await asyncio.gather(*(one(i, r, s) for i, r, s in chunk)))
 
     records = state.loop.run_until_complete(play_all())
     shift = _WALL_OFFSET - settings.wall_offset
@@ -169,7 +182,7 @@ def _stop_on_setup_failure(ray: Any, in_flight: Mapping[Any, Any], exc: Exceptio
         raise WorkerSetupError(str(cause)) from None
 
 
-def _lost_chunk(chunk: list[tuple[int, Any]], exc: BaseException) -> list[Any]:
+def _lost_chunk(chunk: list[tuple[int, int, Any]], exc: BaseException) -> list[Any]:
     """Error records for a chunk whose task failed as a whole (its worker died)."""
     from ..runtime.record import EpisodeRecord
     from ..runtime.samples import sample_id_of
@@ -181,36 +194,69 @@ def _lost_chunk(chunk: list[tuple[int, Any]], exc: BaseException) -> list[Any]:
         f"{type(cause).__name__}: {text}"
     )
     records = []
-    for index, sample in chunk:
-        record = EpisodeRecord(index, sample_id_of(sample, index))
+    for index, repeat, sample in chunk:
+        record = EpisodeRecord(index, sample_id_of(sample, index), repeat)
         record.add_error("ray", error)
         records.append(record)
     return records
 
 
-class _StopOnSigint:
-    """The first Ctrl-C asks the run to stop; a second one interrupts at once."""
+class _StopOnSignal:
+    """The first Ctrl-C or SIGTERM asks the run to stop; a second one interrupts at once.
 
-    def __init__(self) -> None:
+    SIGTERM is what Slurm, Kubernetes and ``docker stop`` send: handled like
+    Ctrl-C, the records already played reach the file and the run can be
+    resumed, as with a local run. ``stopped[0]`` receives 128 + the first
+    signal's number (the CLI's exit code).
+    """
+
+    def __init__(self, stopped: list[int] | None = None) -> None:
         import signal
         import threading
 
         self.requested = False
-        self.previous: Any = None
+        self.stopped = stopped
+        self.previous: dict[int, Any] = {}
         if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._handle)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    self.previous[sig] = signal.signal(sig, self._handle)
+                except (ValueError, OSError):
+                    pass
 
     def _handle(self, signum: int, frame: Any) -> None:
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
+        if self.stopped is not None and not self.stopped[0]:
+            self.stopped[0] = 128 + signum
 
     def restore(self) -> None:
-        if self.previous is not None:
-            import signal
+        import signal
 
-            signal.signal(signal.SIGINT, self.previous)
-            self.previous = None
+        for sig, previous in self.previous.items():
+            signal.signal(sig, previous)
+        self.previous = {}
+
+
+def _episodes(
+    pairs: Iterable[tuple[int, Mapping[str, Any]]],
+    repeat: int,
+    skip: Container[tuple[int, int]] | None,
+) -> Iterator[tuple[int, int, Mapping[str, Any]]]:
+    """``(index, repeat, sample)`` of every episode to play, in the order a local run plays them."""
+    for index, sample in pairs:
+        for r in range(repeat):
+            if skip is None or (index, r) not in skip:
+                yield index, r, sample
+
+
+def _chunks(
+    episodes: Iterator[tuple[int, int, Mapping[str, Any]]], size: int
+) -> Iterator[list[tuple[int, int, Mapping[str, Any]]]]:
+    """Consecutive episodes, ``size`` at a time (the last chunk may be shorter)."""
+    while chunk := list(itertools.islice(episodes, size)):
+        yield chunk
 
 
 def run_sharded(
@@ -224,19 +270,35 @@ def run_sharded(
     workers: int | None = None,
     runtime_env: Mapping[str, Any] | None = None,
     indexed: bool = False,
+    skip: Container[tuple[int, int]] | None = None,
+    stopped: list[int] | None = None,
 ) -> Any:
     """Play ``samples`` on Ray workers; return the :class:`RunSummary` of the whole run.
 
     ``samples`` are mappings, numbered from 0, or with ``indexed=True``
-    ``(index, sample)`` pairs (a resumed run passes the ones still to play).
-    ``on_record`` gets each record in dataset order. ``workers`` is the number of
-    tasks that play at once (default: the cluster's CPUs). Ctrl-C (in the main
-    thread) cancels the tasks in flight, keeps the records already played and
-    returns the summary marked ``interrupted``; a second Ctrl-C stops at once.
+    ``(index, sample)`` pairs. Each sample is played ``settings.repeat`` times;
+    ``skip`` holds the ``(index, repeat)`` keys not to play (a resumed run's
+    finished episodes), like :meth:`Runner.run`'s. When no episode is left to
+    play, no cluster is connected to (or started). ``on_record`` gets each
+    record in dataset order. ``workers`` is the number of tasks that play at
+    once (default: the cluster's CPUs). Ctrl-C or SIGTERM (in the main thread)
+    cancels the tasks in flight, keeps the records already played and returns
+    the summary marked ``interrupted`` (``stopped[0]``, when given, receives
+    128 + the signal's number); a second one stops at once.
     """
     from ..runtime.runner import RunSummary
+    from ..runtime.stats import PromptGroups
     from ._connect import connect
 
+    pairs: Iterable[Any] = iter(samples) if indexed else enumerate(samples)
+    chunks = _chunks(_episodes(pairs, settings.repeat, skip), chunk_size)
+    summary = RunSummary()
+    summary.groups = PromptGroups(settings.repeat, settings.pass_score)
+    summary.records = [] if keep_records else None
+    first = next(chunks, None)
+    if first is None:  # nothing to play (e.g. a finished run resumed): no cluster needed
+        return summary
+    chunks = itertools.chain([first], chunks)
     ray = connect(address)
     if workers is None:
         workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -244,11 +306,8 @@ def run_sharded(
     if runtime_env is not None:
         task = task.options(runtime_env=dict(runtime_env))
     settings_ref = ray.put(settings)
-    pairs: Iterable[Any] = iter(samples) if indexed else enumerate(samples)
-    summary = RunSummary()
-    summary.records = [] if keep_records else None
     window = 2 * workers
-    in_flight: dict[Any, tuple[int, list[tuple[int, Any]]]] = {}
+    in_flight: dict[Any, tuple[int, list[tuple[int, int, Any]]]] = {}
     finished: dict[int, list[Any]] = {}
     next_seq = itertools.count()
     release = 0
@@ -263,12 +322,12 @@ def run_sharded(
             if on_record is not None:
                 on_record(record)
 
-    stop = _StopOnSigint()
+    stop = _StopOnSignal(stopped)
     try:
         while not stop.requested:
             while not exhausted and len(in_flight) < window:
-                chunk: list[tuple[int, Any]] = list(itertools.islice(pairs, chunk_size))
-                if not chunk:
+                chunk = next(chunks, None)
+                if chunk is None:
                     exhausted = True
                     break
                 in_flight[task.remote(settings_ref, chunk)] = (next(next_seq), chunk)
@@ -307,10 +366,16 @@ def run_from_cli(
     policy_options: Mapping[str, Any],
     output: Any = None,
     progress: Any = None,
+    skip: Container[tuple[int, int]] | None = None,
+    stopped: list[int] | None = None,
 ) -> tuple[Any, int]:
     """The ``--ray`` branch of ``interactions run``: settings from the arguments, then shard.
 
-    Returns ``(summary, still_open)`` like the local branch (sessions live in the
+    ``output`` is the run's record sink (the same one a local run writes
+    through, which stamps records for ``--resume``); ``skip`` holds the
+    ``(index, repeat)`` keys a resumed run does not play again; ``stopped[0]``
+    receives 128 + the number of a stop signal, as in the local branch. Returns
+    ``(summary, still_open)`` like the local branch (sessions live in the
     workers, which finalize each one before returning its record).
     """
     from ..errors import ConfigError
@@ -339,6 +404,8 @@ def run_from_cli(
         max_assistant_turns=args.max_assistant_turns,
         max_user_turns=args.max_user_turns,
         timeout=args.timeout,
+        repeat=args.repeat,
+        pass_score=args.pass_score,
     )
     done = [0, 0]
 
@@ -357,5 +424,33 @@ def run_from_cli(
         # $RAY_ADDRESS (set inside a Ray job) names the cluster; else "local" starts a
         # new one even when a cluster started by 'ray start' runs on this machine
         address = os.environ.get("RAY_ADDRESS") or "local"
-    summary = run_sharded(source, settings, address=address, on_record=on_record)
+    try:
+        summary = run_sharded(
+            source, settings, address=address, on_record=on_record, skip=skip, stopped=stopped
+        )
+    except BaseException:
+        if not args.resume:
+            _remove_if_unused(getattr(output, "output", None))
+        raise
     return summary, 0
+
+
+def _remove_if_unused(writer: Any) -> None:
+    """Remove the new ``--output`` of a run that failed before its first record.
+
+    A cluster that cannot be reached, or a worker that cannot set up the run,
+    stops it before anything is written; without the empty file left behind,
+    the corrected command can be rerun as it is (no ``--overwrite`` needed).
+    Only an empty regular file is removed, never a device such as ``/dev/null``.
+    """
+    import os
+    import stat
+
+    if writer is None or writer.lines:
+        return
+    try:
+        info = os.lstat(writer.path)
+        if stat.S_ISREG(info.st_mode) and info.st_size == 0:
+            os.remove(writer.path)
+    except OSError:
+        pass

@@ -2,7 +2,8 @@
 
 Python blocks share one namespace holding ``address`` and ``plugin_dir`` (as the
 page says); the YAML block is the ``pooled.yaml`` the next block loads; shell
-blocks run with ``$RAY_HEAD`` set, from the repository root.
+blocks run with ``$RAY_HEAD`` set, in a scratch folder that links ``examples``
+from the repository root (so the files they write land there).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def blocks() -> list[tuple[str, str]]:
 
 def test_the_page_has_the_snippets_this_test_runs() -> None:
     kinds = [lang for lang, _ in blocks()]
-    assert kinds.count("python") == 3 and kinds.count("yaml") == 1 and kinds.count("bash") == 2
+    assert kinds.count("python") == 3 and kinds.count("yaml") == 1 and kinds.count("bash") == 3
     assert set(kinds) <= {"python", "yaml", "bash", ""}  # "" = sample output, not run
 
 
@@ -60,6 +61,7 @@ def test_every_snippet_runs(address: str, tmp_path: Path, monkeypatch: pytest.Mo
     env = dict(os.environ, RAY_HEAD=address)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     printed = io.StringIO()
+    messages = io.StringIO()  # the shell blocks' stderr
     ran = []
     try:
         for lang, code in blocks():
@@ -71,7 +73,7 @@ def test_every_snippet_runs(address: str, tmp_path: Path, monkeypatch: pytest.Mo
             elif lang == "bash":
                 proc = subprocess.run(
                     ["bash", "-euo", "pipefail", "-c", code],
-                    cwd=ROOT,
+                    cwd=work,
                     env=env,
                     capture_output=True,
                     text=True,
@@ -79,6 +81,7 @@ def test_every_snippet_runs(address: str, tmp_path: Path, monkeypatch: pytest.Mo
                 )
                 assert proc.returncode == 0, (code, proc.stdout, proc.stderr)
                 printed.write(proc.stdout)
+                messages.write(proc.stderr)
             else:
                 continue
             ran.append(lang)
@@ -94,6 +97,14 @@ def test_every_snippet_runs(address: str, tmp_path: Path, monkeypatch: pytest.Mo
     # the pooled run and the sharded run give the demo's known summary
     assert "episodes          11  (11 ok, 0 errored)" in out, out
     assert "terminated        9 (81.8%)" in out
-    summary = json.loads(out[out.index('{\n  "episodes"') :])
+    summary, _ = json.JSONDecoder().raw_decode(out[out.index('{\n  "episodes"') :])
     assert (summary["episodes"], summary["terminated"], summary["errors"]) == (11, 9, 0)
-    assert ran == ["python", "python", "bash", "yaml", "python", "bash"]
+    # the resumed sharded run played the 7 episodes without a record, then summed up all 11
+    assert "resumed records.jsonl: 4 episode(s) from earlier runs, 7 played now" in (
+        messages.getvalue()
+    )
+    assert out.count("episodes          11  (11 ok, 0 errored)") == 2  # pooled, resumed
+    assert out.rstrip().endswith("11")  # wc -l: one record per episode
+    records = [json.loads(line) for line in (work / "records.jsonl").read_text().splitlines()]
+    assert sorted(r["index"] for r in records) == list(range(11))
+    assert ran == ["python", "python", "bash", "yaml", "python", "bash", "bash"]

@@ -196,5 +196,28 @@ def test_a_worker_without_the_plugin_stops_the_run_with_one_clear_error(
     assert "could not set up the run" in proc.stderr
     assert "'sleepy'" in proc.stderr and "interactions ray check" in proc.stderr
     assert "Traceback" not in proc.stderr
-    # no error record per sample: the run stopped before playing any
-    assert not out.exists() or out.read_text(encoding="utf-8") == ""
+    # no error record per sample: the run stopped before playing any, and the new
+    # --output it had opened is gone, so the corrected command runs as it is
+    assert not out.exists()
+
+
+def test_a_cluster_that_cannot_be_reached_leaves_no_output_behind(
+    address: str, tmp_path: Path
+) -> None:
+    config = ROOT / "examples" / "config.yaml"
+    data = ROOT / "examples" / "gsm8k_demo.jsonl"
+    out = tmp_path / "out.jsonl"
+    base = ("run", str(config), "--data", str(data), "--output", str(out))
+    code, _, err = cli(*base, "--ray", "127.0.0.1:1")  # nothing listens on port 1
+    assert code == 1 and "no Ray cluster could be reached" in err and "Traceback" not in err
+    assert not out.exists()
+    code, _, err = cli(*base, "--ray", address)  # the corrected command, as it is
+    assert code == 0, err
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 11
+    # a resumed file is never removed, even when the cluster cannot be reached
+    out.write_text("", encoding="utf-8")
+    code, _, err = cli(*base, "--resume", "--ray", "127.0.0.1:1")
+    assert code == 1 and out.exists()
+    # nor is a device given as --output
+    code, _, err = cli(*base[:-1], os.devnull, "--ray", "127.0.0.1:1")
+    assert code == 1 and os.path.exists(os.devnull)
