@@ -294,8 +294,22 @@ def interactions_commands(script: str) -> list[list[str]]:
             except ValueError:
                 continue
             if words and Path(words[0]).name == "interactions":
-                found.append(words)
+                found.append(_without_redirections(words))
     return found
+
+
+def _without_redirections(words: list[str]) -> list[str]:
+    """The command's own words: a shell redirection (``> FILE``, ``2>&1``) is the shell's."""
+    out: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif re.fullmatch(r"\d?>>?|<", word):
+            skip = True  # the redirection's target follows
+        elif not re.fullmatch(r"\d?>>?\S+|\d?>&\d|<\S+", word):
+            out.append(word)
+    return out
 
 
 def benchmark_commands(script: str) -> list[list[str]]:
