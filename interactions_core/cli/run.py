@@ -320,28 +320,11 @@ def _warn_without_limit(policy_cls: Any, args: argparse.Namespace) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    import asyncio
-
+def _interactions_and_policy(args: argparse.Namespace, registry: Any) -> tuple[Any, Any, Any]:
+    """The config's interactions (``None`` without a config), its default, and the policy."""
     from ..errors import ConfigError, ConflictError
-    from ..registry import get_registry
-    from ..runtime.datasets import SampleReader, refuse_existing
     from ..runtime.policies import create_policy, get_policy_class
-    from ..runtime.runner import Runner
-    from ..runtime.samples import interaction_kwargs_of
-    from ..runtime.trace import tracing
 
-    if args.list_policies:
-        return _list_policies(args.json)
-    if not args.data:
-        raise ConfigError(["--data FILE is required (the samples to run)"])
-    _check_paths(args)
-    reader = SampleReader(args.data, strict=args.strict, limit=args.limit, format=args.format)
-    resuming = args.resume or args.retry_errors
-    for path in (args.output, args.trace, args.report):
-        if path and not (resuming and path != args.report):
-            refuse_existing(path, args.overwrite)
-    registry = get_registry()
     interactions: dict[str, Any] | None = None
     default = None
     if args.config:
@@ -368,6 +351,123 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     policy = create_policy(policy_cls, _policy_options(args), name=args.policy)
     _warn_without_limit(policy_cls, args)
+    return interactions, default, policy
+
+
+def _outcome(
+    args: argparse.Namespace,
+    summary: Any,
+    still_open: int,
+    reader: Any,
+    resume: Any,
+    report: Any,
+    watch: list[Any],
+    stopped: list[int],
+    unrouted: int,
+) -> int:
+    """Print the summary and what the user should know; return the exit code."""
+    if resume is not None:
+        resume.complete(summary)
+        if resume.state is not None:
+            sys.stderr.write(
+                f"interactions: resumed {args.output}: {resume.resumed} episode(s) from earlier "
+                f"runs, {summary.episodes - resume.resumed} played now\n"
+            )
+    summary.skipped_rows = reader.skipped
+    if report is not None and report.seen:
+        from ..report import write_report
+
+        write_report([report], args.report)
+    if args.json:
+        from ._output import print_json
+
+        document = summary.as_dict()
+        if watch and watch[0].blocks:  # plugin methods that blocked the event loop
+            document["blocking"] = {
+                name: {"times": times, "longest_s": round(longest, 3)}
+                for name, (times, longest) in sorted(watch[0].blocks.items())
+            }
+        print_json(document)
+    else:
+        print(summary.format())
+    return _tell(args, summary, still_open, reader, watch, stopped, unrouted)
+
+
+def _tell(
+    args: argparse.Namespace,
+    summary: Any,
+    still_open: int,
+    reader: Any,
+    watch: list[Any],
+    stopped: list[int],
+    unrouted: int,
+) -> int:
+    """On stderr: bad rows, blocking plugins, a stop or the errors; return the exit code."""
+    err = sys.stderr
+    if reader.bad_rows:
+        err.write(f"skipped {reader.skipped} bad row{'s' if reader.skipped != 1 else ''}:\n")
+        for bad in reader.bad_rows[:10]:
+            err.write(f"  {bad}\n")
+        if reader.skipped > 10:
+            err.write(f"  ... and {reader.skipped - 10} more\n")
+    if unrouted:
+        err.write(
+            f"note: no CONFIG was given, so {unrouted} sample(s) with interaction_kwargs "
+            "ran as single-turn episodes without their interaction\n"
+        )
+    if watch:
+        for line in watch[0].report():
+            err.write(f"interactions: warning: {line}\n")
+        if watch[0].blocks:
+            from ..runtime.watchdog import BLOCKING_ADVICE
+
+            err.write(f"  ({BLOCKING_ADVICE})\n")
+    if summary.interrupted or stopped[0]:
+        where = f"; records are in {args.output}" if args.output else ""
+        how = "terminated" if stopped[0] == 143 else "interrupted"
+        err.write(
+            f"interactions: {how} after {summary.episodes} episode(s); open sessions "
+            f"finalized ({still_open} left open){where}\n"
+        )
+        if args.output:
+            err.write("  (continue with the same command and --resume)\n")
+        return stopped[0] or 130
+    if summary.errors:
+        err.write(
+            f"interactions: {summary.errors} of {summary.episodes} episode(s) errored"
+            + (f" (records with 'errors' in {args.output})" if args.output else "")
+            + ":\n"
+        )
+        for example in summary.error_examples:
+            err.write(
+                f"  sample {example['sample_id']!r}: {example['where']}: {example['message']}\n"
+            )
+        return 1
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from ..errors import ConfigError
+    from ..registry import get_registry
+    from ..runtime.datasets import SampleReader, refuse_existing
+    from ..runtime.runner import Runner
+    from ..runtime.samples import interaction_kwargs_of
+    from ..runtime.trace import tracing
+
+    if args.list_policies:
+        return _list_policies(args.json)
+    if not args.data:
+        raise ConfigError(["--data FILE is required (the samples to run)"])
+    _check_paths(args)
+    reader = SampleReader(args.data, strict=args.strict, limit=args.limit, format=args.format)
+    resuming = args.resume or args.retry_errors
+    for path in (args.output, args.trace, args.report):
+        if path and not (resuming and path != args.report):
+            refuse_existing(path, args.overwrite)
+    registry = get_registry()
+    interactions, default, policy = _interactions_and_policy(args, registry)
 
     unrouted = [0]
 
@@ -476,71 +576,17 @@ def run(args: argparse.Namespace) -> int:
         finally:
             if trace_writer is not None:
                 trace_writer.close()
-    if resume is not None:
-        resume.complete(summary)
-        if resume.state is not None:
-            sys.stderr.write(
-                f"interactions: resumed {args.output}: {resume.resumed} episode(s) from earlier "
-                f"runs, {summary.episodes - resume.resumed} played now\n"
-            )
-    summary.skipped_rows = reader.skipped
-    if report is not None and report.seen:
-        from ..report import write_report
-
-        write_report([report], args.report)
-    if args.json:
-        from ._output import print_json
-
-        document = summary.as_dict()
-        if watch and watch[0].blocks:  # plugin methods that blocked the event loop
-            document["blocking"] = {
-                name: {"times": times, "longest_s": round(longest, 3)}
-                for name, (times, longest) in sorted(watch[0].blocks.items())
-            }
-        print_json(document)
-    else:
-        print(summary.format())
-    err = sys.stderr
-    if reader.bad_rows:
-        err.write(f"skipped {reader.skipped} bad row{'s' if reader.skipped != 1 else ''}:\n")
-        for bad in reader.bad_rows[:10]:
-            err.write(f"  {bad}\n")
-        if reader.skipped > 10:
-            err.write(f"  ... and {reader.skipped - 10} more\n")
-    if interactions is None and unrouted[0]:
-        err.write(
-            f"note: no CONFIG was given, so {unrouted[0]} sample(s) with interaction_kwargs "
-            "ran as single-turn episodes without their interaction\n"
-        )
-    if watch:
-        for line in watch[0].report():
-            err.write(f"interactions: warning: {line}\n")
-        if watch[0].blocks:
-            from ..runtime.watchdog import BLOCKING_ADVICE
-
-            err.write(f"  ({BLOCKING_ADVICE})\n")
-    if summary.interrupted or stopped[0]:
-        where = f"; records are in {args.output}" if args.output else ""
-        how = "terminated" if stopped[0] == 143 else "interrupted"
-        err.write(
-            f"interactions: {how} after {summary.episodes} episode(s); open sessions "
-            f"finalized ({still_open} left open){where}\n"
-        )
-        if args.output:
-            err.write("  (continue with the same command and --resume)\n")
-        return stopped[0] or 130
-    if summary.errors:
-        err.write(
-            f"interactions: {summary.errors} of {summary.episodes} episode(s) errored"
-            + (f" (records with 'errors' in {args.output})" if args.output else "")
-            + ":\n"
-        )
-        for example in summary.error_examples:
-            err.write(
-                f"  sample {example['sample_id']!r}: {example['where']}: {example['message']}\n"
-            )
-        return 1
-    return 0
+    return _outcome(
+        args,
+        summary,
+        still_open,
+        reader,
+        resume,
+        report,
+        watch,
+        stopped,
+        unrouted[0] if interactions is None else 0,
+    )
 
 
 class _Sink:
