@@ -61,6 +61,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "to say. Prints a summary; exits 1 when any episode errored, 130 when interrupted "
         "(Ctrl-C), 143 when terminated (SIGTERM).",
     )
+    _input_options(p)
+    _policy_and_limit_options(p)
+    _output_and_control_options(p)
+    p.set_defaults(run=run)
+
+
+def _input_options(p: argparse.ArgumentParser) -> None:
+    """The config, the samples and how they are read."""
     p.add_argument(
         "config",
         metavar="CONFIG",
@@ -83,6 +91,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="a policy option (repeatable); VALUE is read as JSON when it parses, else as text",
     )
+
+
+def _policy_and_limit_options(p: argparse.ArgumentParser) -> None:
+    """The model side, how many episodes at once, and the turn limits."""
     p.add_argument("--model", help="shortcut for --policy-option model=NAME (openai)")
     p.add_argument("--base-url", help="shortcut for --policy-option base_url=URL (openai)")
     p.add_argument(
@@ -124,6 +136,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="interaction for samples whose interaction_kwargs has no name (overrides "
         "the config's 'default:')",
     )
+
+
+def _output_and_control_options(p: argparse.ArgumentParser) -> None:
+    """Where records, traces and reports go, and how the run is shown and stopped."""
     p.add_argument("--output", metavar="FILE", help="write one JSON record per episode")
     p.add_argument("--trace", metavar="FILE", help="write a JSONL trace of every session event")
     p.add_argument(
@@ -165,7 +181,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="shard the episodes over Ray workers: the cluster at ADDRESS (HOST:PORT or "
         "'auto'), else a new local one; put it after CONFIG (docs/ray.md)",
     )
-    p.set_defaults(run=run)
 
 
 def _duration(seconds: float) -> str:
