@@ -56,121 +56,120 @@ def read_yaml(text: str, source: str = "<config>") -> tuple[Any, Lines]:
             node = loader.get_single_node()
         finally:
             loader.dispose()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = f"{source}:{mark.line + 1}" if mark else source
-        raise ConfigError([f"{line}: invalid YAML: {exc.problem or exc.context}"]) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError([f"{source}: invalid YAML: {exc}"]) from None
+        if node is None:
+            return None, {}
+        converter = _Converter(source)
+        return converter.value(node, (), 0), converter.lines
     except RecursionError:
         raise ConfigError([f"{source}: YAML nested too deeply"]) from None
-    if node is None:
-        return None, {}
-    lines: Lines = {}
-    memo: dict[int, Any] = {}
-    constructor = yaml.constructor.SafeConstructor()
-    merged = [0]  # values copied by '<<' merges, bounded like an alias expansion
+    except yaml.YAMLError as exc:  # a syntax error, or e.g. a '<<' merge of a scalar
+        raise _invalid(exc, source) from None
+
+
+def _invalid(exc: Any, source: str) -> ConfigError:
+    """PyYAML's error as a :class:`ConfigError` at its line."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if hasattr(exc, "problem_mark"):
+        line = f"{source}:{mark.line + 1}" if mark else source
+        return ConfigError([f"{line}: invalid YAML: {exc.problem or exc.context}"])
+    return ConfigError([f"{source}: invalid YAML: {exc}"])
+
+
+def _refuse_tag(where: str, tag: str) -> ConfigError:
+    return ConfigError(
+        [f"{where}: YAML tag {tag!r} is not allowed; configs are plain data (no Python objects)"]
+    )
+
+
+class _Converter:
+    """Turns PyYAML's node graph into plain data, converting each node once.
+
+    Aliased nodes are shared (``memo``), so an alias bomb costs what its text
+    costs; ``<<`` merges are counted against :data:`MAX_EXPANDED_VALUES`.
+    """
+
+    def __init__(self, source: str) -> None:
+        import yaml
+
+        self.source = source
+        self.lines: Lines = {}
+        self.memo: dict[int, Any] = {}
+        self.constructor = yaml.constructor.SafeConstructor()
+        self.merged = 0  # values copied by '<<' merges, bounded like an alias expansion
+
+    def where(self, node: Any) -> str:
+        return f"{self.source}:{node.start_mark.line + 1}"
+
+    def value(self, node: Any, path: tuple[Any, ...], depth: int) -> Any:
+        import yaml
+
+        if depth > 100:
+            raise ConfigError([f"{self.where(node)}: YAML nested too deeply"])
+        self.lines.setdefault(path, node.start_mark.line + 1)
+        if id(node) in self.memo:
+            return self.memo[id(node)]
+        if isinstance(node, yaml.MappingNode):
+            return self.mapping(node, path, depth)
+        if isinstance(node, yaml.SequenceNode):
+            if node.tag != _SEQ_TAG:
+                raise _refuse_tag(self.where(node), node.tag)
+            seq: list[Any] = []
+            self.memo[id(node)] = seq
+            seq.extend(self.value(item, (*path, i), depth + 1) for i, item in enumerate(node.value))
+            return seq
+        if node.tag not in _PLAIN_TAGS:
+            raise _refuse_tag(self.where(node), node.tag)
+        try:
+            value = self.constructor.construct_object(node)
+        except (yaml.YAMLError, ValueError, TypeError) as exc:
+            raise ConfigError([f"{self.where(node)}: invalid value: {exc}"]) from None
+        self.memo[id(node)] = value
+        return value
+
+    def mapping(self, node: Any, path: tuple[Any, ...], depth: int) -> dict[Any, Any]:
+        if node.tag != _MAP_TAG:
+            raise _refuse_tag(self.where(node), node.tag)
+        out: dict[Any, Any] = {}
+        self.memo[id(node)] = out
+        own: set[Any] = set()
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                self.merge(out, own, value_node, path, depth)
+                continue
+            key = self.value(key_node, (*path, "<key>"), depth + 1)
+            at = self.where(key_node)
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                raise ConfigError([f"{at}: mapping keys must be plain scalars"])
+            if key in own:
+                raise ConfigError([f"{at}: duplicate key {short_repr(key)}"])
+            own.add(key)  # an explicit key overrides a merged one (YAML's merge rule)
+            # A problem with a key points at the key's line, not at the block below it.
+            self.lines.setdefault((*path, key), key_node.start_mark.line + 1)
+            out[key] = self.value(value_node, (*path, key), depth + 1)
+        return out
 
     def merge(
-        out: dict[Any, Any], own: set[Any], value_node: Any, path: tuple[Any, ...], depth: int
+        self, out: dict[Any, Any], own: set[Any], value_node: Any, path: tuple[Any, ...], depth: int
     ) -> None:
         """Apply a ``<<`` merge key: earlier mappings win, explicit keys override."""
-        where = f"{source}:{value_node.start_mark.line + 1}"
+        import yaml
+
+        where = self.where(value_node)
         sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
         for src in sources:
             if not isinstance(src, yaml.MappingNode):
                 raise ConfigError(
                     [f"{where}: invalid YAML: a '<<' merge needs a mapping or a list of mappings"]
                 )
-            items = convert(src, (*path, "<<"), depth + 1)
-            merged[0] += len(items)
-            if merged[0] > MAX_EXPANDED_VALUES:
+            items = self.value(src, (*path, "<<"), depth + 1)
+            self.merged += len(items)
+            if self.merged > MAX_EXPANDED_VALUES:
                 raise ConfigError(
                     [f"{where}: YAML merge keys expand this document too far (a YAML bomb?)"]
                 )
             for key, value in items.items():
                 if key not in out and key not in own:
                     out[key] = value
-
-    def convert(node: Any, path: tuple[Any, ...], depth: int) -> Any:
-        if depth > 100:
-            raise ConfigError([f"{source}:{node.start_mark.line + 1}: YAML nested too deeply"])
-        lines.setdefault(path, node.start_mark.line + 1)
-        if id(node) in memo:
-            return memo[id(node)]
-        where = f"{source}:{node.start_mark.line + 1}"
-        if isinstance(node, yaml.MappingNode):
-            if node.tag != _MAP_TAG:
-                raise ConfigError(
-                    [
-                        f"{where}: YAML tag {node.tag!r} is not allowed; "
-                        "configs are plain data (no Python objects)"
-                    ]
-                )
-            out: dict[Any, Any] = {}
-            memo[id(node)] = out
-            own: set[Any] = set()
-            for key_node, value_node in node.value:
-                if key_node.tag == _MERGE_TAG:
-                    merge(out, own, value_node, path, depth)
-                    continue
-                key = convert(key_node, (*path, "<key>"), depth + 1)
-                if not isinstance(key, (str, int, float, bool)) and key is not None:
-                    raise ConfigError(
-                        [
-                            f"{source}:{key_node.start_mark.line + 1}: "
-                            f"mapping keys must be plain scalars"
-                        ]
-                    )
-                if key in own:
-                    raise ConfigError(
-                        [
-                            f"{source}:{key_node.start_mark.line + 1}: "
-                            f"duplicate key {short_repr(key)}"
-                        ]
-                    )
-                own.add(key)  # an explicit key overrides a merged one (YAML's merge rule)
-                # A problem with a key points at the key's line, not at the block below it.
-                lines.setdefault((*path, key), key_node.start_mark.line + 1)
-                out[key] = convert(value_node, (*path, key), depth + 1)
-            return out
-        if isinstance(node, yaml.SequenceNode):
-            if node.tag != _SEQ_TAG:
-                raise ConfigError(
-                    [
-                        f"{where}: YAML tag {node.tag!r} is not allowed; "
-                        "configs are plain data (no Python objects)"
-                    ]
-                )
-            seq: list[Any] = []
-            memo[id(node)] = seq
-            seq.extend(convert(item, (*path, i), depth + 1) for i, item in enumerate(node.value))
-            return seq
-        if node.tag not in _PLAIN_TAGS:
-            raise ConfigError(
-                [
-                    f"{where}: YAML tag {node.tag!r} is not allowed; "
-                    "configs are plain data (no Python objects)"
-                ]
-            )
-        try:
-            value = constructor.construct_object(node)
-        except (yaml.YAMLError, ValueError, TypeError) as exc:
-            raise ConfigError([f"{where}: invalid value: {exc}"]) from None
-        memo[id(node)] = value
-        return value
-
-    try:
-        data = convert(node, (), 0)
-    except RecursionError:
-        raise ConfigError([f"{source}: YAML nested too deeply"]) from None
-    except yaml.MarkedYAMLError as exc:  # e.g. a '<<' merge of something not a mapping
-        mark = exc.problem_mark or exc.context_mark
-        line = f"{source}:{mark.line + 1}" if mark else source
-        raise ConfigError([f"{line}: invalid YAML: {exc.problem or exc.context}"]) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError([f"{source}: invalid YAML: {exc}"]) from None
-    return data, lines
 
 
 def check_expansion(root: Any, where: str) -> None:
