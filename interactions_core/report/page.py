@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import Any
 
@@ -230,6 +230,12 @@ def _duration_bins(runs: Sequence[RunData]) -> tuple[list[str], list[list[float]
 
 
 def _charts(runs: Sequence[RunData]) -> str:
+    """Every chart of the page: the curves per interaction, then the shares per run."""
+    return '<div class="charts">' + "".join(_curve_charts(runs) + _share_charts(runs)) + "</div>"
+
+
+def _curve_charts(runs: Sequence[RunData]) -> list[str]:
+    """Solved by turn k and mean score by turn, one line per interaction of each run."""
     names = _series_names(runs)
     colours = [PALETTE[k % len(PALETTE)] for k in range(len(names))]
     legend = _legend([label for _, _, label in names])
@@ -241,7 +247,7 @@ def _charts(runs: Sequence[RunData]) -> str:
         (label, colours[k], runs[i].stats.groups[name].score_by_turn())
         for k, (i, name, label) in enumerate(names)
     ]
-    out = [
+    return [
         _figure(
             "solved",
             "Solved by turn k (cumulative share of scored episodes)",
@@ -264,80 +270,58 @@ def _charts(runs: Sequence[RunData]) -> str:
             legend,
         ),
     ]
+
+
+def _share_charts(runs: Sequence[RunData]) -> list[str]:
+    """End reasons, assistant turns and durations as shares of each run's episodes."""
     run_colours = [PALETTE[i % len(PALETTE)] for i in range(len(runs))]
     run_legend = _legend([r.label for r in runs]) if len(runs) > 1 else ""
+
+    def shares(keys: list[Any], counts: Callable[[RunData], Mapping[Any, int]]) -> list[Any]:
+        return [
+            (
+                run.label,
+                run_colours[i],
+                [counts(run).get(k, 0) / run.stats.total.episodes for k in keys],
+            )
+            for i, run in enumerate(runs)
+        ]
+
+    def bars(slug: str, title: str, name: str, labels: list[str], series: Any, x: str) -> str:
+        chart = bar_chart(name, labels, series, x_label=x, y_label="episodes", percent=True)
+        return _figure(slug, title, chart, run_legend)
+
     reasons = [r for r in END_REASONS if any(run.stats.total.end_reasons.get(r) for run in runs)]
-    out.append(
-        _figure(
-            "end-reasons",
-            "End reasons (share of episodes)",
-            bar_chart(
-                "end reasons",
-                reasons,
-                [
-                    (
-                        run.label,
-                        run_colours[i],
-                        [
-                            run.stats.total.end_reasons.get(r, 0) / run.stats.total.episodes
-                            for r in reasons
-                        ],
-                    )
-                    for i, run in enumerate(runs)
-                ],
-                x_label="end reason",
-                y_label="episodes",
-                percent=True,
-            ),
-            run_legend,
-        )
-    )
     most = max((max(run.stats.total.turns, default=0) for run in runs), default=0)
     turn_values = list(range(0 if any(0 in r.stats.total.turns for r in runs) else 1, most + 1))
-    out.append(
-        _figure(
+    labels, duration_shares = _duration_bins(runs)
+    durations = [(run.label, run_colours[i], duration_shares[i]) for i, run in enumerate(runs)]
+    return [
+        bars(
+            "end-reasons",
+            "End reasons (share of episodes)",
+            "end reasons",
+            reasons,
+            shares(reasons, lambda run: run.stats.total.end_reasons),
+            "end reason",
+        ),
+        bars(
             "turns",
             "Assistant turns per episode (share of episodes)",
-            bar_chart(
-                "assistant turns",
-                [str(t) for t in turn_values],
-                [
-                    (
-                        run.label,
-                        run_colours[i],
-                        [
-                            run.stats.total.turns.get(t, 0) / run.stats.total.episodes
-                            for t in turn_values
-                        ],
-                    )
-                    for i, run in enumerate(runs)
-                ],
-                x_label="assistant turns",
-                y_label="episodes",
-                percent=True,
-            ),
-            run_legend,
-        )
-    )
-    labels, shares = _duration_bins(runs)
-    out.append(
-        _figure(
+            "assistant turns",
+            [str(t) for t in turn_values],
+            shares(turn_values, lambda run: run.stats.total.turns),
+            "assistant turns",
+        ),
+        bars(
             "duration",
             "Episode duration (share of episodes)",
-            bar_chart(
-                "episode duration",
-                labels,
-                [(run.label, run_colours[i], shares[i]) for i, run in enumerate(runs)]
-                if labels
-                else [],
-                x_label="wall-clock time per episode",
-                y_label="episodes",
-                percent=True,
-            ),
-            run_legend,
-        )
-    )
-    return '<div class="charts">' + "".join(out) + "</div>"
+            "episode duration",
+            labels,
+            durations if labels else [],
+            "wall-clock time per episode",
+        ),
+    ]
 
 
 def _interaction_rows(runs: Sequence[RunData]) -> list[list[str]]:
