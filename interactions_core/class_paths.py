@@ -62,6 +62,23 @@ def _refuse_disabled_class(
         )
 
 
+def _trusted_parts(path: str, selection: Selection | None) -> tuple[str, str]:
+    """``(module, attribute)`` of ``path``, after the checks that need no import."""
+    if os.environ.get(CLASS_PATHS_VAR, "").strip().lower() in ("1", "true", "yes", "on"):
+        raise TrustError(
+            f"dotted class path {path!r} refused: dotted class paths are turned off "
+            f"({CLASS_PATHS_VAR}=1 or --no-class-paths). Install the "
+            "interaction as a plugin and refer to it by name, or allow dotted paths."
+        )
+    module_name, dot, attr = path.rpartition(".")
+    if not dot or not module_name or not attr:
+        raise PluginLoadError(f"class_name {path!r} must be a dotted path 'package.module.Class'")
+    reason = (selection or Selection.from_env()).excluded(path, module_name.split(".")[0])
+    if reason is not None:
+        raise DisabledError(f"dotted class path {path!r} is {reason}")
+    return module_name, attr
+
+
 def load_class_path(
     path: str,
     selection: Selection | None = None,
@@ -80,18 +97,7 @@ def load_class_path(
     with a :class:`~interactions_core.errors.LegacyInteractionWarning` naming the
     problems.
     """
-    if os.environ.get(CLASS_PATHS_VAR, "").strip().lower() in ("1", "true", "yes", "on"):
-        raise TrustError(
-            f"dotted class path {path!r} refused: dotted class paths are turned off "
-            f"({CLASS_PATHS_VAR}=1 or --no-class-paths). Install the "
-            "interaction as a plugin and refer to it by name, or allow dotted paths."
-        )
-    module_name, dot, attr = path.rpartition(".")
-    if not dot or not module_name or not attr:
-        raise PluginLoadError(f"class_name {path!r} must be a dotted path 'package.module.Class'")
-    reason = (selection or Selection.from_env()).excluded(path, module_name.split(".")[0])
-    if reason is not None:
-        raise DisabledError(f"dotted class path {path!r} is {reason}")
+    module_name, attr = _trusted_parts(path, selection)
     disabled = _disabled_targets(registry)
     _refuse_disabled_class(path, module_name, attr, disabled)
     from .plugins import import_target
