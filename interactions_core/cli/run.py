@@ -276,7 +276,7 @@ def _list_policies(as_json: bool) -> int:
 def _check_paths(args: argparse.Namespace) -> None:
     """Refuse, before anything is written, outputs that would destroy an input or each other."""
     from ..errors import ConfigError
-    from ..runtime.datasets import is_special_file, same_file
+    from ..runtime.writers import is_special_file, same_file
 
     inputs = [("--data", args.data)] + ([("CONFIG", args.config)] if args.config else [])
     named = (("--output", args.output), ("--trace", args.trace), ("--report", args.report))
@@ -466,10 +466,11 @@ def run(args: argparse.Namespace) -> int:
 
     from ..errors import ConfigError
     from ..registry import get_registry
-    from ..runtime.datasets import SampleReader, refuse_existing
+    from ..runtime.datasets import SampleReader
     from ..runtime.runner import Runner
     from ..runtime.samples import interaction_kwargs_of
     from ..runtime.trace import tracing
+    from ..runtime.writers import refuse_existing
 
     if args.list_policies:
         return _list_policies(args.json)
@@ -702,8 +703,8 @@ def _open_outputs(args: argparse.Namespace, resume: _Resume | None) -> tuple[Any
     """Open ``--output`` and ``--trace``; when one fails, the other is not left behind."""
     import os
 
-    from ..runtime.datasets import LineWriter
     from ..runtime.trace import TraceWriter
+    from ..runtime.writers import LineWriter
 
     appending = bool(args.resume)
     opened: list[Any] = []

@@ -32,7 +32,7 @@ Example::
 
 from __future__ import annotations
 
-from .datasets import LineWriter, SampleReader, write_rows
+from .datasets import SampleReader
 from .episode import EpisodeLoop
 from .errors import DatasetError, InteractionCallError, PolicyError, SampleError
 from .observers import Observers
@@ -41,6 +41,7 @@ from .policies.replay import ReplayPolicy
 from .record import END_REASONS, EpisodeRecord
 from .runner import Runner, RunSummary, run_episodes
 from .session import Session, SessionTracker
+from .writers import LineWriter, write_rows
 
 __all__ = [
     "END_REASONS",

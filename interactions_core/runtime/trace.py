@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..hookspecs import hookimpl
-from .datasets import LineWriter
+from .writers import LineWriter
 
 __all__ = ["TraceWriter", "tracing"]
 
