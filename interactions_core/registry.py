@@ -31,7 +31,8 @@ from .errors import (
     PluginLoadError,
     UnknownInteractionError,
 )
-from .selection import Selection, normalize
+from .hook_index import hook_entries
+from .selection import Selection
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # ``typing`` is not imported at run time: this module is on the warm path
@@ -120,7 +121,7 @@ class Registry:
         def complete(payload: dict) -> None:
             # Learn what the allowed hook plugins register while the index is built.
             builder = cls(payload, save_index=False)
-            builder._hook_entries()
+            hook_entries(builder)
             hosts.append(builder._host)
 
         registry = cls(discovery.load_index(use_cache, complete), save_index=use_cache)
@@ -168,75 +169,12 @@ class Registry:
     def _plugin_records(self) -> list[dict]:
         return [r for r in self.index["entries"] if r["group"] == discovery.PLUGINS_GROUP]
 
-    def _hook_entries(self) -> list[Entry]:
-        """Interactions registered by hook plugins: cached, or collected and cached now."""
-        plugin_id = discovery.plugin_id
-        out: list[Entry] = []
-        hooks: dict = self.index.setdefault("hooks", {})
-        changed = False
-        for record in self._plugin_records():
-            pid = plugin_id(record)
-            cached = hooks.get(pid)
-            provides = tuple(n[0] for n in (cached or {}).get("names", []))
-            reason = self.selection.plugin_excluded((record["name"], record["dist"], pid), provides)
-            if cached is None and reason is None:
-                cached = self._collect_hook_names(pid)
-                hooks[pid] = cached
-                changed = True
-            if cached is None:
-                continue  # disabled and never scanned: we cannot know its names without importing
-            for name, target, description in cached.get("names", []):
-                out.append(
-                    Entry(
-                        name,
-                        record["dist"],
-                        record["version"],
-                        target,
-                        kind="hook",
-                        plugin=pid,
-                        path=record["path"],
-                        description=description,
-                    )
-                )
-        if changed and self._save_index:
-            discovery.save_hooks(self.index)
-        return out
-
-    def _collect_hook_names(self, pid: str) -> dict:
-        host = self.plugin_host
-        registrations = host.collect("register_interactions").get(pid, [])
-        if pid in host.errors:
-            return {"names": [], "error": host.error_message(pid)}
-        return {
-            "names": [[r.name, r.target, r.description] for r in registrations],
-            "error": None,
-        }
-
     def plugin_problems(self) -> list[Entry]:
         """Hook plugins that failed to load or register, as broken entries."""
+        from .hook_index import plugin_problems
+
         self.entries()  # collects (or reads cached) registrations, recording failures
-        out = []
-        plugin_id = discovery.plugin_id
-        hooks = self.index.get("hooks", {})
-        for record in self._plugin_records():
-            pid = plugin_id(record)
-            error = record.get("error") or (hooks.get(pid) or {}).get("error")
-            if self._host is not None and pid in self._host.errors:
-                error = self._host.error_message(pid)
-            if error:
-                out.append(
-                    Entry(
-                        record["name"],
-                        record["dist"],
-                        record["version"],
-                        record["value"],
-                        kind="plugin",
-                        plugin=pid,
-                        path=record["path"],
-                        error=error,
-                    )
-                )
-        return out
+        return plugin_problems(self)
 
     # -- what is there -------------------------------------------------------
 
@@ -249,7 +187,7 @@ class Registry:
             for r in self.index["entries"]
             if r["group"] == discovery.INTERACTIONS_GROUP
         ]
-        entries.extend(self._hook_entries())
+        entries.extend(hook_entries(self))
         entries.extend(self._memory)
         for entry in entries:
             reason = self.selection.excluded(
@@ -261,41 +199,10 @@ class Registry:
         entries.sort(key=lambda e: (e.name, e.distribution))
         self._entries = entries
         if self.selection.allow or self.selection.deny:
-            self._warn_unknown_selection(entries)
+            from .selection import warn_unmatched
+
+            warn_unmatched(self.index, entries)
         return entries
-
-    def _warn_unknown_selection(self, entries: list[Entry]) -> None:
-        """Warn about allow/deny names that match nothing (a typo would otherwise be silent)."""
-        import warnings
-
-        from .errors import SelectionWarning
-        from .naming import suggest
-        from .selection import ALLOW_VAR, DENY_VAR
-
-        known: set[str] = set()
-        tops: set[str] = set()
-        for record in self.index.get("entries", []):
-            for identity in (record.get("name"), record.get("dist")):
-                if identity:
-                    known.add(normalize(identity))
-            known.add(normalize(f"{record.get('dist')}:{record.get('name')}"))
-            tops.add(str(record.get("value", "")).partition(":")[0].split(".")[0].strip())
-        for entry in entries:
-            known.update(normalize(i) for i in (entry.name, entry.qualified, entry.plugin or ""))
-        for variable in (ALLOW_VAR, DENY_VAR):
-            for raw in os.environ.get(variable, "").split(","):
-                name = raw.strip()
-                if not name or normalize(name) in known or "." in name or name in tops:
-                    continue
-                if _importable_top_level(name):
-                    continue  # a package named for its dotted class paths
-                hint = suggest(normalize(name), known, n=1)
-                warnings.warn(
-                    f"{variable} names {name!r}, which matches no installed interaction, "
-                    f"plugin, policy or distribution{hint}",
-                    SelectionWarning,
-                    stacklevel=2,
-                )
 
     def names(self) -> list[str]:
         """Names that can be loaded as they are (ok, or broken and not yet known to be)."""
@@ -472,16 +379,6 @@ def _import_timeout() -> float:
     except ValueError:
         value = 60.0
     return value if value > 0 else 60.0
-
-
-def _importable_top_level(name: str) -> bool:
-    """Whether ``name`` is a top-level module on ``sys.path`` (found, never imported)."""
-    import importlib.util
-
-    try:
-        return name.isidentifier() and importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 _current: tuple[tuple[object, ...], Registry] | None = None

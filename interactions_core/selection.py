@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["ALLOW_VAR", "DENY_VAR", "Selection", "normalize"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["ALLOW_VAR", "DENY_VAR", "Selection", "normalize", "warn_unmatched"]
 
 ALLOW_VAR = "INTERACTIONS_PLUGINS"
 DENY_VAR = "INTERACTIONS_DISABLE"
@@ -84,3 +88,46 @@ class Selection:
         if reason is None or self._hit(self.deny, identities):
             return reason
         return None if self.allow and self._hit(self.allow, provides) else reason
+
+
+def warn_unmatched(index: dict[str, Any], entries: list[Any]) -> None:
+    """Warn about allow/deny names that match nothing (a typo would otherwise be silent)."""
+    import warnings
+
+    from .errors import SelectionWarning
+    from .naming import suggest
+
+    known: set[str] = set()
+    tops: set[str] = set()
+    for record in index.get("entries", []):
+        for identity in (record.get("name"), record.get("dist")):
+            if identity:
+                known.add(normalize(identity))
+        known.add(normalize(f"{record.get('dist')}:{record.get('name')}"))
+        tops.add(str(record.get("value", "")).partition(":")[0].split(".")[0].strip())
+    for entry in entries:
+        known.update(normalize(i) for i in (entry.name, entry.qualified, entry.plugin or ""))
+    for variable in (ALLOW_VAR, DENY_VAR):
+        for raw in os.environ.get(variable, "").split(","):
+            name = raw.strip()
+            if not name or normalize(name) in known or "." in name or name in tops:
+                continue
+            if _importable_top_level(name):
+                continue  # a package named for its dotted class paths
+            hint = suggest(normalize(name), known, n=1)
+            warnings.warn(
+                f"{variable} names {name!r}, which matches no installed interaction, "
+                f"plugin, policy or distribution{hint}",
+                SelectionWarning,
+                stacklevel=2,
+            )
+
+
+def _importable_top_level(name: str) -> bool:
+    """Whether ``name`` is a top-level module on ``sys.path`` (found, never imported)."""
+    import importlib.util
+
+    try:
+        return name.isidentifier() and importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
