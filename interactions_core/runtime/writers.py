@@ -84,7 +84,9 @@ class LineWriter:
         flush_seconds: float = 1.0,
     ) -> None:
         self.path = os.fspath(path)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the queue and the state; held only briefly
+        self._io_lock = threading.Lock()  # one os.write sequence at a time, in order
+        self._wake = threading.Event()  # the flush thread has work before its next tick
         self._buffer: list[bytes] = []
         self._size = 0
         self._committed = 0  # bytes in the file, all of them whole lines
@@ -155,17 +157,23 @@ class LineWriter:
             self._buffer.append(line)
             self._size += len(line)
             self.lines += 1
-            if self._size >= self._flush_bytes or (
-                time.monotonic() - self._last_flush >= self._flush_seconds
+            if self._size < self._flush_bytes and (
+                time.monotonic() - self._last_flush < self._flush_seconds
             ):
-                self._flush()
+                return
+            if self._thread is not None and self._size < 8 * self._flush_bytes:
+                # The flush thread writes: a slow disk never holds the caller (the
+                # event loop). Only a backlog the thread cannot drain is written here.
+                self._wake.set()
+                return
+        self._flush()
 
     def flush(self) -> None:
         """Hand every queued line to the OS (complete lines only)."""
         with self._lock:
             if self._error is not None:
                 raise self._error
-            self._flush()
+        self._flush()
 
     def _flush_periodically(self) -> None:
         from .watchdog import keep_signals_off_this_thread
@@ -173,47 +181,62 @@ class LineWriter:
         keep_signals_off_this_thread()
         stop = self._stop
         assert stop is not None
-        while not stop.wait(self._flush_seconds / 2):
+        while True:
+            self._wake.wait(self._flush_seconds / 2)
+            self._wake.clear()
+            if stop.is_set():
+                return
             with self._lock:
                 if self._error is not None or self._fd is None:
                     return
-                if self._buffer and time.monotonic() - self._last_flush >= self._flush_seconds / 2:
-                    try:
-                        self._flush()
-                    except DatasetError as exc:
+                due = bool(self._buffer) and (
+                    self._size >= self._flush_bytes
+                    or time.monotonic() - self._last_flush >= self._flush_seconds / 2
+                )
+            if due:
+                try:
+                    self._flush()
+                except DatasetError as exc:
+                    with self._lock:
                         self._error = exc  # raised by the next write, flush or close
 
     def _flush(self) -> None:
-        if self._fd is None or not self._buffer:
-            return
-        data = memoryview(b"".join(self._buffer))
-        self._buffer.clear()
-        self._size = 0
-        start = self._committed
-        done = 0
-        try:
-            while done < len(data):  # os.write may write less than asked: go on
-                done += os.write(self._fd, data[done:])
-        except OSError as exc:
-            # Keep whole lines only: cut the file back after the last complete one.
-            keep = start + bytes(data[:done]).rfind(b"\n") + 1 if done else start
+        """Write the queued lines; the caller holds neither lock (writes keep queueing)."""
+        with self._io_lock:
+            with self._lock:
+                fd = self._fd
+                if fd is None or not self._buffer:
+                    return
+                data = memoryview(b"".join(self._buffer))
+                self._buffer.clear()
+                self._size = 0
+            start = self._committed
+            done = 0
             try:
-                os.ftruncate(self._fd, keep)
-            except OSError:
-                pass
-            fd, self._fd = self._fd, None
-            os.close(fd)
-            raise DatasetError(
-                f"cannot write {self.path}: {exc.strerror or exc}; the file keeps the "
-                "complete lines written so far"
-            ) from None
-        self._committed = start + done
-        self._last_flush = time.monotonic()
+                while done < len(data):  # os.write may write less than asked: go on
+                    done += os.write(fd, data[done:])
+            except OSError as exc:
+                # Keep whole lines only: cut the file back after the last complete one.
+                keep = start + bytes(data[:done]).rfind(b"\n") + 1 if done else start
+                try:
+                    os.ftruncate(fd, keep)
+                except OSError:
+                    pass
+                with self._lock:
+                    self._fd = None
+                os.close(fd)
+                raise DatasetError(
+                    f"cannot write {self.path}: {exc.strerror or exc}; the file keeps the "
+                    "complete lines written so far"
+                ) from None
+            self._committed = start + done
+            self._last_flush = time.monotonic()
 
     def close(self) -> None:
         """Flush and close (idempotent)."""
         if self._stop is not None:
             self._stop.set()
+            self._wake.set()
             if self._thread is not None and self._thread is not threading.current_thread():
                 self._thread.join()
         with self._lock:
@@ -222,12 +245,13 @@ class LineWriter:
                     error, self._error = self._error, None
                     raise error
                 return
-            try:
-                self._flush()
-            finally:
-                if self._fd is not None:  # _flush closes it itself when the disk is full
-                    os.close(self._fd)
-                    self._fd = None
+        try:
+            self._flush()
+        finally:
+            with self._lock:
+                fd, self._fd = self._fd, None
+            if fd is not None:  # _flush closes it itself when the disk is full
+                os.close(fd)
 
     def __enter__(self) -> LineWriter:
         return self

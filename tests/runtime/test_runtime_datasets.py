@@ -138,3 +138,39 @@ def test_write_rows_is_atomic_and_checks_rows(tmp_path: Path) -> None:
     assert write_rows([GOOD, GOOD], path) == 2
     with pytest.raises(DatasetError, match="already exists"):
         write_rows([GOOD], path)
+
+
+def test_a_stalled_disk_never_holds_the_caller_of_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With autoflush, the flush thread does the os.write: a write() queues and returns."""
+    import threading
+
+    from interactions_core.runtime import writers
+
+    release = threading.Event()
+    stalled = threading.Event()
+    real_write = os.write
+
+    def slow_write(fd: int, data: bytes) -> int:
+        stalled.set()
+        assert release.wait(30), "the test never released the disk"
+        return real_write(fd, data)
+
+    monkeypatch.setattr(writers.os, "write", slow_write)
+    writer = LineWriter(tmp_path / "out.jsonl", autoflush=True, flush_bytes=64)
+    writer.write({"n": 0, "pad": "x" * 80})  # over flush_bytes: the thread starts writing
+    assert stalled.wait(10), "the flush thread never wrote"
+
+    def more() -> None:
+        for n in range(1, 20):
+            writer.write({"n": n})
+
+    caller = threading.Thread(target=more)
+    caller.start()
+    caller.join(10)
+    assert not caller.is_alive(), "write() waited for the stalled disk"
+    release.set()
+    writer.close()
+    lines = (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["n"] for line in lines] == list(range(20))
