@@ -31,7 +31,7 @@ from .errors import (
     PluginLoadError,
     UnknownInteractionError,
 )
-from .hook_index import hook_entries
+from .hook_index import hook_entries, plugin_records
 from .selection import Selection
 
 TYPE_CHECKING = False
@@ -166,9 +166,6 @@ class Registry:
             self._host = PluginHost(self.index["entries"], self.selection, provides)
         return self._host
 
-    def _plugin_records(self) -> list[dict]:
-        return [r for r in self.index["entries"] if r["group"] == discovery.PLUGINS_GROUP]
-
     def plugin_problems(self) -> list[Entry]:
         """Hook plugins that failed to load or register, as broken entries."""
         from .hook_index import plugin_problems
@@ -253,7 +250,7 @@ class Registry:
         disabled = sum(1 for e in entries if e.status == "disabled")
         unconsulted = [
             r["dist"]
-            for r in self._plugin_records()
+            for r in plugin_records(self.index)
             if discovery.plugin_id(r) not in self.index.get("hooks", {})
         ]
         if disabled:

@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .errors import PolicyError, SampleError
-from .observers import Observers, observe
+from .observers import Observers
 from .record import (
     CANCELLED,
     ERROR,
@@ -240,18 +240,10 @@ class EpisodeLoop:
         await session.start(**kwargs)
         record.instance_id = session.instance_id
         observers = self.observers
-        on_turn = None
         if observers is not None:
-            on_turn = observers.on_turn
-            if observers.on_session_start is not None:
-                observe(
-                    record,
-                    "on_session_start",
-                    observers.on_session_start,
-                    interaction_name=record.interaction,
-                    instance_id=record.instance_id,
-                    kwargs=kwargs,
-                )
+            observers.notify(record, "on_session_start", kwargs=kwargs)
+            if observers.on_turn is None:
+                observers = None  # nothing to call per turn
         messages = record.messages
         reply, reply_is_async, respond = self._reply, self._reply_is_async, session.respond
         while True:
@@ -268,16 +260,9 @@ class EpisodeLoop:
             record.stage = "generate_response"
             result = await respond(messages)
             record.scores.append(result.score)
-            if on_turn is not None:
-                observe(
-                    record,
-                    "on_turn",
-                    on_turn,
-                    interaction_name=record.interaction,
-                    instance_id=record.instance_id,
-                    turn=record.turns,
-                    messages=messages,
-                    result=result,
+            if observers is not None:
+                observers.notify(
+                    record, "on_turn", turn=record.turns, messages=messages, result=result
                 )
             end = self._end_after(result.should_terminate, record)
             if end is not None:
@@ -328,17 +313,8 @@ class EpisodeLoop:
         if state is not _NO_STATE:
             self._close_policy(record, state)
         record.duration_s = _perf_counter() - record.started_at
-        observers = self.observers
-        if session is not None and observers is not None and observers.on_session_end:
-            observe(
-                record,
-                "on_session_end",
-                observers.on_session_end,
-                interaction_name=record.interaction,
-                instance_id=record.instance_id,
-                record=record,
-                error=error,
-            )
+        if session is not None and self.observers is not None:
+            self.observers.notify(record, "on_session_end", record=record, error=error)
 
     def _close_policy(self, record: EpisodeRecord, state: Any) -> None:
         if self._usage is not None:

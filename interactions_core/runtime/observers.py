@@ -35,6 +35,19 @@ class Observers:
             host.observer("on_session_end"),
         )
 
+    def notify(self, _record: Any, _hook: str, /, **kw: Any) -> None:
+        """Call ``_hook`` (when implemented) about ``_record``'s session; see :func:`observe`."""
+        caller = getattr(self, _hook)
+        if caller is not None:
+            observe(
+                _record,
+                _hook,
+                caller,
+                interaction_name=_record.interaction,
+                instance_id=_record.instance_id,
+                **kw,
+            )
+
     def __bool__(self) -> bool:
         return any((self.on_session_start, self.on_turn, self.on_session_end))
 
