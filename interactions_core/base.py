@@ -35,6 +35,10 @@ def derive_name(class_name: str) -> str:
     return simple.lower()
 
 
+#: Marks "no state" when popping a session (``None`` is a valid state).
+_ABSENT: Any = object()
+
+
 def _new_instance_id() -> str:
     import uuid  # deferred: only sessions started without an id need it
 
@@ -95,22 +99,32 @@ class SessionInteraction(BaseInteraction):
     :meth:`score` and :meth:`end_session`. Keep the state small (a ``__slots__``
     class or a tuple): one lives per open session.
 
+    :meth:`respond` and :meth:`score` may be plain ``def`` or ``async def``:
+    write ``async def`` when they await something (a judge model, a sandbox),
+    plain ``def`` when they only compute, which spares a coroutine per call.
+
     The four lifecycle methods below are all the framework adds: per turn, one
-    dict lookup and the call of your method (the same work as verl's own
-    structure, whose ``generate_response`` awaits ``calculate_score``); per
-    session, one more Python call, :meth:`new_session`.
-    ``benchmarks/bench_turn.py`` compares a plugin written this way with a
-    hand-written verl class keeping its own dict. The bundled plugins have no
-    faster private path, and neither should yours: do not override these or
-    reach into the session store.
+    dict lookup and the call of your method (the work verl's own structure does
+    too, whose ``generate_response`` awaits ``calculate_score``); per session,
+    one more Python call, :meth:`new_session`. ``benchmarks/bench_turn.py``
+    compares a plugin written this way with a hand-written verl class keeping
+    its own dict. The bundled plugins have no faster private path, and neither
+    should yours: do not override these or reach into the session store.
     """
 
     #: Whether the class overrides :meth:`end_session` (else finalizing skips the call).
     _ends_sessions: ClassVar[bool] = False
+    #: Whether :meth:`respond` / :meth:`score` are coroutine functions (awaited) or plain.
+    _awaits_respond: ClassVar[bool] = False
+    _awaits_score: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
+        import inspect  # deferred: classes are defined when a plugin is imported, not at start-up
+
         super().__init_subclass__(**kwargs)
         cls._ends_sessions = cls.end_session is not SessionInteraction.end_session
+        cls._awaits_respond = inspect.iscoroutinefunction(cls.respond)
+        cls._awaits_score = inspect.iscoroutinefunction(cls.score)
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         super().__init__(config)
@@ -122,14 +136,20 @@ class SessionInteraction(BaseInteraction):
         """Build the state of a new session from the sample's interaction kwargs."""
         return kwargs
 
-    async def respond(
-        self, state: Any, messages: list[dict[str, Any]], **kwargs: Any
-    ) -> InteractionResult:
-        """Judge the latest assistant turn of the session whose state is given."""
+    def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        """Judge the latest assistant turn of the session whose state is given.
+
+        Return an :class:`InteractionResult`, or the same four fields as a
+        plain tuple ``(should_terminate, content, score, extra)``, as verl does.
+        Plain ``def`` or ``async def``.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement respond")
 
-    async def score(self, state: Any, **kwargs: Any) -> float:
-        """Score the session whose state is given (0.0 unless overridden)."""
+    def score(self, state: Any, **kwargs: Any) -> Any:
+        """Score the session whose state is given (0.0 unless overridden).
+
+        Plain ``def`` or ``async def``.
+        """
         return 0.0
 
     def end_session(self, state: Any) -> None:
@@ -177,23 +197,31 @@ class SessionInteraction(BaseInteraction):
         except KeyError:
             raise self._no_session(instance_id) from None
         if kwargs:
-            return await self.respond(state, messages, **kwargs)
-        return await self.respond(state, messages)
+            result = self.respond(state, messages, **kwargs)
+        else:
+            result = self.respond(state, messages)
+        if self._awaits_respond:
+            return await result  # type: ignore[no-any-return]
+        return result  # type: ignore[return-value]
 
     async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
         try:
             state = self._sessions[instance_id]
         except KeyError:
             raise self._no_session(instance_id) from None
-        if kwargs:
-            return await self.score(state, **kwargs)
-        return await self.score(state)
+        value = self.score(state, **kwargs) if kwargs else self.score(state)
+        if self._awaits_score:
+            return await value  # type: ignore[no-any-return]
+        return value  # type: ignore[return-value]
 
     async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
         """Drop the session's state; finalizing twice is harmless."""
+        if self._ends_sessions:
+            state = self._sessions.pop(instance_id, _ABSENT)
+            if state is not _ABSENT:
+                self.end_session(state)
+            return
         try:
-            state = self._sessions.pop(instance_id)
+            del self._sessions[instance_id]
         except KeyError:
             return  # never started, or already finalized
-        if self._ends_sessions:
-            self.end_session(state)

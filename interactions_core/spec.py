@@ -11,6 +11,8 @@ here changes what the validator accepts.
 ``SessionSpec`` is the same for what a
 :class:`~interactions_core.base.SessionInteraction` subclass writes instead of
 the lifecycle (``tests/test_spec.py`` checks that the base classes match both).
+A method written ``async def`` here must be a coroutine function; one written
+plain ``def`` may be either (the base class awaits it only when it is one).
 """
 
 from __future__ import annotations
@@ -49,10 +51,14 @@ class InteractionSpec:
 class SessionSpec:
     """What a ``SessionInteraction`` subclass implements instead of the lifecycle."""
 
-    async def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
-        """Judge the latest assistant turn of the session whose state is given."""
+    def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        """Judge the latest assistant turn of the session whose state is given.
+
+        Returns an ``InteractionResult`` or a plain 4-tuple of the same fields.
+        Plain or ``async def``.
+        """
         raise NotImplementedError
 
-    async def score(self, state: Any, **kwargs: Any) -> float:
-        """Score the session whose state is given."""
+    def score(self, state: Any, **kwargs: Any) -> Any:
+        """Score the session whose state is given (a float). Plain or ``async def``."""
         raise NotImplementedError

@@ -10,7 +10,9 @@ Rules, per method of :class:`~interactions_core.spec.InteractionSpec` (and of
 :class:`~interactions_core.spec.SessionSpec` for ``respond`` and ``score``), read
 from the spec's signatures:
 
-* it exists and is an ``async def`` (a coroutine function);
+* it exists, and is an ``async def`` (a coroutine function) where the spec's
+  method is one (``respond`` and ``score``, plain ``def`` in the spec, may be
+  either);
 * its leading positional parameters are the spec's, in order and by name (verl
   passes them positionally, the runtime may pass them by keyword);
 * it accepts ``**kwargs`` (samples pass arbitrary ``interaction_kwargs``);
@@ -39,14 +41,22 @@ __all__ = ["LIFECYCLE", "expected_signature", "validate_interaction_class"]
 _SESSION_HOOKS = ("new_session", "respond", "score", "end_session")
 
 
+def _spec_functions(*specs: type) -> dict[str, Any]:
+    """The methods the specs declare, in definition order."""
+    return {
+        name: func
+        for spec in specs
+        for name, func in vars(spec).items()
+        if inspect.isfunction(func) and not name.startswith("_")
+    }
+
+
 def _spec_methods(*specs: type) -> dict[str, list[inspect.Parameter]]:
     """Each spec method's positional parameters after ``self``, in definition order."""
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return {
         name: [p for p in list(inspect.signature(func).parameters.values())[1:] if p.kind in kinds]
-        for spec in specs
-        for name, func in vars(spec).items()
-        if inspect.iscoroutinefunction(func)
+        for name, func in _spec_functions(*specs).items()
     }
 
 
@@ -54,17 +64,24 @@ def _spec_methods(*specs: type) -> dict[str, list[inspect.Parameter]]:
 _SPEC = _spec_methods(InteractionSpec, SessionSpec)
 LIFECYCLE = tuple(_spec_methods(InteractionSpec))
 _SPEC_PARAMS: dict[str, tuple[str, ...]] = {m: tuple(p.name for p in ps) for m, ps in _SPEC.items()}
+#: The methods the spec writes ``async def``: these must be coroutine functions.
+_MUST_AWAIT = frozenset(
+    name
+    for name, func in _spec_functions(InteractionSpec, SessionSpec).items()
+    if inspect.iscoroutinefunction(func)
+)
 
 
 def expected_signature(method: str) -> str:
     """The signature ``method`` must have, as users should write it (from the spec)."""
     params = [p.name if p.default is p.empty else f"{p.name}={p.default!r}" for p in _SPEC[method]]
-    return f"async def {method}(self, {', '.join([*params, '**kwargs'])})"
+    written = f"def {method}(self, {', '.join([*params, '**kwargs'])})"
+    return f"async {written}" if method in _MUST_AWAIT else f"{written} (plain or async)"
 
 
 def _signature_problems(method: str, func: Any) -> list[str]:
     problems = []
-    if not inspect.iscoroutinefunction(func):
+    if method in _MUST_AWAIT and not inspect.iscoroutinefunction(func):
         problems.append("is not async (write 'async def')")
     try:
         sig = inspect.signature(func)

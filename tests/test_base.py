@@ -96,3 +96,43 @@ async def test_fresh_ids_are_drawn_when_none_is_given() -> None:
     r = Recorder({})
     ids = {await r.start_interaction() for _ in range(3)}
     assert len(ids) == 3 and r.open_sessions == 3
+
+
+class PlainRecorder(Recorder):
+    """The same methods written as plain functions: called, not awaited."""
+
+    def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        self.calls.append(("respond", (state, kwargs)))
+        return (len(messages) > 1, "plain", 1.0, {})
+
+    def score(self, state: Any, **kwargs: Any) -> float:
+        self.calls.append(("score", (state, kwargs)))
+        return 0.25
+
+
+async def test_plain_and_async_documented_methods_are_told_apart_per_class() -> None:
+    assert (Recorder._awaits_respond, Recorder._awaits_score) == (True, True)
+    assert (PlainRecorder._awaits_respond, PlainRecorder._awaits_score) == (False, False)
+    r = PlainRecorder({})
+    sid = await r.start_interaction("s", state="x")
+    assert await r.generate_response(sid, [{}], temperature=0.5) == (False, "plain", 1.0, {})
+    assert await r.generate_response(sid, [{}, {}]) == (True, "plain", 1.0, {})
+    assert await r.calculate_score(sid, final=True) == 0.25
+    assert ("respond", ("x", {"temperature": 0.5})) in r.calls
+    assert ("score", ("x", {"final": True})) in r.calls
+
+
+async def test_a_session_without_end_session_is_dropped_once() -> None:
+    class Quiet(SessionInteraction):
+        def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+            return InteractionResult(True, "", 0.0)
+
+    q = Quiet({})
+    assert not Quiet._ends_sessions
+    await q.start_interaction("a")
+    await q.start_interaction("b")
+    await q.finalize_interaction("a")
+    await q.finalize_interaction("a")  # harmless
+    assert q.open_sessions == 1
+    with pytest.raises(SessionError):
+        await q.generate_response("a", [])

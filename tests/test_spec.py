@@ -24,9 +24,29 @@ def test_the_validator_reads_its_rules_from_the_spec() -> None:
     )
     for spec in (InteractionSpec, SessionSpec):
         for name, func in vars(spec).items():
-            if inspect.iscoroutinefunction(func):
+            if inspect.isfunction(func):
                 names = tuple(n for n, _ in positional(func))
                 assert validation._SPEC_PARAMS[name] == names
+    assert set(validation._SPEC_PARAMS) == {*validation.LIFECYCLE, "respond", "score"}
+
+
+def test_what_the_spec_writes_async_must_be_async() -> None:
+    """The lifecycle is ``async def`` in the spec; ``respond``/``score`` are plain there."""
+    assert set(validation.LIFECYCLE) == validation._MUST_AWAIT
+    assert validation.expected_signature("respond") == (
+        "def respond(self, state, messages, **kwargs) (plain or async)"
+    )
+
+    class Plain(SessionInteraction):
+        def respond(self, state, messages, **kwargs):
+            return True, "", 1.0, {}
+
+        def score(self, state, **kwargs):
+            return 1.0
+
+    validation.validate_interaction_class(Plain, "plain")
+    problems = validation._signature_problems("calculate_score", Plain.respond)
+    assert "is not async (write 'async def')" in problems
 
 
 def test_a_changed_spec_changes_what_is_accepted(monkeypatch) -> None:

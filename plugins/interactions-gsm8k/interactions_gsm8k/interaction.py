@@ -10,8 +10,12 @@ It uses only the documented :class:`~interactions_core.base.SessionInteraction`
 API (``new_session``, ``respond``, ``score``): the base class owns the sessions.
 Its own share of a turn is kept small (``benchmarks/bench_turn.py`` measures a
 session against a hand-written verl class): the extractor for the configured
-method is picked once per instance. Each turn gets a result of its own, since a
-result's ``extra`` dict must not be shared between turns.
+method is picked once per instance; ``respond`` and ``score`` await nothing, so
+they are plain functions (no coroutine per call); and a turn's result is the
+plain ``(should_terminate, content, score, extra)`` tuple verl itself returns,
+which costs less to build than an :class:`~interactions_core.result.InteractionResult`
+(the runtime reads both alike). Each turn gets a new ``extra`` dict, since a
+result's ``extra`` must not be shared between turns.
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ from typing import Any, Literal
 import attrs
 
 from interactions_core.base import SessionInteraction
-from interactions_core.result import InteractionResult
 
 from .scoring import _EXTRACTORS, METHODS, TAIL_CHARS, normalize_ground_truth
 
@@ -117,9 +120,9 @@ class Gsm8kInteraction(SessionInteraction):
         state.last_score = 0.0
         return state
 
-    async def respond(
+    def respond(
         self, state: _Session, messages: list[dict[str, Any]], **kwargs: Any
-    ) -> InteractionResult:
+    ) -> tuple[bool, str, float, dict[str, Any]]:
         """Judge the latest assistant turn and record its score on the session.
 
         The last assistant message is found by a reverse scan; its text is read
@@ -135,11 +138,11 @@ class Gsm8kInteraction(SessionInteraction):
                         text = message_text(text)
                     if text and self._extract(text[-TAIL_CHARS:]) == expected:
                         state.last_score = 1.0
-                        return InteractionResult(True, CORRECT_MESSAGE, 1.0)
+                        return (True, CORRECT_MESSAGE, 1.0, {})
                     break
         state.last_score = 0.0
-        return InteractionResult(False, INCORRECT_MESSAGE, 0.0)
+        return (False, INCORRECT_MESSAGE, 0.0, {})
 
-    async def score(self, state: _Session, **kwargs: Any) -> float:
+    def score(self, state: _Session, **kwargs: Any) -> float:
         """The score of the last turn seen in the session (0.0 before any turn)."""
         return state.last_score

@@ -70,10 +70,8 @@ async def test_strict_reference_solutions_through_the_lifecycle(gsm8k_data: Path
         sid = await interaction.start_interaction(
             f"test-{i}", ground_truth=int(after_last(r["answer"], "#### "))
         )
-        result = await interaction.generate_response(sid, chat(r["answer"]))
-        outcomes.add(
-            (result.should_terminate, result.score, await interaction.calculate_score(sid))
-        )
+        terminate, _, score, _ = await interaction.generate_response(sid, chat(r["answer"]))
+        outcomes.add((terminate, score, await interaction.calculate_score(sid)))
         await interaction.finalize_interaction(sid)
     assert outcomes == {(True, 1.0, 1.0)}
     assert interaction.open_sessions == 0

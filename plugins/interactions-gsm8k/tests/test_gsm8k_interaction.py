@@ -26,6 +26,13 @@ def chat(*turns: Any) -> list[dict[str, Any]]:
     return messages
 
 
+async def turn(
+    interaction: Gsm8kInteraction, sid: str, messages: list[dict[str, Any]]
+) -> InteractionResult:
+    """One turn's result, read the way the runtime reads it (a plain 4-tuple checked and typed)."""
+    return InteractionResult.coerce(await interaction.generate_response(sid, messages))
+
+
 @pytest.fixture
 def strict() -> Gsm8kInteraction:
     return Gsm8kInteraction({"name": "gsm8k"})
@@ -39,7 +46,7 @@ def flexible() -> Gsm8kInteraction:
 async def test_correct_answer_terminates_with_score_one(strict: Gsm8kInteraction) -> None:
     sid = await strict.start_interaction("s1", ground_truth="18")
     result = await strict.generate_response(sid, chat("9 * 2 = 18\n#### 18"))
-    assert isinstance(result, InteractionResult)
+    assert type(result) is tuple  # verl's own result shape: cheaper to build than a subclass
     should_terminate, content, score, extra = result
     assert should_terminate is True
     assert content == CORRECT
@@ -64,13 +71,13 @@ async def test_each_turn_gets_its_own_plain_dict_extra(strict: Gsm8kInteraction)
 
     a = await strict.start_interaction("a", ground_truth=18)
     b = await strict.start_interaction("b", ground_truth=18)
-    first = await strict.generate_response(a, chat("#### 18"))
-    second = await strict.generate_response(b, chat("#### 18"))
+    first = await turn(strict, a, chat("#### 18"))
+    second = await turn(strict, b, chat("#### 18"))
     assert first == second and first.extra is not second.extra
     assert type(first.extra) is dict
     first.extra["seen_by_trainer"] = True  # a caller's change stays in its own result
     assert second.extra == {}
-    assert (await strict.generate_response(a, chat("#### 18"))).extra == {}
+    assert (await turn(strict, a, chat("#### 18"))).extra == {}
     assert pickle.loads(pickle.dumps(second)) == second
     assert copy.deepcopy(second) == second
     assert json.loads(json.dumps(second)) == [True, "Your response is correct!", 1.0, {}]
@@ -79,12 +86,12 @@ async def test_each_turn_gets_its_own_plain_dict_extra(strict: Gsm8kInteraction)
 async def test_only_the_last_assistant_message_counts(strict: Gsm8kInteraction) -> None:
     sid = await strict.start_interaction("s", ground_truth=18)
     wrong_after_right = chat("#### 18", INCORRECT, "#### 17")
-    assert (await strict.generate_response(sid, wrong_after_right)).score == 0.0
+    assert (await turn(strict, sid, wrong_after_right)).score == 0.0
     right_after_wrong = chat("#### 17", INCORRECT, "#### 18")
-    assert (await strict.generate_response(sid, right_after_wrong)).score == 1.0
+    assert (await turn(strict, sid, right_after_wrong)).score == 1.0
     # Messages after the last assistant message (e.g. a trailing user turn) are skipped.
     trailing_user = [*chat("#### 18"), {"role": "user", "content": "#### 17"}]
-    assert (await strict.generate_response(sid, trailing_user)).score == 1.0
+    assert (await turn(strict, sid, trailing_user)).score == 1.0
 
 
 @pytest.mark.parametrize(
@@ -101,13 +108,13 @@ async def test_only_the_last_assistant_message_counts(strict: Gsm8kInteraction) 
 )
 async def test_list_of_parts_content(strict: Gsm8kInteraction, content: Any) -> None:
     sid = await strict.start_interaction("s", ground_truth=18)
-    assert (await strict.generate_response(sid, chat(content))).content == CORRECT
+    assert (await turn(strict, sid, chat(content))).content == CORRECT
 
 
 @pytest.mark.parametrize("content", [None, [], [{"type": "image_url"}], 18, ""])
 async def test_content_without_text_scores_zero(strict: Gsm8kInteraction, content: Any) -> None:
     sid = await strict.start_interaction("s", ground_truth=18)
-    result = await strict.generate_response(sid, chat(content))
+    result = await turn(strict, sid, chat(content))
     assert result == (False, INCORRECT, 0.0, result.extra)
     assert type(result.score) is float
 
@@ -124,24 +131,24 @@ async def test_no_assistant_message_scores_zero(
     strict: Gsm8kInteraction, messages: list[dict[str, Any]]
 ) -> None:
     sid = await strict.start_interaction("s", ground_truth=18)
-    result = await strict.generate_response(sid, messages)
+    result = await turn(strict, sid, messages)
     assert (result.should_terminate, result.content, result.score) == (False, INCORRECT, 0.0)
 
 
 @pytest.mark.parametrize("ground_truth", ["18", " 18\n", 18, 18.0])
 async def test_ground_truth_types(strict: Gsm8kInteraction, ground_truth: Any) -> None:
     sid = await strict.start_interaction("s", ground_truth=ground_truth)
-    assert (await strict.generate_response(sid, chat("#### 18"))).score == 1.0
+    assert (await turn(strict, sid, chat("#### 18"))).score == 1.0
 
 
 async def test_ground_truth_with_thousands_separator(flexible: Gsm8kInteraction) -> None:
     sid = await flexible.start_interaction("s", ground_truth="1,234")
-    assert (await flexible.generate_response(sid, chat("It is 1,234."))).score == 1.0
+    assert (await turn(flexible, sid, chat("It is 1,234."))).score == 1.0
 
 
 async def test_missing_ground_truth_never_matches(strict: Gsm8kInteraction) -> None:
     sid = await strict.start_interaction("s")
-    result = await strict.generate_response(sid, chat("#### 18"))
+    result = await turn(strict, sid, chat("#### 18"))
     assert (result.score, type(result.score)) == (0.0, float)
 
 
@@ -157,7 +164,7 @@ async def test_strict_and_flexible_differ(
     messages = chat("Janet makes $18.")
     for interaction, expected in ((strict, 0.0), (flexible, 1.0)):
         sid = await interaction.start_interaction("s", ground_truth=18)
-        assert (await interaction.generate_response(sid, messages)).score == expected
+        assert (await turn(interaction, sid, messages)).score == expected
 
 
 async def test_calculate_score_tracks_the_last_turn(strict: Gsm8kInteraction) -> None:
@@ -177,9 +184,9 @@ async def test_sessions_are_isolated(strict: Gsm8kInteraction) -> None:
     async def episode(sid: str, ground_truth: int, answer: str) -> tuple[float, float]:
         await strict.start_interaction(sid, ground_truth=ground_truth)
         await asyncio.sleep(0)  # let the other session start in between
-        turn = await strict.generate_response(sid, chat(f"#### {answer}"))
+        result = await turn(strict, sid, chat(f"#### {answer}"))
         await asyncio.sleep(0)
-        return turn.score, await strict.calculate_score(sid)
+        return result.score, await strict.calculate_score(sid)
 
     results = await asyncio.gather(
         episode("a", 18, "18"), episode("b", 42, "18"), episode("c", 42, "42")
@@ -193,7 +200,7 @@ async def test_reusing_a_live_instance_id_is_an_error(strict: Gsm8kInteraction) 
     with pytest.raises(SessionError, match="'s'"):
         await strict.start_interaction("s", ground_truth=42)
     # The live session was not overwritten.
-    assert (await strict.generate_response("s", chat("#### 18"))).score == 1.0
+    assert (await turn(strict, "s", chat("#### 18"))).score == 1.0
     await strict.finalize_interaction("s")
     assert await strict.start_interaction("s", ground_truth=42) == "s"
 
@@ -221,16 +228,17 @@ async def test_verl_interaction_kwargs_are_accepted(strict: Gsm8kInteraction) ->
     """verl passes the whole ``interaction_kwargs`` (name, query, ...) to start."""
     kwargs = {"name": "gsm8k", "query": "How many eggs?", "ground_truth": "18"}
     sid = await strict.start_interaction("s", **kwargs)
-    assert (await strict.generate_response(sid, chat("#### 18"))).score == 1.0
+    assert (await turn(strict, sid, chat("#### 18"))).score == 1.0
 
 
 async def test_respond_path_matches_generate_response(strict: Gsm8kInteraction) -> None:
     sid = await strict.start_interaction("s", ground_truth=18)
     state = strict.session_state(sid)
-    assert await strict.respond(state, chat("#### 18")) == (True, CORRECT, 1.0, {})
-    assert await strict.score(state) == 1.0
-    assert await strict.respond(state, chat("#### 1")) == (False, INCORRECT, 0.0, {})
-    assert await strict.score(state) == 0.0
+    # Plain functions (they await nothing), called directly by the base class.
+    assert strict.respond(state, chat("#### 18")) == (True, CORRECT, 1.0, {})
+    assert strict.score(state) == 1.0
+    assert strict.respond(state, chat("#### 1")) == (False, INCORRECT, 0.0, {})
+    assert strict.score(state) == 0.0
 
 
 async def test_session_state_is_small(strict: Gsm8kInteraction) -> None:
