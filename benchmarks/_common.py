@@ -46,6 +46,11 @@ class Row:
         return cls(benchmark, f">= {limit:.2f}x", ratio, ratio >= limit, detail, reproduce)
 
     @classmethod
+    def report(cls, benchmark: str, ratio: float, detail: str, reproduce: str) -> Row:
+        """A figure shown for information, with no goal."""
+        return cls(benchmark, "report", ratio, None, detail, reproduce)
+
+    @classmethod
     def skipped(cls, benchmark: str, goal: str, why: str, reproduce: str) -> Row:
         return cls(benchmark, goal, None, None, why, reproduce)
 

@@ -37,11 +37,14 @@ async def direct_episode(
             if pause is not None:
                 await pause()
             messages.append({"role": "assistant", "content": text})
-            result = await interaction.generate_response(instance_id, messages, **kwargs)
-            scores.append(result.score)
-            if result.should_terminate:
+            # verl's unpacking: works for a plain tuple and an InteractionResult alike.
+            done, content, score, _ = await interaction.generate_response(
+                instance_id, messages, **kwargs
+            )
+            scores.append(score)
+            if done:
                 break
-            messages.append({"role": "user", "content": result.content})
+            messages.append({"role": "user", "content": content})
         final: float = await interaction.calculate_score(instance_id, **kwargs)
     finally:
         await interaction.finalize_interaction(instance_id)

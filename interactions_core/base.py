@@ -113,10 +113,10 @@ class SessionInteraction(BaseInteraction):
     """
 
     #: Whether the class overrides :meth:`end_session` (else finalizing skips the call).
-    _ends_sessions: ClassVar[bool] = False
+    _ends_sessions: bool = False
     #: Whether :meth:`respond` / :meth:`score` are coroutine functions (awaited) or plain.
-    _awaits_respond: ClassVar[bool] = False
-    _awaits_score: ClassVar[bool] = False
+    _awaits_respond: bool = False
+    _awaits_score: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         import inspect  # deferred: classes are defined when a plugin is imported, not at start-up
@@ -129,6 +129,11 @@ class SessionInteraction(BaseInteraction):
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         super().__init__(config)
         self._sessions: dict[str, Any] = {}
+        # The class's flags copied onto the instance: an instance attribute is
+        # read faster than a class attribute, and these are read on every call.
+        self._ends_sessions = self._ends_sessions
+        self._awaits_respond = self._awaits_respond
+        self._awaits_score = self._awaits_score
 
     # -- what subclasses write -------------------------------------------------
 

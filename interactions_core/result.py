@@ -69,6 +69,22 @@ class InteractionResult(_Fields):
         """
         if type(value) is cls:
             return value
+        if value.__class__ is tuple and len(value) == 4:
+            # verl's own shape with exact types, the common case: checked in one line.
+            terminate, content, score, extra = value
+            if (
+                terminate.__class__ is bool
+                and content.__class__ is str
+                and score.__class__ is float
+                and extra.__class__ is dict
+                and isfinite(score)
+            ):
+                return tuple.__new__(cls, value)  # type: ignore[no-any-return]
+        return cls._checked(value)
+
+    @classmethod
+    def _checked(cls, value: Any) -> InteractionResult:
+        """Every field checked, each problem named: any 4-sequence, any real number."""
         if not isinstance(value, (tuple, list)) or len(value) != 4:
             raise TypeError(
                 "generate_response must return (should_terminate, content, score, extra); "

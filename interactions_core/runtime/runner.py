@@ -16,7 +16,6 @@ and :meth:`Runner.run` returns the summary marked ``interrupted``.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import time
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
@@ -24,148 +23,13 @@ from typing import Any
 
 from .episode import EpisodeLoop
 from .observers import Observers
-from .record import END_REASONS, EpisodeRecord
+from .record import EpisodeRecord
 from .session import SessionTracker
-from .stats import PASS_SCORE, PromptGroups, UsageStats
-from .summary_stats import SummaryStats
+from .stats import PASS_SCORE, PromptGroups
+from .summary import RunSummary
+from .workers import Workers
 
 __all__ = ["RunSummary", "Runner", "run_episodes"]
-
-#: How many errored episodes the summary describes in full.
-ERROR_EXAMPLES = 5
-
-
-class RunSummary:
-    """Counters over a run's episodes; see :meth:`as_dict` for the JSON shape."""
-
-    def __init__(self) -> None:
-        self.error_examples: list[dict[str, Any]] = []
-        self.skipped_rows = 0
-        self.elapsed_s = 0.0
-        self.interrupted = False
-        self.records: list[EpisodeRecord] | None = None
-        #: Every count below is derived from these per-interaction figures
-        #: (``summary_stats.py``), so each episode is counted once.
-        self.stats = SummaryStats()
-        self.groups = PromptGroups()  # pass@k and the spread within a prompt's repeats
-        self.usage = UsageStats()  # tokens and request latency, when the policy reports them
-        self.requests_in_flight_max: int | None = None
-
-    def add(self, record: EpisodeRecord) -> None:
-        """Count one finished episode."""
-        self.stats.add_record(record)
-        if record.usage is not None:
-            self.usage.add(record.usage)
-        if record.errors:
-            if len(self.error_examples) < ERROR_EXAMPLES:
-                first = record.errors[0]
-                self.error_examples.append(
-                    {"index": record.index, "sample_id": record.sample_id, **first}
-                )
-            return
-        final = record.final_score
-        if final is not None:
-            self.groups.add(record.interaction, record.index, final)
-
-    @property
-    def episodes(self) -> int:
-        return self.stats.total.episodes
-
-    @property
-    def terminated(self) -> int:
-        """Episodes the interaction ended, without error."""
-        return self.stats.total.terminated
-
-    @property
-    def errors(self) -> int:
-        return self.stats.total.errors
-
-    @property
-    def turns(self) -> dict[int, int]:
-        """Episodes by number of assistant turns (errored episodes included)."""
-        return self.stats.total.turns
-
-    @property
-    def end_reasons(self) -> dict[str, int]:
-        return self.stats.total.end_reasons
-
-    @property
-    def final_score_mean(self) -> float | None:
-        """Mean final score over the episodes that ended without error and have one."""
-        total = self.stats.total
-        return total.final_sum / total.final_n if total.final_n else None
-
-    @property
-    def score_by_turn(self) -> dict[int, float]:
-        """Mean turn score by (1-based) turn index, over episodes without error."""
-        return self.stats.total.score_by_turn()
-
-    @property
-    def episodes_per_second(self) -> float | None:
-        return self.episodes / self.elapsed_s if self.elapsed_s > 0 else None
-
-    def as_dict(self) -> dict[str, Any]:
-        """The JSON summary (``interactions run --json``)."""
-        return {
-            "episodes": self.episodes,
-            "terminated": self.terminated,
-            "turns": {str(n): self.turns[n] for n in sorted(self.turns)},
-            "final_score_mean": self.final_score_mean,
-            "errors": self.errors,
-            "end_reasons": {r: self.end_reasons[r] for r in END_REASONS if r in self.end_reasons},
-            "score_by_turn": {str(n): s for n, s in self.score_by_turn.items()},
-            "skipped_rows": self.skipped_rows,
-            "elapsed_s": round(self.elapsed_s, 6),
-            "episodes_per_second": self.episodes_per_second,
-            "interrupted": self.interrupted,
-            "error_examples": self.error_examples,
-            **self._model_fields(),
-            **self.stats.as_dict(),
-        }
-
-    def _model_fields(self) -> dict[str, Any]:
-        groups = self.groups.as_dict()
-        return {
-            "pass_at_k": groups.pop("pass_at_k"),
-            "prompt_groups": groups,
-            "usage": self.usage.as_dict(),
-            "requests_in_flight_max": self.requests_in_flight_max,
-        }
-
-    def format(self) -> str:
-        """A human-readable summary (what ``interactions run`` prints)."""
-
-        def pct(n: int) -> str:
-            return f" ({100 * n / self.episodes:.1f}%)" if self.episodes else ""
-
-        ok = self.episodes - self.errors
-        lines = [f"episodes          {self.episodes}  ({ok} ok, {self.errors} errored)"]
-        if self.skipped_rows:
-            lines.append(f"skipped rows      {self.skipped_rows} (invalid rows in the dataset)")
-        lines.append(f"terminated        {self.terminated}{pct(self.terminated)}")
-        if self.end_reasons:
-            reasons = ", ".join(
-                f"{r} {self.end_reasons[r]}" for r in END_REASONS if r in self.end_reasons
-            )
-            lines.append(f"ended by          {reasons}")
-        if self.turns:
-            hist = "  ".join(f"{n}: {self.turns[n]}" for n in sorted(self.turns))
-            lines.append(f"assistant turns   {hist}  ({self.stats.format_turns()})")
-        lines.append(f"final score mean  {self.stats.format_final()}")
-        by_turn = self.score_by_turn
-        if by_turn:
-            lines.append(
-                "score by turn     " + "  ".join(f"{n}: {s:.3f}" for n, s in by_turn.items())
-            )
-        lines.extend(self.stats.format_lines())
-        lines += self.groups.format_lines()
-        lines += self.usage.format_lines(self.requests_in_flight_max)
-        rate = self.episodes_per_second
-        rate_text = f" ({rate:,.0f} episodes/s)" if rate else ""
-        lines.append(f"time              {self.elapsed_s:.2f} s{rate_text}")
-        if self.interrupted:
-            lines.append("interrupted       yes (the run was stopped before the end)")
-        return "\n".join(lines)
 
 
 class Runner:
@@ -222,7 +86,7 @@ class Runner:
             observers=observers,
             tracker=self.tracker,
         )
-        self._tasks: list[asyncio.Task[None]] = []
+        self._workers: Workers | None = None
         self._stopping = False
         self.summary: RunSummary | None = None
         self.loop.stopping = self._is_stopping
@@ -247,8 +111,8 @@ class Runner:
     def cancel(self) -> None:
         """Stop the run: no new episodes; running ones are cancelled and finalized."""
         self._stopping = True
-        for task in self._tasks:
-            task.cancel()
+        if self._workers is not None:
+            self._workers.cancel()
 
     async def run(
         self,
@@ -273,85 +137,45 @@ class Runner:
         self.summary = summary  # readable while the run goes on (e.g. after a hard stop)
         records: list[EpisodeRecord] | None = [] if keep_records else None
         summary.records = records
-        items = _numbered(samples, self.repeat)
-        play = self.loop.run
-        count = summary.add
-        fatal: list[BaseException] = []
         self._stopping = False
-        tasks: list[asyncio.Task[None]] = []
-        self._tasks = tasks
-        cap = self.concurrency
-        loop = asyncio.get_running_loop()
-        # The pool grows one worker at a time, up to ``concurrency``: a worker that
-        # takes a sample first schedules a spare, which only runs (and takes the
-        # next sample) when an episode waits. Episodes that never wait (replay of
-        # a synchronous interaction) cost no task each.
-        spare = False
-
-        async def worker() -> None:
-            nonlocal spare
-            spare = False
-            while not self._stopping:
-                try:
-                    index, repeat, sample = next(items)
-                except StopIteration:
-                    return
-                except Exception as exc:
-                    fatal.append(exc)
-                    self.cancel()
-                    return
-                if skip is not None and (index, repeat) in skip:
-                    continue
-                if not spare and len(tasks) < cap:
-                    spare = True
-                    tasks.append(loop.create_task(worker()))
-                try:
-                    record = await play(sample, index, repeat)
-                except BaseException as exc:
-                    if self._stopping or isinstance(exc, KeyboardInterrupt):
-                        raise
-                    # play() records every fault itself; this is a last resort
-                    # so that no sample can vanish from the summary.
-                    task: Any = asyncio.current_task()
-                    uncancel = getattr(task, "uncancel", None)  # Python 3.11+
-                    if uncancel is not None:
-                        while task.cancelling():
-                            uncancel()
-                    record = EpisodeRecord(index, index, repeat)
-                    record.add_error("episode", exc)
-                count(record)
-                if records is not None:
-                    records.append(record)
-                if on_record is not None:
-                    try:
-                        on_record(record)
-                    except Exception as exc:
-                        fatal.append(exc)
-                        self.cancel()
-                        return
-
+        workers = Workers(
+            self.loop.run,
+            _recorder(summary, records, on_record),
+            concurrency=self.concurrency,
+            stopping=self._is_stopping,
+            stop=self.cancel,
+            skip=skip,
+        )
+        self._workers = workers
         started = time.perf_counter()
-        tasks.append(loop.create_task(worker()))
         try:
-            waited = 0
-            while waited < len(tasks):  # workers started meanwhile are waited for next
-                batch = tasks[waited:]
-                waited = len(tasks)
-                # Shielded: a cancellation of run() itself reaches the episodes
-                # through cancel(), after the stopping flag is set.
-                await asyncio.shield(asyncio.gather(*batch, return_exceptions=True))
-        except asyncio.CancelledError:
-            self.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+            await workers.run(_numbered(samples, self.repeat))
         finally:
             summary.elapsed_s = time.perf_counter() - started
             summary.requests_in_flight_max = getattr(self.loop.policy, "max_in_flight", None)
-            self._tasks = []
-        summary.interrupted = self._stopping and not fatal
-        if fatal:
-            raise fatal[0]
+            self._workers = None
+        summary.interrupted = self._stopping
         return summary
+
+
+def _recorder(
+    summary: RunSummary,
+    records: list[EpisodeRecord] | None,
+    on_record: Callable[[EpisodeRecord], Any] | None,
+) -> Callable[[EpisodeRecord], None]:
+    """What happens to each finished record: counted, kept if asked, handed to ``on_record``."""
+    count = summary.add
+    if records is None and on_record is None:
+        return count
+
+    def done(record: EpisodeRecord) -> None:
+        count(record)
+        if records is not None:
+            records.append(record)
+        if on_record is not None:
+            on_record(record)
+
+    return done
 
 
 def _numbered(

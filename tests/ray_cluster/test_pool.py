@@ -86,7 +86,8 @@ def test_sessions_are_sticky_and_spread_by_load(address: str) -> None:
         # every call of a session reaches the replica holding its state
         for sid in ids:
             result = await pool.generate_response(sid, [{"role": "assistant", "content": "#### 7"}])
-            assert result.score == 1.0 and result.should_terminate
+            terminate, _, score, _ = result  # gsm8k answers verl's plain 4-tuple
+            assert score == 1.0 and terminate
             assert await pool.calculate_score(sid) == 1.0
         with pytest.raises(SessionError, match="already has a live session 's0'"):
             await pool.start_interaction("s0")
@@ -447,7 +448,7 @@ def test_a_pool_passed_to_ray_workers_shares_the_drivers_replicas(address: str) 
                 sid, [{"role": "assistant", "content": f"#### {truth}"}]
             )
             await pool.finalize_interaction(sid)
-            return result.score, pool.open_sessions
+            return result[2], pool.open_sessions  # the score
 
         return asyncio.run(main())
 

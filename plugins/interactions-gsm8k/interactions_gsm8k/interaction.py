@@ -92,6 +92,14 @@ def message_text(content: Any) -> str:
     return ""
 
 
+def _last_assistant(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The last message with role ``assistant``, or ``None``."""
+    for message in reversed(messages):
+        if message.get("role") == "assistant":
+            return message
+    return None
+
+
 class Gsm8kInteraction(SessionInteraction):
     """Scores GSM8K answers turn by turn; stops the episode at the first correct one.
 
@@ -125,21 +133,22 @@ class Gsm8kInteraction(SessionInteraction):
     ) -> tuple[bool, str, float, dict[str, Any]]:
         """Judge the latest assistant turn and record its score on the session.
 
-        The last assistant message is found by a reverse scan; its text is read
-        with :func:`message_text` only when it is not a plain string (the
-        common case skips the call: this runs once per turn).
+        The last assistant message is found by a reverse scan (usually it is
+        the last message); its text is read with :func:`message_text` only when
+        it is not a plain string (the common case skips the call: this runs
+        once per turn).
         """
         expected = state.ground_truth
-        if expected is not None:
-            for message in reversed(messages):
-                if message.get("role") == "assistant":
-                    text = message.get("content")
-                    if text.__class__ is not str:
-                        text = message_text(text)
-                    if text and self._extract(text[-TAIL_CHARS:]) == expected:
-                        state.last_score = 1.0
-                        return (True, CORRECT_MESSAGE, 1.0, {})
-                    break
+        if expected is not None and messages:
+            last = messages[-1]
+            message = last if last.get("role") == "assistant" else _last_assistant(messages)
+            if message is not None:
+                text = message.get("content")
+                if text.__class__ is not str:
+                    text = message_text(text)
+                if text and self._extract(text[-TAIL_CHARS:]) == expected:
+                    state.last_score = 1.0
+                    return (True, CORRECT_MESSAGE, 1.0, {})
         state.last_score = 0.0
         return (False, INCORRECT_MESSAGE, 0.0, {})
 
