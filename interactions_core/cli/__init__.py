@@ -119,20 +119,23 @@ class _user_interrupts:
     """
 
     def __enter__(self) -> None:
-        import signal
+        # ``_signal`` is the C module behind ``signal``, already loaded by the
+        # interpreter; ``signal`` itself would import ``enum`` (and with it
+        # functools and collections) on the path of every ``interactions list``.
+        import _signal
 
         self._previous = None
         try:
-            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-                self._previous = signal.signal(signal.SIGINT, _raise_interrupted)
+            if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+                self._previous = _signal.signal(_signal.SIGINT, _raise_interrupted)
         except (ValueError, OSError):  # not the main thread
             pass
 
     def __exit__(self, *exc_info: object) -> None:
         if self._previous is not None:
-            import signal
+            import _signal
 
-            signal.signal(signal.SIGINT, self._previous)
+            _signal.signal(_signal.SIGINT, self._previous)
 
 
 def _raise_interrupted(signum: int, frame: object) -> None:
