@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
 
-from .errors import IncompatibleCoreWarning
+from .errors import IncompatibleCoreWarning, warn
 
 __all__ = [
     "CORE_DISTRIBUTION",
@@ -215,7 +214,7 @@ def warn_if_incompatible(
     _warned.add(key)
     what = f"interaction {interaction!r}" if interaction else "its interactions"
     specifier = core_requirement(metadata_path)
-    warnings.warn(
+    warn(
         f"{problem} ({distribution} {version}); {what} may not work. Install an "
         f"{CORE_DISTRIBUTION} version the plugin supports (pip install "
         f"'{CORE_DISTRIBUTION}{specifier}'), or a release of {distribution} that supports "

@@ -1,17 +1,65 @@
-"""Exception types.
+"""Exception types, and how the framework issues its warnings.
 
 Every error the framework raises derives from :class:`InteractionsError`, so a
 caller can catch the whole family in one place, and the CLI can turn any of them
 into a one-paragraph message instead of a traceback. Several also derive from the
 built-in type verl's callers already catch (``ValueError``, ``KeyError``), so code
 written against verl keeps working.
+
+The framework's warnings go through :func:`warn`, so the CLI can show them as one
+``interactions: warning: ...`` line (:func:`compact_warnings`) without importing
+the ``warnings`` module on the path of a warm ``interactions list``, which
+issues none.
 """
 
 from __future__ import annotations
 
+import sys
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
+
+#: Whether the framework's warnings are shown as one line (set by the CLI).
+_compact = False
+
+
+def compact_warnings() -> None:
+    """Show the framework's warnings as one ``interactions: warning:`` line from now on.
+
+    Other warnings keep Python's display. The ``warnings`` module is patched now
+    if something imported it already, else by :func:`warn` before the first one.
+    """
+    global _compact
+    _compact = True
+    module = sys.modules.get("warnings")
+    if module is not None:
+        _show_compactly(module)
+
+
+def warn(message: str, category: type[Warning], stacklevel: int = 1) -> None:
+    """Issue a framework warning (``stacklevel`` as for :func:`warnings.warn`, from the caller)."""
+    import warnings
+
+    if _compact:
+        _show_compactly(warnings)
+    warnings.warn(message, category, stacklevel=stacklevel + 1)
+
+
+def _show_compactly(warnings: Any) -> None:
+    default = warnings.showwarning
+    if getattr(default, "_interactions_compact", False):
+        return
+
+    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+        if getattr(category, "__module__", "").startswith("interactions_core"):
+            (file or sys.stderr).write(f"interactions: warning: {message}\n")
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    show._interactions_compact = True  # type: ignore[attr-defined]
+    warnings.showwarning = show
 
 
 class InteractionsError(Exception):

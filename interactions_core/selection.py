@@ -92,9 +92,8 @@ class Selection:
 
 def warn_unmatched(index: dict[str, Any], entries: list[Any]) -> None:
     """Warn about allow/deny names that match nothing (a typo would otherwise be silent)."""
-    import warnings
 
-    from .errors import SelectionWarning
+    from .errors import SelectionWarning, warn
     from .naming import suggest
 
     known: set[str] = set()
@@ -115,7 +114,7 @@ def warn_unmatched(index: dict[str, Any], entries: list[Any]) -> None:
             if _importable_top_level(name):
                 continue  # a package named for its dotted class paths
             hint = suggest(normalize(name), known, n=1)
-            warnings.warn(
+            warn(
                 f"{variable} names {name!r}, which matches no installed interaction, "
                 f"plugin, policy or distribution{hint}",
                 SelectionWarning,
