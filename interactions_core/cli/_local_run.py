@@ -16,20 +16,11 @@ if TYPE_CHECKING:
     from collections.abc import Container, Iterator
     from typing import Any
 
+    from ._run_end import Played
     from ._run_outputs import RunOutputs
     from ._run_setup import RunInputs
 
-__all__ = ["LocalRun", "Played"]
-
-
-class Played:
-    """What a run leaves for its report: the summary, sessions left open, the watchdog."""
-
-    def __init__(self, summary: Any, still_open: int, watchdog: Any = None) -> None:
-        self.summary = summary
-        self.still_open = still_open
-        #: The local run's ``LoopWatchdog`` (what blocked the event loop); ``None`` with ``--ray``.
-        self.watchdog = watchdog
+__all__ = ["LocalRun"]
 
 
 class LocalRun:
@@ -54,6 +45,7 @@ class LocalRun:
         import asyncio
 
         from ..runtime.errors import RunInterrupted
+        from ._run_end import Played
 
         try:
             summary, still_open = asyncio.run(self._main(skip))

@@ -16,11 +16,20 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-    from ._local_run import Played
     from ._run_outputs import RunOutputs
     from ._run_setup import RunInputs
 
-__all__ = ["finish"]
+__all__ = ["Played", "finish"]
+
+
+class Played:
+    """What a run leaves for its report: the summary, sessions left open, the watchdog."""
+
+    def __init__(self, summary: Any, still_open: int, watchdog: Any = None) -> None:
+        self.summary = summary
+        self.still_open = still_open
+        #: The local run's ``LoopWatchdog`` (what blocked the event loop); ``None`` with ``--ray``.
+        self.watchdog = watchdog
 
 
 def finish(

@@ -18,7 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
-    from ._local_run import Played
+    from ._run_end import Played
     from ._run_outputs import RunOutputs
     from ._run_setup import RunInputs
 
@@ -146,7 +146,8 @@ def _play(
     args: argparse.Namespace, inputs: RunInputs, outputs: RunOutputs, stopped: list[int]
 ) -> Played:
     """Every episode not already in a resumed ``--output``: locally, or sharded with ``--ray``."""
-    from ._local_run import LocalRun, Played
+    from ._local_run import LocalRun
+    from ._run_end import Played
 
     skip = outputs.resume.done if outputs.resume is not None else None
     if args.ray is None:
