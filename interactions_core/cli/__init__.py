@@ -1,7 +1,7 @@
 """The ``interactions`` command line.
 
-One module per subcommand (``cli/list.py``, ``cli/show.py``, ...), each with
-``register(subparsers)`` to declare its arguments and ``run(args) -> int``.
+One module per subcommand (``cli/list.py``, ``cli/show.py``, ...), each with a
+``COMMAND`` declaring its arguments (see ``_command.py``) and ``run(args) -> int``.
 Command modules import their heavy dependencies inside ``run``, so building the
 parser stays cheap. :func:`main` turns every framework error into a one-paragraph
 message on stderr and a non-zero exit code: users never see a traceback unless
@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         module = importlib.import_module(f".{name}", __name__)
-        module.register(sub)
+        module.COMMAND.add_to(sub, module.run)
     return parser
 
 
@@ -98,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = [*(sys.argv[1:] if argv is None else argv)]
     fast = _fast_list(args_list)
     if fast is not None:
-        from .list import run
+        from ._listing import run
 
         _compact_warnings()
         return _dispatch(run, fast)

@@ -1,22 +1,79 @@
-"""What ``interactions list`` shows: filtering by pattern and distribution, suites as one line.
+"""What ``interactions list`` does: read the index, filter, print the table (or JSON).
+
+``cli.main`` calls :func:`run` directly for a bare ``list`` or ``list --json``
+(the command run most often), so this module and ``_output`` are all of the CLI
+a warm listing imports; the default path is kept free of ``re`` and ``fnmatch``.
 
 A suite plugin (reasoning-gym registers 106 names as ``rg/<task>``) would
 otherwise push everything else off the screen. By default names sharing a
 ``prefix/`` from one distribution collapse into one ``prefix/*`` row with
 their count when there are at least :data:`SUITE_FROM` of them and none is
-broken; ``--all`` or a pattern lists them one by one. Kept free of ``re`` and
-``fnmatch`` on the default path: the warm ``interactions list`` imports neither.
+broken; ``--all`` or a pattern lists them one by one.
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Sequence
     from typing import Any
 
 #: A ``prefix/`` shared by this many names of one distribution is shown as one row.
 SUITE_FROM = 5
+
+
+def run(args: argparse.Namespace) -> int:
+    """List the index's entries (imported and checked with ``--check``); exit 1 on a problem."""
+    from ..registry import get_registry
+
+    registry = get_registry()
+    entries = registry.check() if args.check else registry.entries()
+    rows = [e.as_dict() for e in entries] + [e.as_dict() for e in registry.plugin_problems()]
+    patterns = getattr(args, "patterns", None) or []
+    distribution = getattr(args, "distribution", None)
+    if patterns or distribution:
+        rows = select(rows, patterns, distribution)
+    if args.json:
+        from ._output import print_json
+
+        print_json(rows)
+    else:
+        filtered = bool(patterns or distribution)
+        _print_table(rows, expand=bool(getattr(args, "all", False) or patterns), filtered=filtered)
+        if not rows and filtered:
+            return 1
+    return 1 if args.check and any(r["status"] == "broken" for r in rows) else 0
+
+
+def _print_table(rows: list[dict], *, expand: bool, filtered: bool) -> None:
+    import sys
+
+    from ._output import table
+
+    if not rows:
+        if filtered:
+            sys.stderr.write(
+                "interactions: no installed interaction matches; 'interactions list' shows "
+                "them all\n"
+            )
+        else:
+            sys.stdout.write(
+                "No interactions installed. Install a plugin, e.g. "
+                "'pip install ./plugins/interactions-gsm8k'.\n"
+            )
+        return
+    shown = rows if expand else group_suites(rows)
+    headers = ("name", "distribution", "version", "target", "status")
+    cells = [[_printable(str(r[h] or "")) for h in headers] for r in shown]
+    sys.stdout.write(table(headers, cells) + "\n")
+    sys.stdout.write(totals(rows, shown) + "\n")
+    problems = [r for r in rows if r["error"]]
+    if problems:
+        sys.stdout.write("\n")
+        for r in problems:
+            line = f"{r['name']} ({r['distribution']}): {r['status']}: {r['error']}"
+            sys.stdout.write(_printable(line) + "\n")
 
 
 def select(
@@ -102,3 +159,10 @@ def totals(rows: list[dict[str, Any]], shown: list[dict[str, Any]]) -> str:
             "line; --all lists every name"
         )
     return line + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters escaped: names from metadata never drive the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

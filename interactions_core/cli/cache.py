@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
+from ._command import Arg, Command
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "cache",
-        help="show or clear the index cache",
-        description="The index of installed plugins is cached per interpreter and sys.path and "
-        "refreshed automatically after installs; what a hook plugin registers is re-learned "
-        "when that plugin's distribution (or one it requires) changes. Set "
-        "INTERACTIONS_NO_CACHE=1 to bypass it.",
-    )
-    p.add_argument("action", choices=("path", "clear"), help="print the folder, or empty it")
-    p.set_defaults(run=run)
+COMMAND = Command(
+    "cache",
+    help="show or clear the index cache",
+    description="The index of installed plugins is cached per interpreter and sys.path and "
+    "refreshed automatically after installs; what a hook plugin registers is re-learned "
+    "when that plugin's distribution (or one it requires) changes. Set "
+    "INTERACTIONS_NO_CACHE=1 to bypass it.",
+    arguments=[Arg("action", choices=("path", "clear"), help="print the folder, or empty it")],
+)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,26 +4,27 @@ from __future__ import annotations
 
 import sys
 
+from ._command import Command, flag
+from ._options import config_file
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "check",
-        help="validate a config file",
-        description="Validate a config: structure, interaction names (with did-you-mean), each "
-        "entry's options against the plugin's schema. Nothing is instantiated. Exit 0 when "
-        "valid, 1 with every problem listed on stderr otherwise.",
-    )
-    p.add_argument("config", metavar="CONFIG", help="path to the YAML config")
-    p.add_argument(
-        "--no-class-paths",
-        action="store_true",
-        help="refuse verl-style dotted class_name paths (same as INTERACTIONS_NO_CLASS_PATHS=1)",
-    )
-    p.set_defaults(run=run)
+COMMAND = Command(
+    "check",
+    help="validate a config file",
+    description="Validate a config: structure, interaction names (with did-you-mean), each "
+    "entry's options against the plugin's schema. Nothing is instantiated. Exit 0 when "
+    "valid, 1 with every problem listed on stderr otherwise.",
+    arguments=[
+        config_file("path to the YAML config"),
+        flag(
+            "--no-class-paths",
+            "refuse verl-style dotted class_name paths (same as INTERACTIONS_NO_CLASS_PATHS=1)",
+        ),
+    ],
+)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -2,64 +2,52 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import argparse
+from ._command import Arg, Command, flag
+from ._options import positive_int
 
-
-def _positive_int(text: str) -> int:
-    from .run import _positive_int as check
-
-    return check(text)
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    import argparse
-
-    p = sub.add_parser(
-        "data",
-        help="list dataset builders, or build a dataset",
-        description="Without BUILDER, list the dataset builders plugins provide. With one, "
-        "run it and write its rows (verl's sample shape) to --output: JSONL, or parquet with "
-        "pyarrow. Options after BUILDER are the builder's own, written --name value; "
-        "'interactions data BUILDER --help' lists them.",
-    )
-    p.add_argument("builder", metavar="BUILDER", nargs="?", help="the builder to run")
-    p.add_argument("--output", "-o", metavar="FILE", help="where to write the rows")
-    p.add_argument("--format", choices=("jsonl", "parquet"), help="output format (default: suffix)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
-    p.add_argument(
-        "--limit", type=_positive_int, metavar="N", help="write the first N rows only (N >= 1)"
-    )
-    p.add_argument(
+#: The command's own options. They may also follow BUILDER, among the builder's
+#: options: :func:`_split` picks them out there by these same declarations.
+_OWN_OPTIONS = [
+    Arg("--output", "-o", metavar="FILE", help="where to write the rows"),
+    Arg("--format", choices=("jsonl", "parquet"), help="output format (default: suffix)"),
+    flag("--overwrite", "replace an existing --output file"),
+    Arg("--limit", type=positive_int, metavar="N", help="write the first N rows only (N >= 1)"),
+    Arg(
         "--agent-name",
         metavar="NAME",
         help="write verl's agent_name column with NAME on every row (e.g. 'interactions', "
         "the verl agent loop of interactions_core.compat.verl_agent_loop)",
-    )
-    p.add_argument("--json", action="store_true", help="list builders as JSON")
-    p.add_argument("options", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-    p.set_defaults(run=run)
+    ),
+    flag("--json", "list builders as JSON"),
+]
+_BUILDER = Arg("builder", metavar="BUILDER", nargs="?", help="the builder to run")
+#: Everything after BUILDER, hidden from --help: the builder's options and maybe ours.
+_REST = Arg("options", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+
+COMMAND = Command(
+    "data",
+    help="list dataset builders, or build a dataset",
+    description="Without BUILDER, list the dataset builders plugins provide. With one, "
+    "run it and write its rows (verl's sample shape) to --output: JSONL, or parquet with "
+    "pyarrow. Options after BUILDER are the builder's own, written --name value; "
+    "'interactions data BUILDER --help' lists them.",
+    arguments=[_BUILDER, *_OWN_OPTIONS, _REST],
+)
 
 
 def _split(rest: list[str], args: argparse.Namespace) -> list[str]:
-    """Pick the command's own flags out of what follows BUILDER; return the builder's."""
-    own_value = {
-        "--output": "output",
-        "-o": "output",
-        "--format": "format",
-        "--limit": "limit",
-        "--agent-name": "agent_name",
-    }
-    own_flag = {"--overwrite": "overwrite", "--json": "json"}
+    """Pick the command's own options out of what follows BUILDER; return the builder's."""
+    own = {name: option for option in _OWN_OPTIONS for name in option.names}
     out: list[str] = []
     i = 0
     while i < len(rest):
         token = rest[i]
         key, eq, value = token.partition("=")
-        if key in own_value:
+        option = own.get(key)
+        if option is not None and not option.is_flag:
             if not eq:
                 if i + 1 >= len(rest):
                     from ..errors import ConfigError
@@ -67,23 +55,26 @@ def _split(rest: list[str], args: argparse.Namespace) -> list[str]:
                     raise ConfigError([f"{key} needs a value"])
                 value = rest[i + 1]
                 i += 1
-            if key == "--limit":
-                import argparse
-
-                try:
-                    args.limit = _positive_int(value)
-                except argparse.ArgumentTypeError as exc:
-                    from ..errors import ConfigError
-
-                    raise ConfigError([f"--limit: {exc}"]) from None
-            else:
-                setattr(args, own_value[key], value)
-        elif token in own_flag:
-            setattr(args, own_flag[token], True)
+            setattr(args, option.dest, _converted(option, key, value))
+        elif token in own and own[token].is_flag:
+            setattr(args, own[token].dest, True)
         else:
             out.append(token)
         i += 1
     return out
+
+
+def _converted(option: Arg, key: str, value: str) -> object:
+    """``value`` through the option's ``type`` check; a bad one is a config error."""
+    convert = option.options.get("type")
+    if convert is None:
+        return value
+    try:
+        return convert(value)
+    except argparse.ArgumentTypeError as exc:
+        from ..errors import ConfigError
+
+        raise ConfigError([f"{key}: {exc}"]) from None
 
 
 def _list(as_json: bool) -> int:

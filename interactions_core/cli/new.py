@@ -2,29 +2,30 @@
 
 from __future__ import annotations
 
+from ._command import Arg, Command
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "new",
-        help="create a new plugin distribution",
-        description="Create a complete, installable plugin distribution for the interaction "
-        "NAME: pyproject.toml with the entry point, a package with an interaction class "
-        "(config schema and a working example behaviour), tests that use the conformance "
-        "checker, and a README. NAME is normalised to a Python identifier (my-task -> "
-        "my_task). Nothing is written when NAME is invalid, DIR is not empty, or NAME "
-        "is already installed.",
-    )
-    p.add_argument("name", metavar="NAME", help="the interaction name, e.g. my_task")
-    p.add_argument(
-        "--dir",
-        metavar="DIR",
-        help="where to create it (default: ./interactions-NAME); must be new or empty",
-    )
-    p.set_defaults(run=run)
+COMMAND = Command(
+    "new",
+    help="create a new plugin distribution",
+    description="Create a complete, installable plugin distribution for the interaction "
+    "NAME: pyproject.toml with the entry point, a package with an interaction class "
+    "(config schema and a working example behaviour), tests that use the conformance "
+    "checker, and a README. NAME is normalised to a Python identifier (my-task -> "
+    "my_task). Nothing is written when NAME is invalid, DIR is not empty, or NAME "
+    "is already installed.",
+    arguments=[
+        Arg("name", metavar="NAME", help="the interaction name, e.g. my_task"),
+        Arg(
+            "--dir",
+            metavar="DIR",
+            help="where to create it (default: ./interactions-NAME); must be new or empty",
+        ),
+    ],
+)
 
 
 def run(args: argparse.Namespace) -> int:

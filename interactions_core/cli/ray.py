@@ -2,60 +2,46 @@
 
 from __future__ import annotations
 
+from ._command import Arg, Command, flag
+from ._options import wait_seconds
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
+_CHECK = Command(
+    "check",
+    help="compare the plugins every alive node discovers with this machine's",
+    description="Run discovery on every alive node of the cluster and compare names, "
+    "distributions, versions, targets and status with this process. Prints a table of "
+    "the differences; exits 1 when there is any.",
+    arguments=[
+        Arg(
+            "--address",
+            default=None,
+            metavar="HOST:PORT",
+            help="the cluster to check (default: $RAY_ADDRESS, else the cluster started on "
+            "this machine with 'ray start --head')",
+        ),
+        Arg(
+            "--timeout",
+            type=wait_seconds,
+            default=120.0,
+            metavar="SECONDS",
+            help="how long to wait for each node (default 120)",
+        ),
+        flag("--json", "print the report as JSON"),
+    ],
+)
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "ray",
-        help="Ray clusters: check that every node sees the same plugins",
-        description="Commands for Ray clusters (needs the extra: pip install "
-        '"interactions-core[ray]"). See docs/ray.md.',
-    )
-    ray_sub = p.add_subparsers(dest="ray_command", metavar="SUBCOMMAND")
-    check = ray_sub.add_parser(
-        "check",
-        help="compare the plugins every alive node discovers with this machine's",
-        description="Run discovery on every alive node of the cluster and compare names, "
-        "distributions, versions, targets and status with this process. Prints a table of "
-        "the differences; exits 1 when there is any.",
-    )
-    check.add_argument(
-        "--address",
-        default=None,
-        metavar="HOST:PORT",
-        help="the cluster to check (default: $RAY_ADDRESS, else the cluster started on this "
-        "machine with 'ray start --head')",
-    )
-    check.add_argument(
-        "--timeout",
-        type=_seconds,
-        default=120.0,
-        metavar="SECONDS",
-        help="how long to wait for each node (default 120)",
-    )
-    check.add_argument("--json", action="store_true", help="print the report as JSON")
-    check.set_defaults(run=run)
-    p.set_defaults(run=_usage, ray_parser=p)
-
-
-def _seconds(text: str) -> float:
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
-    return value
-
-
-def _usage(args: argparse.Namespace) -> int:
-    args.ray_parser.print_help()
-    return 2
+#: ``interactions ray`` only groups its subcommands; ``run`` below runs ``ray check``.
+COMMAND = Command(
+    "ray",
+    help="Ray clusters: check that every node sees the same plugins",
+    description="Commands for Ray clusters (needs the extra: pip install "
+    '"interactions-core[ray]"). See docs/ray.md.',
+    subcommands=[_CHECK],
+)
 
 
 def run(args: argparse.Namespace) -> int:

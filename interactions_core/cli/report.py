@@ -5,30 +5,31 @@ See ``docs/report.md``.
 
 from __future__ import annotations
 
+from ._command import Arg, Command, flag
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "report",
-        help="write an HTML report of a run's records (several files: compared side by side)",
-        description="Read the records written by 'interactions run --output' and write one "
-        "self-contained HTML page (viewable offline): the summary, plots, the errored and "
-        "lowest-scoring episodes and a sample of conversations. Given several files, the "
-        "runs are shown side by side.",
-    )
-    p.add_argument("records", metavar="RECORDS", nargs="+", help="records file(s) (JSONL)")
-    p.add_argument(
-        "-o",
-        "--output",
-        metavar="FILE",
-        help="the HTML file to write (default: the first RECORDS file with .html)",
-    )
-    p.add_argument("--title", help="the page title (default: names the records files)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
-    p.set_defaults(run=run)
+COMMAND = Command(
+    "report",
+    help="write an HTML report of a run's records (several files: compared side by side)",
+    description="Read the records written by 'interactions run --output' and write one "
+    "self-contained HTML page (viewable offline): the summary, plots, the errored and "
+    "lowest-scoring episodes and a sample of conversations. Given several files, the "
+    "runs are shown side by side.",
+    arguments=[
+        Arg("records", metavar="RECORDS", nargs="+", help="records file(s) (JSONL)"),
+        Arg(
+            "-o",
+            "--output",
+            metavar="FILE",
+            help="the HTML file to write (default: the first RECORDS file with .html)",
+        ),
+        Arg("--title", help="the page title (default: names the records files)"),
+        flag("--overwrite", "replace an existing output file"),
+    ],
+)
 
 
 def default_output(records: str) -> str:

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import sys
 
+from ._command import Arg, Command
+from ._options import config_file, default_interaction, positive_int, timeout
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
@@ -14,61 +17,46 @@ if TYPE_CHECKING:
 #: The environment variable holding the optional shared token.
 TOKEN_VAR = "INTERACTIONS_SERVE_TOKEN"
 
-
-def register(sub: argparse._SubParsersAction) -> None:
-    from .run import _positive_float, _positive_int
-
-    p = sub.add_parser(
-        "serve",
-        help="serve a config's interactions as an OpenEnv environment",
-        description="Serve every interaction of CONFIG as one OpenEnv environment (needs "
-        "interactions-core[openenv]). A client resets with prompt and interaction_kwargs "
-        "(name, else the config's default:, plus the interaction's own arguments), then "
-        "steps with {'content': <assistant message>}; each observation carries messages, "
-        "feedback, turn, final_score, interaction, reward and done. Runs until SIGTERM or "
-        f"Ctrl-C, finalizing open sessions. Set {TOKEN_VAR} to require a shared token.",
-    )
-    p.add_argument("config", metavar="CONFIG", help="interactions config (YAML)")
-    p.add_argument(
-        "--host",
-        default="127.0.0.1",
-        help="address to listen on (default 127.0.0.1: this machine only)",
-    )
-    p.add_argument(
-        "--port", type=int, default=8000, metavar="N", help="port (default 8000; 0: any free)"
-    )
-    p.add_argument(
-        "--max-sessions",
-        type=_positive_int,
-        default=64,
-        metavar="N",
-        help="episodes open at once (default 64); a reset beyond gets a capacity error",
-    )
-    p.add_argument(
-        "--max-turns",
-        type=_positive_int,
-        metavar="N",
-        help="end an episode after N assistant turns (default: when the interaction says so)",
-    )
-    p.add_argument(
-        "--timeout",
-        type=_positive_float,
-        metavar="SECONDS",
-        help="bound on each interaction call; a timeout ends that episode with an error",
-    )
-    p.add_argument(
-        "--default-interaction",
-        metavar="NAME",
-        help="interaction for resets whose interaction_kwargs has no name (overrides the "
-        "config's 'default:')",
-    )
-    p.add_argument(
-        "--log-level",
-        default="info",
-        choices=("critical", "error", "warning", "info", "debug"),
-        help="server log level (default info)",
-    )
-    p.set_defaults(run=run)
+COMMAND = Command(
+    "serve",
+    help="serve a config's interactions as an OpenEnv environment",
+    description="Serve every interaction of CONFIG as one OpenEnv environment (needs "
+    "interactions-core[openenv]). A client resets with prompt and interaction_kwargs "
+    "(name, else the config's default:, plus the interaction's own arguments), then "
+    "steps with {'content': <assistant message>}; each observation carries messages, "
+    "feedback, turn, final_score, interaction, reward and done. Runs until SIGTERM or "
+    f"Ctrl-C, finalizing open sessions. Set {TOKEN_VAR} to require a shared token.",
+    arguments=[
+        config_file("interactions config (YAML)"),
+        Arg(
+            "--host",
+            default="127.0.0.1",
+            help="address to listen on (default 127.0.0.1: this machine only)",
+        ),
+        Arg("--port", type=int, default=8000, metavar="N", help="port (default 8000; 0: any free)"),
+        Arg(
+            "--max-sessions",
+            type=positive_int,
+            default=64,
+            metavar="N",
+            help="episodes open at once (default 64); a reset beyond gets a capacity error",
+        ),
+        Arg(
+            "--max-turns",
+            type=positive_int,
+            metavar="N",
+            help="end an episode after N assistant turns (default: when the interaction says so)",
+        ),
+        timeout("a timeout ends that episode with an error"),
+        default_interaction("resets"),
+        Arg(
+            "--log-level",
+            default="info",
+            choices=("critical", "error", "warning", "info", "debug"),
+            help="server log level (default info)",
+        ),
+    ],
+)
 
 
 def _require_openenv() -> None:

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
+from ._command import Arg, Command, flag
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "show",
-        help="describe one interaction",
-        description="Describe an interaction: its docstring, where it comes from and its config "
-        "schema. NAME may be qualified as distribution:name.",
-    )
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("--json", action="store_true", help="print a JSON object")
-    p.set_defaults(run=run)
+COMMAND = Command(
+    "show",
+    help="describe one interaction",
+    description="Describe an interaction: its docstring, where it comes from and its config "
+    "schema. NAME may be qualified as distribution:name.",
+    arguments=[Arg("name", metavar="NAME"), flag("--json", "print a JSON object")],
+)
 
 
 def describe(name: str) -> dict[str, Any]:

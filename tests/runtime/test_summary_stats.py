@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from interactions_core.cli import main
-from interactions_core.cli.run import Progress, _duration
+from interactions_core.cli._progress import Progress, duration
 from interactions_core.runtime.summary_stats import NO_INTERACTION, SummaryStats
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,7 +164,7 @@ def test_progress_shows_an_eta() -> None:
     progress.update(25, 0, force=True)
     assert "ETA 30s" in stream.getvalue()
     assert "25/100" in stream.getvalue()
-    assert (_duration(185), _duration(7620), _duration(0.4)) == ("3m05s", "2h07m", "0s")
+    assert (duration(185), duration(7620), duration(0.4)) == ("3m05s", "2h07m", "0s")
 
 
 def test_the_run_total_merges_the_interactions_exactly() -> None:
