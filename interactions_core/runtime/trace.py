@@ -3,7 +3,10 @@
 :class:`TraceWriter` is an ordinary hook plugin: it implements the observer hooks
 (``on_session_start``, ``on_turn``, ``on_session_end``) and is registered with
 the registry's plugin host for the duration of a run (:func:`tracing`), so it
-sees exactly what any third-party observer sees. Lines::
+sees exactly what any third-party observer sees. It is a
+:class:`~.writers.LineWriter` (whole lines, opened like ``--output``), and its
+hooks take their arguments from :class:`~interactions_core.hookspecs.PluginSpec`
+rather than repeating the signatures. Lines::
 
     {"event": "session_start", "time": ..., "interaction": "gsm8k", "instance_id": "...",
      "kwargs": {...}}
