@@ -143,8 +143,9 @@ class GroupStats:
 
     def _add_turn_scores(self, scores: Sequence[float], threshold: float) -> int:
         """Add each turn's score to its turn's sum; return the first solving turn (0: none)."""
-        self._reach(len(scores))
         sums = self.turn_score_sums
+        if len(scores) > len(sums):
+            self._reach(len(scores))
         reached = self.turn_score_counts
         solved = 0
         for i, score in enumerate(scores):
