@@ -2,8 +2,10 @@
 
 ``interactions report RECORDS... -o report.html`` and ``interactions run ...
 --report report.html`` both end here. :mod:`.collect` reads records in one
-pass with bounded memory, :mod:`.svg` draws the charts and :mod:`.page` lays
-out the page. See ``docs/report.md``.
+pass with bounded memory; :mod:`.page` lays out the page from the tables
+(:mod:`.tables`), the plots (:mod:`.charts`, drawn by :mod:`.svg`) and the
+inline stylesheet and script (:mod:`.assets`), writing every figure the one way
+:mod:`.markup` does. See ``docs/report.md``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,10 @@
 :class:`TraceWriter` is an ordinary hook plugin: it implements the observer hooks
 (``on_session_start``, ``on_turn``, ``on_session_end``) and is registered with
 the registry's plugin host for the duration of a run (:func:`tracing`), so it
-sees exactly what any third-party observer sees. Lines::
+sees exactly what any third-party observer sees. It is a
+:class:`~.writers.LineWriter` (whole lines, opened like ``--output``), and its
+hooks take their arguments from :class:`~interactions_core.hookspecs.PluginSpec`
+rather than repeating the signatures. Lines::
 
     {"event": "session_start", "time": ..., "interaction": "gsm8k", "instance_id": "...",
      "kwargs": {...}}
@@ -15,92 +18,87 @@ sees exactly what any third-party observer sees. Lines::
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..hookspecs import hookimpl
+from ..hookspecs import PluginSpec, hookimpl
 from .writers import LineWriter
 
 __all__ = ["TraceWriter", "tracing"]
 
 
-class TraceWriter:
-    """Writes observer events as JSON lines to ``path`` (see the module docstring)."""
+def _observer(hook: str, fields: Callable[..., dict[str, Any]]) -> Callable[..., None]:
+    """The implementation of observer ``hook``: one line, ``fields(...)`` after the common keys.
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        overwrite: bool = False,
-        append: bool = False,
-        autoflush: bool = False,
-    ) -> None:
-        self.writer = LineWriter(path, overwrite=overwrite, append=append, autoflush=autoflush)
+    It takes the hook's arguments exactly as :class:`~interactions_core.hookspecs.PluginSpec`
+    declares them (pluggy reads the names from the wrapped specification), so
+    they are written down once. ``interaction_name`` and ``instance_id`` go in
+    every line; ``fields`` receives the other arguments by name.
+    """
+    spec = getattr(PluginSpec, hook)
+    names = tuple(inspect.signature(spec).parameters)[1:]  # after self
+    event = hook.removeprefix("on_")
 
-    @hookimpl
-    def on_session_start(self, interaction_name: str, instance_id: str, kwargs: Any) -> None:
-        self.writer.write(
-            {
-                "event": "session_start",
-                "time": time.time(),
-                "interaction": interaction_name,
-                "instance_id": instance_id,
-                "kwargs": kwargs,
-            }
-        )
+    @functools.wraps(spec, updated=())  # sets __wrapped__: the names pluggy passes
+    def observe(self: LineWriter, *args: Any, **kwargs: Any) -> None:
+        given = dict(zip(names, args, strict=False), **kwargs)  # or by name
+        line = {
+            "event": event,
+            "time": time.time(),
+            "interaction": given.pop("interaction_name"),
+            "instance_id": given.pop("instance_id"),
+        }
+        line.update(fields(**given))
+        self.write(line)
 
-    @hookimpl
-    def on_turn(
-        self,
-        interaction_name: str,
-        instance_id: str,
-        turn: int,
-        messages: list[dict[str, Any]],
-        result: Any,
-    ) -> None:
-        assistant = None
-        for message in reversed(messages):
-            if message.get("role") == "assistant":
-                assistant = message.get("content")
-                break
-        self.writer.write(
-            {
-                "event": "turn",
-                "time": time.time(),
-                "interaction": interaction_name,
-                "instance_id": instance_id,
-                "turn": turn,
-                "assistant": assistant,
-                "should_terminate": result.should_terminate,
-                "content": result.content,
-                "score": result.score,
-                "extra": dict(result.extra) if result.extra else {},
-            }
-        )
+    observe.__qualname__ = f"TraceWriter.{hook}"
+    return hookimpl(observe)
 
-    @hookimpl
-    def on_session_end(
-        self, interaction_name: str, instance_id: str, record: Any, error: BaseException | None
-    ) -> None:
-        self.writer.write(
-            {
-                "event": "session_end",
-                "time": time.time(),
-                "interaction": interaction_name,
-                "instance_id": instance_id,
-                "index": record.index,
-                "end_reason": record.end_reason,
-                "turns": record.turns,
-                "final_score": record.final_score,
-                "error": None if error is None else f"{error.__class__.__name__}: {error}",
-            }
-        )
 
-    def close(self) -> None:
-        self.writer.close()
+def _session_start(kwargs: Any) -> dict[str, Any]:
+    return {"kwargs": kwargs}
+
+
+def _turn(turn: int, messages: list[dict[str, Any]], result: Any) -> dict[str, Any]:
+    assistant = None
+    for message in reversed(messages):
+        if message.get("role") == "assistant":
+            assistant = message.get("content")
+            break
+    return {
+        "turn": turn,
+        "assistant": assistant,
+        "should_terminate": result.should_terminate,
+        "content": result.content,
+        "score": result.score,
+        "extra": dict(result.extra) if result.extra else {},
+    }
+
+
+def _session_end(record: Any, error: BaseException | None) -> dict[str, Any]:
+    return {
+        "index": record.index,
+        "end_reason": record.end_reason,
+        "turns": record.turns,
+        "final_score": record.final_score,
+        "error": None if error is None else f"{error.__class__.__name__}: {error}",
+    }
+
+
+class TraceWriter(LineWriter):
+    """A :class:`~.writers.LineWriter` of observer events (see the module docstring).
+
+    Opened like any line writer (``overwrite``, ``append``, ``autoflush``).
+    """
+
+    on_session_start = _observer("on_session_start", _session_start)
+    on_turn = _observer("on_turn", _turn)
+    on_session_end = _observer("on_session_end", _session_end)
 
 
 @contextmanager

@@ -146,8 +146,6 @@ def test_a_stalled_disk_never_holds_the_caller_of_write(
     """With autoflush, the flush thread does the os.write: a write() queues and returns."""
     import threading
 
-    from interactions_core.runtime import writers
-
     release = threading.Event()
     stalled = threading.Event()
     real_write = os.write
@@ -157,7 +155,7 @@ def test_a_stalled_disk_never_holds_the_caller_of_write(
         assert release.wait(30), "the test never released the disk"
         return real_write(fd, data)
 
-    monkeypatch.setattr(writers.os, "write", slow_write)
+    monkeypatch.setattr(os, "write", slow_write)
     writer = LineWriter(tmp_path / "out.jsonl", autoflush=True, flush_bytes=64)
     writer.write({"n": 0, "pad": "x" * 80})  # over flush_bytes: the thread starts writing
     assert stalled.wait(10), "the flush thread never wrote"

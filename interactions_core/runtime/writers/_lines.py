@@ -1,10 +1,9 @@
-"""Writing JSON lines whole: records, traces and ``interactions data`` output.
+"""Appending JSON lines to a file whole, for records and traces.
 
-:class:`LineWriter` writes JSON lines for records and traces: a line is only
-ever written whole (lines are buffered and handed to the OS in complete
-batches, at least once a second), so a crash never leaves half a line, and an
-existing file is never overwritten unless asked. :func:`write_rows` writes a
-dataset atomically (a temporary file renamed into place).
+A line is only ever written whole: lines are buffered and handed to the OS in
+complete batches, at least once a second, so a crash never leaves half a line;
+continuing a file cuts off the partial last line an earlier crash may have
+left; and an existing file is never overwritten unless asked.
 """
 
 from __future__ import annotations
@@ -12,50 +11,15 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from .datasets import _import_parquet, check_row, data_format, non_finite_field
-from .errors import DatasetError
+from ..errors import DatasetError
+from ._targets import is_special_file, refuse_existing
 
-__all__ = ["LineWriter", "is_special_file", "refuse_existing", "same_file", "write_rows"]
-
-
-def refuse_existing(
-    path: str | os.PathLike[str], overwrite: bool, flag: str = "--overwrite"
-) -> None:
-    """Raise :class:`DatasetError` when ``path`` exists and ``overwrite`` is false.
-
-    Only regular files (and directories, which can never be written) are refused:
-    a device such as ``/dev/null`` or a named pipe is written to as it is.
-    """
-    if os.path.isdir(path):
-        raise DatasetError(f"{os.fspath(path)} is a directory; give a file name to write")
-    if not overwrite and os.path.lexists(path) and not is_special_file(path):
-        raise DatasetError(
-            f"{os.fspath(path)} already exists; refusing to overwrite it "
-            f"(choose another file, or pass {flag})"
-        )
-
-
-def is_special_file(path: str | os.PathLike[str]) -> bool:
-    """True when ``path`` exists and is neither a regular file nor a directory (``/dev/null``)."""
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return False
-    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
-
-
-def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
-    """Whether ``a`` and ``b`` name the same file (``os.path.samefile`` when both exist)."""
-    try:
-        return os.path.samefile(a, b)
-    except (OSError, ValueError):
-        return os.path.realpath(a) == os.path.realpath(b)
+__all__ = ["LineWriter"]
 
 
 class LineWriter:
@@ -176,7 +140,7 @@ class LineWriter:
         self._flush()
 
     def _flush_periodically(self) -> None:
-        from .watchdog import keep_signals_off_this_thread
+        from ..watchdog import keep_signals_off_this_thread
 
         keep_signals_off_this_thread()
         stop = self._stop
@@ -303,86 +267,3 @@ def _finite(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [_finite(v) for v in obj]
     return obj
-
-
-def write_rows(
-    rows: Iterable[Mapping[str, Any]],
-    path: str | os.PathLike[str],
-    *,
-    format: str | None = None,
-    overwrite: bool = False,
-    strict: bool = True,
-) -> int:
-    """Write sample rows as JSONL or parquet; return how many were written.
-
-    Every row is checked with :func:`check_row` (``strict``: the first bad one
-    raises :class:`DatasetError` naming its position). The file is written under
-    a temporary name and moved into place when complete, so a failing builder
-    never leaves a partial file.
-    """
-    refuse_existing(path, overwrite)
-    fmt = data_format(path, format)
-
-    def checked() -> Iterator[Mapping[str, Any]]:
-        for number, row in enumerate(rows, start=1):
-            problem = check_row(row) if strict else None
-            if problem is None and strict:
-                found = non_finite_field(row)
-                if found is not None:
-                    problem = f"field {found[0]} is {found[1]}, which JSON cannot hold"
-            if problem is not None:
-                raise DatasetError(f"row {number} produced by the builder is invalid: {problem}")
-            yield row
-
-    special = is_special_file(path)  # /dev/null: write to it directly, never replace it
-    if special:
-        tmp = os.fspath(path)
-    else:
-        # Created exclusively under an unpredictable name next to the output, so
-        # nothing planted in advance (a symbolic link) can be written through.
-        import tempfile
-
-        folder, base = os.path.split(os.path.abspath(path))
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=folder)
-        except OSError as exc:
-            raise DatasetError(f"cannot write {os.fspath(path)}: {exc.strerror or exc}") from None
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # what a plain open() would have given
-        os.close(fd)
-    try:
-        if fmt == "jsonl":
-            count = 0
-            with LineWriter(tmp, overwrite=True) as writer:
-                for row in checked():
-                    writer.write(row)
-                    count += 1
-        else:
-            pq = _import_parquet()
-            import pyarrow as pa
-
-            table = pa.Table.from_pylist([dict(r) for r in checked()])
-            pq.write_table(table, tmp)
-            count = int(table.num_rows)
-        if not special:
-            _publish(tmp, os.fspath(path), overwrite)
-    finally:
-        if not special and os.path.exists(tmp):
-            os.remove(tmp)
-    return count
-
-
-def _publish(tmp: str, path: str, overwrite: bool) -> None:
-    """Move the finished ``tmp`` to ``path`` atomically (never clobbering unless asked)."""
-    if overwrite:
-        os.replace(tmp, path)
-        return
-    try:
-        os.link(tmp, path)  # atomic, and fails if ``path`` appeared meanwhile
-    except FileExistsError:
-        refuse_existing(path, False)
-        raise
-    except OSError:  # no hard links on this file system
-        refuse_existing(path, False)
-        os.replace(tmp, path)

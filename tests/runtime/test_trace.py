@@ -1,0 +1,85 @@
+"""The trace writer: an observer-hook plugin whose hooks are the specification's own."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pluggy
+import pytest
+
+from interactions_core.hookspecs import PROJECT_NAME, PluginSpec
+from interactions_core.registry import get_registry
+from interactions_core.runtime.trace import TraceWriter, tracing
+from interactions_core.runtime.writers import LineWriter
+
+OBSERVER_HOOKS = ("on_session_start", "on_turn", "on_session_end")
+
+
+def manager_with(writer: TraceWriter) -> pluggy.PluginManager:
+    manager = pluggy.PluginManager(PROJECT_NAME)
+    manager.add_hookspecs(PluginSpec)
+    manager.register(writer)
+    return manager
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.parametrize("hook", OBSERVER_HOOKS)
+def test_each_hook_receives_exactly_the_arguments_the_spec_declares(
+    tmp_path: Path, hook: str
+) -> None:
+    with TraceWriter(tmp_path / "t.jsonl") as writer:
+        (impl,) = getattr(manager_with(writer).hook, hook).get_hookimpls()
+        declared = tuple(inspect.signature(getattr(PluginSpec, hook)).parameters)[1:]
+        assert impl.argnames == declared
+        assert impl.function.__name__ == hook
+
+
+def test_a_session_written_through_the_plugin_manager(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    writer = TraceWriter(path)
+    hook = manager_with(writer).hook
+    hook.on_session_start(interaction_name="g", instance_id="i1", kwargs={"a": 1})
+    messages = [{"role": "assistant", "content": "first"}, {"role": "user", "content": "q"}]
+    messages.append({"role": "assistant", "content": "second"})
+    result = SimpleNamespace(should_terminate=True, content="ok", score=1.0, extra={"k": 2})
+    hook.on_turn(interaction_name="g", instance_id="i1", turn=2, messages=messages, result=result)
+    record = SimpleNamespace(index=3, end_reason="terminated", turns=2, final_score=1.0)
+    hook.on_session_end(
+        interaction_name="g", instance_id="i1", record=record, error=ValueError("bad")
+    )
+    writer.close()
+    start, turn, end = lines(path)
+    assert list(start) == ["event", "time", "interaction", "instance_id", "kwargs"]
+    assert start["event"] == "session_start" and start["kwargs"] == {"a": 1}
+    assert list(turn)[:5] == ["event", "time", "interaction", "instance_id", "turn"]
+    assert turn["assistant"] == "second"  # the last assistant message: the turn's answer
+    assert (turn["turn"], turn["score"], turn["extra"]) == (2, 1.0, {"k": 2})
+    assert end["event"] == "session_end" and end["index"] == 3
+    assert end["error"] == "ValueError: bad"
+
+
+def test_the_trace_writer_is_a_line_writer(tmp_path: Path) -> None:
+    """Opened like records (append continues after a crash's partial line)."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"event": "turn"}\n{"event": "tur')
+    writer = TraceWriter(path, append=True)
+    assert isinstance(writer, LineWriter)
+    writer.on_session_start("g", "i2", {})  # positionally, as pluggy calls it
+    writer.close()
+    assert [line["event"] for line in lines(path)] == ["turn", "session_start"]
+
+
+def test_tracing_registers_the_writer_for_the_block_only(tmp_path: Path) -> None:
+    registry = get_registry()
+    host = registry.plugin_host
+    with tracing(registry, tmp_path / "t.jsonl") as writer:
+        assert host.manager.is_registered(writer)
+        assert host.observer("on_turn") is not None
+    assert not host.manager.is_registered(writer)
+    assert writer._fd is None  # closed on the way out
