@@ -36,6 +36,9 @@ def check_result(ctx: CheckContext, raw: Any, where: str) -> InteractionResult |
             key=f"coerce:{exc}",
         )
         return None
+    except ValueError:  # a score that is not finite: the scores rule names it
+        check_score(ctx, raw[2], "the turn score of generate_response", where)
+        return None
     for field, wanted, described in _RESULT_FIELDS:
         value = getattr(result, field)
         if not isinstance(value, wanted):
