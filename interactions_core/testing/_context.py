@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from ._blocking import BLOCKING_LIMIT, LoopWatch
+from ._check_blocking import BLOCKING_LIMIT, LoopWatch
 from .report import ConformanceReport
 from .target import Episode, Target
 

@@ -1,0 +1,58 @@
+"""The ``isolation`` check (``_check_isolation.py``): sessions on one instance stay apart."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from checker_fakes import ExactInteraction
+
+from interactions_core import InteractionResult, InteractionsError, SessionInteraction
+from interactions_core.errors import ConformanceError
+from interactions_core.testing import Episode, check_interaction
+
+
+class SharedStateInteraction(SessionInteraction):
+    """Keeps the ground truth on the shared instance: sessions see each other's."""
+
+    def new_session(self, ground_truth: Any = None, **kwargs: Any) -> None:
+        self.truth = str(ground_truth)
+
+    async def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any):
+        ok = str(messages[-1].get("content", "")).endswith(self.truth)
+        return InteractionResult(ok, "", 1.0 if ok else 0.0)
+
+
+_counter = itertools.count()
+
+
+class Flaky(ExactInteraction):
+    """Answers with a running number: two solo runs never agree."""
+
+    async def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any):
+        return InteractionResult(False, f"call {next(_counter)}", 0.0)
+
+
+def test_shared_state_is_reported_with_the_first_difference() -> None:
+    with pytest.raises(ConformanceError) as info:
+        check_interaction(SharedStateInteraction)
+    error = info.value
+    assert "isolation" in {v.check for v in error.violations}, str(error)
+    assert "sessions share state" in str(error)
+    assert "first difference at step 1" in str(error)
+    assert isinstance(error, InteractionsError) and isinstance(error, AssertionError)
+
+
+def test_isolation_needs_distinct_episodes() -> None:
+    report = check_interaction(ExactInteraction, episodes=[Episode(["1"], {"ground_truth": "1"})])
+    assert any("isolation not checked" in n for n in report.notes)
+
+
+def test_non_deterministic_episodes_are_noted_not_compared() -> None:
+    report = check_interaction(Flaky, raise_on_error=False)
+    assert "isolation" not in {v.check for v in report.violations}, report.format()
+    assert any(
+        n.startswith("episode(s) 1, 2, 3 gave different results on two solo runs")
+        for n in report.notes
+    ), report.notes
