@@ -195,3 +195,12 @@ def test_the_default_time_limit_lets_a_slow_call_finish() -> None:
     assert check_interaction(Slow, skip=steps).ok
     report = check_interaction(Slow, skip=steps, timeout=0.05, raise_on_error=False)
     assert "did not return in time (timeout)" in report.format()
+
+
+def test_the_rules_table_in_the_docs_names_every_check_in_order() -> None:
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "writing-plugins.md").read_text(encoding="utf-8")
+    table = text.split("### The conformance checker: the rules", 1)[1].split("\n\n", 2)[1]
+    assert re.findall(r"^\| `(\w+)` \|", table, re.M) == list(CHECKS)
