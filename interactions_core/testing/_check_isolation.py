@@ -14,8 +14,10 @@ import asyncio
 from typing import Any
 
 from ..result import InteractionResult
-from ._context import CheckContext, new_id, short
-from ._play import Trace, play
+from ..runtime.errors import InteractionCallError
+from ._context import CheckContext, short
+from ._play import Trace, open_session, play, returned
+from .driver import plugin_error
 from .target import Episode
 
 __all__ = ["check_isolation"]
@@ -69,72 +71,73 @@ def _at(trace: Trace, step: int) -> Any:
 
 
 class _Concurrent:
-    """One episode of the interleaved run: its session id, conversation and trace so far.
+    """One episode of the interleaved run: its session, conversation and trace so far.
 
-    ``trace`` is ``None`` when the episode could not be compared (a call failed:
-    the solo runs report that); ``done`` once it ended or ran out of replies.
+    ``trace`` is ``None`` when the episode cannot be compared (it did not start,
+    or a call failed: the solo runs report that); ``done`` once it ended or ran
+    out of replies.
     """
 
-    def __init__(self, episode: Episode, iid: str | None) -> None:
+    def __init__(self, ctx: CheckContext, obj: Any, episode: Episode, number: int) -> None:
         self.episode = episode
-        self.iid = iid
-        self.trace: Trace | None = [] if iid else None
+        self.session, self.probe = open_session(ctx, obj, f"concurrent{number}")
+        self.trace: Trace | None = None
         self.messages: list[dict[str, Any]] = [{"role": "user", "content": episode.prompt}]
-        self.done = iid is None
+        self.done = True
+
+    async def start(self) -> None:
+        try:
+            await self.session.start(**self.episode.kwargs)
+        except InteractionCallError:
+            return
+        self.trace, self.done = [], False
+
+    async def turn(self, k: int) -> None:
+        """Play the episode's ``k``-th reply."""
+        trace = self.trace
+        assert trace is not None
+        self.messages.append({"role": "assistant", "content": self.episode.replies[k]})
+        try:
+            raw = await returned(self.probe, self.session.respond(list(self.messages)))
+            result = InteractionResult.coerce(raw)
+        except Exception:
+            self.trace, self.done = None, True
+            return
+        trace.append((result.should_terminate, result.content, result.score))
+        self.messages.append({"role": "user", "content": result.content})
+        if result.should_terminate or k + 1 >= len(self.episode.replies):
+            self.done = True
+
+    async def score(self) -> None:
+        """Add the final score to a comparable episode's trace."""
+        if self.trace is None:
+            return
+        try:
+            self.trace.append(("score", await returned(self.probe, self.session.score())))
+        except InteractionCallError:
+            self.trace = None
 
 
 async def _interleaved(ctx: CheckContext, obj: Any) -> list[Trace | None]:
-    """Start every episode, then play turn k of all of them together, for each k."""
-    runs = [
-        _Concurrent(episode, await _start(ctx, obj, episode, number))
-        for number, episode in enumerate(ctx.episodes, 1)
-    ]
+    """Start every episode, then play turn k of all of them together, for each k.
+
+    The episodes are played through ``Session`` like the solo runs, so both
+    sides get the same calls (the interaction kwargs reach every one).
+    """
+    runs = [_Concurrent(ctx, obj, episode, n) for n, episode in enumerate(ctx.episodes, 1)]
     try:
+        for run in runs:
+            await run.start()
         k = 0
         while not all(run.done for run in runs):
-            await asyncio.gather(*(_turn(ctx, obj, run, k) for run in runs if not run.done))
+            await asyncio.gather(*(run.turn(k) for run in runs if not run.done))
             k += 1
         for run in runs:
-            await _score(ctx, obj, run)
+            await run.score()
     finally:
         for run in runs:
-            if run.iid is not None:
-                await ctx.finalize(obj, run.iid, "after the concurrent run")
+            problem = await run.session.finalize()  # nothing for a session never started
+            if problem is not None:
+                where = "after the concurrent run"
+                ctx.raised("results", "finalize_interaction", where, plugin_error(problem))
     return [run.trace for run in runs]
-
-
-async def _start(ctx: CheckContext, obj: Any, episode: Episode, number: int) -> str | None:
-    """The started session's id, or ``None`` when it could not start."""
-    iid = new_id(f"concurrent{number}")
-    try:
-        await ctx.call(obj, "start_interaction", iid, **episode.kwargs)
-    except Exception:
-        return None
-    return iid
-
-
-async def _turn(ctx: CheckContext, obj: Any, run: _Concurrent, k: int) -> None:
-    """Play the episode's ``k``-th reply."""
-    trace = run.trace
-    assert trace is not None
-    run.messages.append({"role": "assistant", "content": run.episode.replies[k]})
-    try:
-        raw = await ctx.call(obj, "generate_response", run.iid, list(run.messages))
-        result = InteractionResult.coerce(raw)
-    except Exception:
-        run.trace, run.done = None, True  # reported by the solo runs
-        return
-    trace.append((result.should_terminate, result.content, result.score))
-    run.messages.append({"role": "user", "content": result.content})
-    if result.should_terminate or k + 1 >= len(run.episode.replies):
-        run.done = True
-
-
-async def _score(ctx: CheckContext, obj: Any, run: _Concurrent) -> None:
-    """Add the final score to a comparable episode's trace."""
-    if run.iid is None or run.trace is None:
-        return
-    try:
-        run.trace.append(("score", await ctx.call(obj, "calculate_score", run.iid)))
-    except Exception:
-        run.trace = None

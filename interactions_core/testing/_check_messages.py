@@ -32,7 +32,10 @@ def odd_conversations() -> list[tuple[str, list[dict[str, Any]]]]:
 
 
 async def check_messages(ctx: CheckContext) -> None:
-    """Each odd conversation, in a session of its own, gets a valid result or a clear refusal."""
+    """Each odd conversation, in a session of its own, gets a valid result or a clear refusal.
+
+    Each call gets the episode's interaction kwargs, as in a run.
+    """
     obj = ctx.instance()
     kwargs = ctx.episodes[0].kwargs
     for label, messages in odd_conversations():
@@ -42,7 +45,7 @@ async def check_messages(ctx: CheckContext) -> None:
             ctx.add("messages", f"start_interaction {describe_exc(exc)}")
             return
         try:
-            raw = await ctx.call(obj, "generate_response", iid, messages)
+            raw = await ctx.call(obj, "generate_response", iid, messages, **kwargs)
         except InteractionsError:
             pass  # a clear, documented refusal is fine
         except Exception as exc:

@@ -11,6 +11,7 @@ it. :func:`check_episodes` (``results`` and ``scores``) is nothing but this.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from ..result import InteractionResult
@@ -21,7 +22,7 @@ from ._context import CheckContext, new_id
 from .driver import plugin_error
 from .target import Episode
 
-__all__ = ["Trace", "check_episodes", "play"]
+__all__ = ["Probe", "Trace", "check_episodes", "open_session", "play", "returned"]
 
 #: What an episode did, step by step: ``(should_terminate, content, score)`` per
 #: turn, then ``("score", final score)``; two runs compare equal when they agree.
@@ -58,6 +59,25 @@ class Probe:
         return await self._ctx.call(self._obj, "finalize_interaction", instance_id)
 
 
+def open_session(ctx: CheckContext, obj: Any, tag: str) -> tuple[Session, Probe]:
+    """A session on ``obj`` under a fresh explicit id (verl passes one), and its probe."""
+    probe = Probe(ctx, obj)
+    return Session(probe, name=ctx.target.label, instance_id=new_id(tag)), probe
+
+
+async def returned(probe: Probe, call: Awaitable[Any]) -> Any:
+    """``await call`` (a session call); return what the plugin returned, even a value
+    the session refused. Raises the session's ``InteractionCallError`` only when the
+    plugin itself raised (or timed out)."""
+    probe.raw = _NOTHING
+    try:
+        await call
+    except InteractionCallError:
+        if probe.raw is _NOTHING:
+            raise
+    return probe.raw
+
+
 async def check_episodes(ctx: CheckContext) -> None:
     """``results`` and ``scores``: play every episode on a fresh instance."""
     obj = ctx.instance()
@@ -75,8 +95,7 @@ async def play(
     once started.
     """
     where = f"in episode {number}"
-    probe = Probe(ctx, obj)
-    session = Session(probe, name=ctx.target.label, instance_id=new_id(f"episode{number}"))
+    session, probe = open_session(ctx, obj, f"episode{number}")
     try:
         await session.start(**episode.kwargs)
     except InteractionCallError as exc:
@@ -114,26 +133,22 @@ async def _judged(
     ctx: CheckContext, session: Session, probe: Probe, messages: list[dict[str, Any]], where: str
 ) -> InteractionResult | None:
     """One turn's checked result, or ``None`` (recorded) when the turn failed."""
-    probe.raw = _NOTHING
     try:
-        await session.respond(messages)
+        raw = await returned(probe, session.respond(messages))
     except InteractionCallError as exc:
-        if probe.raw is _NOTHING:  # the plugin raised; else its result is checked below
-            ctx.raised("results", "generate_response", where, plugin_error(exc))
-            return None
-    return check_result(ctx, probe.raw, where)
+        ctx.raised("results", "generate_response", where, plugin_error(exc))
+        return None
+    return check_result(ctx, raw, where)
 
 
 async def _final_score(
     ctx: CheckContext, session: Session, probe: Probe, where: str, trace: Trace
 ) -> None:
     """``calculate_score``, checked and added to ``trace`` unless the plugin raised."""
-    probe.raw = _NOTHING
     try:
-        await session.score()
+        raw = await returned(probe, session.score())
     except InteractionCallError as exc:
-        if probe.raw is _NOTHING:  # the plugin raised; else its score is checked below
-            ctx.raised("results", "calculate_score", where, plugin_error(exc))
-            return
-    check_score(ctx, probe.raw, "calculate_score's result", where)
-    trace.append(("score", probe.raw))
+        ctx.raised("results", "calculate_score", where, plugin_error(exc))
+        return
+    check_score(ctx, raw, "calculate_score's result", where)
+    trace.append(("score", raw))

@@ -56,3 +56,24 @@ def test_non_deterministic_episodes_are_noted_not_compared() -> None:
         n.startswith("episode(s) 1, 2, 3 gave different results on two solo runs")
         for n in report.notes
     ), report.notes
+
+
+class FromKwargs(SessionInteraction):
+    """Keeps nothing per session: the ground truth comes with every call, as a run passes it."""
+
+    def new_session(self, **kwargs: Any) -> dict[str, Any]:
+        return {}
+
+    async def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any):
+        ok = str(messages[-1].get("content", "")).endswith(str(kwargs.get("ground_truth")))
+        return InteractionResult(ok, "yes" if ok else "no", 1.0 if ok else 0.0)
+
+    async def score(self, state: Any, **kwargs: Any) -> float:
+        return 1.0 if kwargs.get("ground_truth") else 0.0
+
+
+def test_the_concurrent_run_makes_the_same_calls_as_the_solo_runs() -> None:
+    """Both sides go through Session: the interaction kwargs reach every call of both."""
+    report = check_interaction(FromKwargs, skip=["messages"], raise_on_error=False)
+    assert report.ok, report.format()
+    assert not any("isolation" in n for n in report.notes)

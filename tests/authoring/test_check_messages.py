@@ -62,3 +62,18 @@ def test_every_run_gets_conversations_of_its_own() -> None:
         "assistant content None",
         "assistant content as a list of parts",
     ]
+
+
+class NeedsKwargsEveryTurn(ExactInteraction):
+    """Reads the ground truth from each call's kwargs, and refuses a turn without it."""
+
+    async def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any):
+        truth = kwargs["ground_truth"]  # a KeyError here is a crash the check would report
+        text = messages[-1].get("content") if messages else None
+        ok = isinstance(text, str) and text.endswith(str(truth))
+        return InteractionResult(ok, "yes" if ok else "no", 1.0 if ok else 0.0)
+
+
+def test_odd_conversations_get_the_interaction_kwargs_as_in_a_run() -> None:
+    report = check_interaction(NeedsKwargsEveryTurn, raise_on_error=False)
+    assert report.ok, report.format()
