@@ -9,9 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+import pytest
 
-from interactions_core import BaseInteraction, InteractionResult, SessionInteraction
-from interactions_core.testing import ConformanceReport
+from interactions_core import (
+    BaseInteraction,
+    InteractionResult,
+    InteractionsError,
+    SessionInteraction,
+)
+from interactions_core.errors import ConformanceError
+from interactions_core.testing import ConformanceReport, check_interaction
 
 
 @attrs.define
@@ -83,3 +90,14 @@ class VerlStyleInteraction(BaseInteraction):
 def checks_failed(report: ConformanceReport) -> set[str]:
     """The names of the checks with at least one violation."""
     return {v.check for v in report.violations}
+
+
+def assert_reported(cls: type, check: str, fragment: str) -> ConformanceError:
+    """Check ``cls``: it must fail with a ``check`` violation whose report says ``fragment``."""
+    with pytest.raises(ConformanceError) as info:
+        check_interaction(cls)
+    error = info.value
+    assert check in {v.check for v in error.violations}, str(error)
+    assert fragment in str(error)
+    assert isinstance(error, InteractionsError) and isinstance(error, AssertionError)
+    return error

@@ -5,11 +5,9 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-import pytest
-from checker_fakes import ExactInteraction
+from checker_fakes import ExactInteraction, assert_reported
 
-from interactions_core import InteractionResult, InteractionsError, SessionInteraction
-from interactions_core.errors import ConformanceError
+from interactions_core import InteractionResult, SessionInteraction
 from interactions_core.testing import Episode, check_interaction
 
 
@@ -35,13 +33,8 @@ class Flaky(ExactInteraction):
 
 
 def test_shared_state_is_reported_with_the_first_difference() -> None:
-    with pytest.raises(ConformanceError) as info:
-        check_interaction(SharedStateInteraction)
-    error = info.value
-    assert "isolation" in {v.check for v in error.violations}, str(error)
-    assert "sessions share state" in str(error)
+    error = assert_reported(SharedStateInteraction, "isolation", "sessions share state")
     assert "first difference at step 1" in str(error)
-    assert isinstance(error, InteractionsError) and isinstance(error, AssertionError)
 
 
 def test_isolation_needs_distinct_episodes() -> None:
