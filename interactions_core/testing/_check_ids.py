@@ -10,7 +10,7 @@ second session over a live one (verl silently overwrote it).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from ..errors import InteractionsError
@@ -110,6 +110,7 @@ async def check_unknown_session(ctx: CheckContext) -> None:
 
 
 async def _expect_session_error(ctx: CheckContext, what: str, call: Awaitable[Any]) -> None:
+    """``call`` (with an id that is not live) must raise an ``InteractionsError``."""
     try:
         await call
     except InteractionsError:  # SessionError, or another clear framework error
@@ -159,7 +160,10 @@ async def check_reuse(ctx: CheckContext) -> None:
     await ctx.finalize(obj, live, "of the restarted id")
 
 
-async def _expect_live_id_refused(ctx: CheckContext, obj: Any, live: str, kwargs: Any) -> None:
+async def _expect_live_id_refused(
+    ctx: CheckContext, obj: Any, live: str, kwargs: Mapping[str, Any]
+) -> None:
+    """Starting ``live`` again while it is open must raise an ``InteractionsError``."""
     try:
         await ctx.call(obj, "start_interaction", live, **kwargs)
     except InteractionsError:

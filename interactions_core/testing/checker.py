@@ -51,6 +51,14 @@ Episodes are scripted with :class:`Episode`: the sample's ``interaction_kwargs``
 and the assistant replies to play. Give two or more with different kwargs so the
 isolation check can tell sessions apart; without any, a generic set that passes
 a ``ground_truth`` is used.
+
+This module is the entry point and the order the checks run in. Each group of
+rules lives in a module of its own: ``_check_config``, ``_check_ids``
+(``lifecycle``, ``unknown_session``, ``reuse``), ``_check_results`` (``results``,
+``scores``), ``_check_messages``, ``_check_isolation``, ``_check_state`` and
+``_check_blocking``; ``spec`` is the registry's own validation
+(:mod:`interactions_core.validation`). ``_play`` plays a scripted episode
+through ``Session``; ``_context`` holds what the checks of one run share.
 """
 
 from __future__ import annotations
