@@ -22,7 +22,6 @@ accepted and a wrongly typed one fails with a message naming the bad field.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import threading
 from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterable, Mapping
 from contextlib import asynccontextmanager
@@ -38,19 +37,6 @@ T = TypeVar("T")
 
 #: The first user message of a scripted conversation when none is given.
 DEFAULT_PROMPT = "Please solve the task and give your final answer."
-
-
-async def bounded(value: Any, timeout: float | None) -> Any:
-    """``await value`` (when awaitable) with a time limit in seconds (``None``: none).
-
-    The checker calls lifecycle methods one by one, not as a session, so that it
-    can see exactly what each returns; this is its only wrapper.
-    """
-    if inspect.isawaitable(value):
-        if timeout is None:
-            return await value
-        return await asyncio.wait_for(value, timeout)
-    return value
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -171,10 +157,11 @@ async def _plain(call: Awaitable[T]) -> T:
     try:
         return await call
     except InteractionCallError as exc:
-        raise _unwrapped(exc) from None
+        raise plugin_error(exc) from None
 
 
-def _unwrapped(error: InteractionCallError) -> BaseException:
+def plugin_error(error: BaseException) -> BaseException:
+    """The plugin's own exception behind a session's ``InteractionCallError``."""
     return error.__cause__ if error.__cause__ is not None else error
 
 
@@ -232,7 +219,7 @@ class SessionDriver:
             raise
         problem = await session.finalize()
         if problem is not None:
-            raise _unwrapped(problem)
+            raise plugin_error(problem)
 
     async def play(
         self,

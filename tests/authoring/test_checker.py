@@ -1,97 +1,18 @@
-"""The conformance checker: clean interactions pass, each broken rule is reported, all at once."""
+"""The conformance checker's entry points (``checker.py``): targets, options, the whole report.
+
+Each group of rules has its own test module beside this one (``test_check_*.py``).
+"""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
-import attrs
 import pytest
+from checker_fakes import ExactInteraction, VerlStyleInteraction, checks_failed
 
-from interactions_core import (
-    BaseInteraction,
-    ConfigError,
-    InteractionResult,
-    InteractionsError,
-    Registry,
-    SessionInteraction,
-)
-from interactions_core.errors import ConformanceError
-from interactions_core.testing import CHECKS, ConformanceReport, Episode, check_interaction
+from interactions_core import BaseInteraction, InteractionResult, InteractionsError, Registry
+from interactions_core.testing import CHECKS, Episode, check_interaction, run_sync
 from interactions_core.testing.checker import acheck_interaction
-
-# -- reference implementations --------------------------------------------------------
-
-
-@attrs.define
-class ExactConfig:
-    max_attempts: int = 3
-
-
-class ExactInteraction(SessionInteraction):
-    """Correct when the last assistant message equals the ground truth."""
-
-    config_schema = ExactConfig
-
-    def new_session(self, ground_truth: Any = None, **kwargs: Any) -> dict[str, Any]:
-        return {"truth": str(ground_truth), "attempts": 0, "score": 0.0}
-
-    async def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any):
-        text = next(
-            (m.get("content") for m in reversed(messages) if m.get("role") == "assistant"), None
-        )
-        state["attempts"] += 1
-        if isinstance(text, str) and text.strip().endswith(state["truth"]):
-            state["score"] = 1.0
-            return InteractionResult(True, "correct", 1.0)
-        done = state["attempts"] >= self.settings.max_attempts
-        return InteractionResult(done, "try again", 0.0)
-
-    async def score(self, state: Any, **kwargs: Any) -> float:
-        return state["score"]
-
-
-class VerlStyleInteraction(BaseInteraction):
-    """verl's way, done right: a per-instance dict keyed by id, cleaned up on finalize."""
-
-    def __init__(self, config: dict[str, Any] | None = None) -> None:
-        super().__init__(config)
-        self._instance_dict: dict[str, dict[str, Any]] = {}
-
-    async def start_interaction(self, instance_id: str | None = None, **kwargs: Any) -> str:
-        from interactions_core import SessionError
-
-        instance_id = await super().start_interaction(instance_id)
-        if instance_id in self._instance_dict:
-            raise SessionError(f"session {instance_id!r} is live")
-        self._instance_dict[instance_id] = {"truth": str(kwargs.get("ground_truth"))}
-        return instance_id
-
-    def _state(self, instance_id: str) -> dict[str, Any]:
-        from interactions_core import SessionError
-
-        try:
-            return self._instance_dict[instance_id]
-        except KeyError:
-            raise SessionError(f"no session {instance_id!r}") from None
-
-    async def generate_response(self, instance_id: str, messages: list[dict[str, Any]], **kw: Any):
-        state = self._state(instance_id)
-        last = messages[-1].get("content") if messages else None
-        ok = isinstance(last, str) and last.endswith(state["truth"])
-        state["score"] = 1.0 if ok else 0.0
-        return ok, "yes" if ok else "no", state["score"], {}
-
-    async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
-        return float(self._state(instance_id).get("score", 0.0))
-
-    async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
-        self._instance_dict.pop(instance_id, None)
-
-
-def _checks_failed(report: ConformanceReport) -> set[str]:
-    return {v.check for v in report.violations}
-
 
 # -- clean targets ----------------------------------------------------------------------
 
@@ -152,141 +73,7 @@ def test_bad_arguments_are_refused_early() -> None:
         check_interaction(ExactInteraction, episodes=["just a string"])
 
 
-# -- one broken rule at a time --------------------------------------------------------------
-
-
-class SharedStateInteraction(SessionInteraction):
-    """Keeps the ground truth on the shared instance: sessions see each other's."""
-
-    def new_session(self, ground_truth: Any = None, **kwargs: Any) -> None:
-        self.truth = str(ground_truth)
-
-    async def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any):
-        ok = str(messages[-1].get("content", "")).endswith(self.truth)
-        return InteractionResult(ok, "", 1.0 if ok else 0.0)
-
-
-class LeakyInteraction(VerlStyleInteraction):
-    """Forgets to drop the session on finalize (verl's bug)."""
-
-    async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
-        return None
-
-
-class OverwritingInteraction(VerlStyleInteraction):
-    """Silently overwrites a live session (verl's bug)."""
-
-    async def start_interaction(self, instance_id: str | None = None, **kwargs: Any) -> str:
-        instance_id = instance_id or "generated"
-        self._instance_dict[instance_id] = {"truth": str(kwargs.get("ground_truth"))}
-        return instance_id
-
-
-class KeyErrorInteraction(VerlStyleInteraction):
-    """Lets a bare KeyError escape for unknown ids."""
-
-    def _state(self, instance_id: str) -> dict[str, Any]:
-        return self._instance_dict[instance_id]
-
-
-class IntScoreInteraction(ExactInteraction):
-    async def score(self, state: Any, **kwargs: Any) -> float:
-        return 0  # type: ignore[return-value]
-
-
-class NanScoreInteraction(ExactInteraction):
-    async def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any):
-        return InteractionResult(False, "", float("nan"))
-
-
-class WrongShapeInteraction(ExactInteraction):
-    async def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any):
-        return ("not", "a", "result")
-
-
-class CrashOnNoneInteraction(ExactInteraction):
-    async def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any):
-        text = messages[-1]["content"]
-        return InteractionResult(False, text.strip(), 0.0)  # crashes on None / lists / []
-
-
-class IgnoresSchemaInteraction(BaseInteraction):
-    config_schema = ExactConfig
-
-    def __init__(self, config: dict[str, Any] | None = None) -> None:  # no super().__init__
-        self.config = dict(config or {})
-        self._sessions: dict[str, Any] = {}
-
-    async def generate_response(self, instance_id: str, messages: list[dict[str, Any]], **kw: Any):
-        return InteractionResult(True, "", 0.0)
-
-
-class NotAttrsSchema(ExactInteraction):
-    config_schema = dict  # type: ignore[assignment]
-
-
-class BrokenInit(ExactInteraction):
-    def __init__(self, config: dict[str, Any] | None = None) -> None:
-        raise RuntimeError("needs a GPU")
-
-
-class DuplicateIds(VerlStyleInteraction):
-    async def start_interaction(self, instance_id: str | None = None, **kwargs: Any) -> str:
-        return await super().start_interaction(instance_id or "same", **kwargs)
-
-
-class IgnoresGivenId(ExactInteraction):
-    async def start_interaction(self, instance_id: str | None = None, **kwargs: Any) -> str:
-        return await super().start_interaction(None, **kwargs)
-
-
-class FinalizeTwiceRaises(VerlStyleInteraction):
-    async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
-        self._instance_dict.pop(instance_id)
-
-
-@pytest.mark.parametrize(
-    ("cls", "check", "fragment"),
-    [
-        (SharedStateInteraction, "isolation", "sessions share state"),
-        (LeakyInteraction, "state", "'_instance_dict'"),
-        (OverwritingInteraction, "reuse", "accepted silently"),
-        (KeyErrorInteraction, "unknown_session", "raised KeyError"),
-        (IntScoreInteraction, "scores", "calculate_score's result is an int"),
-        (NanScoreInteraction, "scores", "not finite"),
-        (WrongShapeInteraction, "results", "must return (should_terminate"),
-        (CrashOnNoneInteraction, "messages", "assistant content None"),
-        (IgnoresSchemaInteraction, "config", "was accepted"),
-        (NotAttrsSchema, "config", "must be an attrs class"),
-        (BrokenInit, "config", "needs a GPU"),
-        (DuplicateIds, "lifecycle", "start_interaction(None)"),
-        (IgnoresGivenId, "lifecycle", "must return the instance_id it was given"),
-        (FinalizeTwiceRaises, "unknown_session", "finalize_interaction"),
-    ],
-)
-def test_each_broken_rule_is_reported(cls: type, check: str, fragment: str) -> None:
-    with pytest.raises(ConformanceError) as info:
-        check_interaction(cls)
-    error = info.value
-    assert check in {v.check for v in error.violations}, str(error)
-    assert fragment in str(error)
-    assert isinstance(error, InteractionsError) and isinstance(error, AssertionError)
-
-
-def test_leaky_state_names_the_finished_ids_it_holds() -> None:
-    report = check_interaction(LeakyInteraction, raise_on_error=False)
-    messages = [v.message for v in report.violations if v.check == "state"]
-    assert any("grew from" in m for m in messages)
-    assert any("still holds" in m for m in messages)
-
-
-def test_open_sessions_must_return_to_zero() -> None:
-    class KeepsSessions(ExactInteraction):
-        async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
-            return None
-
-    report = check_interaction(KeepsSessions, raise_on_error=False)
-    assert any("open_sessions is" in v.message for v in report.violations)
+# -- reporting ---------------------------------------------------------------------------
 
 
 def test_every_violation_is_reported_not_only_the_first() -> None:
@@ -313,7 +100,7 @@ def test_every_violation_is_reported_not_only_the_first() -> None:
             pass
 
     report = check_interaction(Everything, raise_on_error=False)
-    failed = _checks_failed(report)
+    failed = checks_failed(report)
     expected = {"spec", "lifecycle", "scores", "messages", "unknown_session", "reuse", "state"}
     assert expected <= failed, report.format()
     assert "isolation" in failed
@@ -323,6 +110,10 @@ def test_every_violation_is_reported_not_only_the_first() -> None:
 
 
 def test_skip_leaves_checks_out() -> None:
+    class IntScoreInteraction(ExactInteraction):
+        async def score(self, state: Any, **kwargs: Any) -> float:
+            return 0  # type: ignore[return-value]
+
     report = check_interaction(IntScoreInteraction, skip=["scores"], raise_on_error=False)
     assert report.ok, report.format()
     assert "scores" not in report.checks_run
@@ -369,68 +160,47 @@ def test_hanging_call_is_a_violation_not_a_hang() -> None:
     assert any("timeout" in v.message for v in report.violations), report.format()
 
 
-def test_clean_report_notes_a_missing_schema() -> None:
-    report = check_interaction(VerlStyleInteraction)
-    assert any("no config_schema" in n for n in report.notes)
-
-
-def test_isolation_needs_distinct_episodes() -> None:
-    report = check_interaction(ExactInteraction, episodes=[Episode(["1"], {"ground_truth": "1"})])
-    assert any("isolation not checked" in n for n in report.notes)
-
-
-def test_config_error_for_unknown_option_is_expected_behaviour() -> None:
-    with pytest.raises(ConfigError):
-        ExactInteraction({"nope": 1})
-
-
-def test_a_plugin_that_blocks_the_event_loop_is_reported_by_name() -> None:
-    import time as _time
-
-    from interactions_core import BaseInteraction, InteractionResult
-
-    class Sleepy(BaseInteraction):
-        """Calls a synchronous client inside an async method."""
-
-        def __init__(self, config: dict | None = None) -> None:
-            super().__init__(config or {})
-            self.sessions: dict[str, bool] = {}
-
-        async def start_interaction(self, instance_id=None, **kwargs):  # type: ignore[no-untyped-def]
-            from interactions_core.errors import SessionError
-
-            instance_id = instance_id or uuid.uuid4().hex
-            if instance_id in self.sessions:
-                raise SessionError(f"session {instance_id!r} is live")
-            self.sessions[instance_id] = True
-            return instance_id
-
-        async def generate_response(self, instance_id, messages, **kwargs):  # type: ignore[no-untyped-def]
-            from interactions_core.errors import SessionError
-
-            if instance_id not in self.sessions:
-                raise SessionError(f"unknown session {instance_id!r}")
-            _time.sleep(0.3)
-            return InteractionResult(True, "ok", 1.0)
-
-        async def calculate_score(self, instance_id, **kwargs):  # type: ignore[no-untyped-def]
-            from interactions_core.errors import SessionError
-
-            if instance_id not in self.sessions:
-                raise SessionError(f"unknown session {instance_id!r}")
-            return 1.0
-
-        async def finalize_interaction(self, instance_id, **kwargs):  # type: ignore[no-untyped-def]
-            self.sessions.pop(instance_id, None)
-
-    report = check_interaction(Sleepy, skip=["isolation", "messages"], raise_on_error=False)
-    blocking = [v for v in report.violations if v.check == "blocking"]
-    assert len(blocking) == 1, report.format()
-    assert "Sleepy.generate_response held the event loop" in blocking[0].message
-    assert "asyncio.to_thread" in blocking[0].message
-    assert {v.check for v in report.violations} == {"blocking"}, report.format()
-
-
 def test_episodes_given_in_the_config_slot_get_a_clear_message() -> None:
     with pytest.raises(TypeError, match="pass scripted episodes by keyword"):
         check_interaction(ExactInteraction, [Episode(["#### 1"], {"ground_truth": "1"})])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("form", ["check_interaction", "acheck_interaction"])
+def test_an_unknown_option_is_refused_like_a_misspelt_keyword(form: str) -> None:
+    with pytest.raises(
+        TypeError, match=rf"^{form}\(\) got an unexpected keyword argument 'timout'$"
+    ):
+        if form == "check_interaction":
+            check_interaction(ExactInteraction, timout=1.0)  # type: ignore[call-arg]
+        else:
+            run_sync(acheck_interaction(ExactInteraction, timout=1.0))  # type: ignore[call-arg]
+
+
+def test_both_forms_share_one_declaration_of_the_options() -> None:
+    from interactions_core.testing.checker import _DEFAULTS, CheckOptions
+
+    assert set(_DEFAULTS) == set(CheckOptions.__annotations__)
+    assert _DEFAULTS["timeout"] == 10.0 and _DEFAULTS["raise_on_error"] is True
+
+
+def test_the_default_time_limit_lets_a_slow_call_finish() -> None:
+    import asyncio
+
+    class Slow(ExactInteraction):
+        async def score(self, state: Any, **kwargs: Any) -> float:
+            await asyncio.sleep(0.2)
+            return 1.0
+
+    steps = ["isolation", "state", "messages", "lifecycle", "unknown_session", "reuse"]
+    assert check_interaction(Slow, skip=steps).ok
+    report = check_interaction(Slow, skip=steps, timeout=0.05, raise_on_error=False)
+    assert "did not return in time (timeout)" in report.format()
+
+
+def test_the_rules_table_in_the_docs_names_every_check_in_order() -> None:
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "writing-plugins.md").read_text(encoding="utf-8")
+    table = text.split("### The conformance checker: the rules", 1)[1].split("\n\n", 2)[1]
+    assert re.findall(r"^\| `(\w+)` \|", table, re.M) == list(CHECKS)
