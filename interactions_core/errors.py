@@ -21,8 +21,11 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-#: Whether the framework's warnings are shown as one line (set by the CLI).
+#: Whether the framework's warnings are shown as one line (set by the CLI), and
+#: whether that display is installed (once: a later ``catch_warnings`` block that
+#: records warnings, as ``pytest.warns`` does, must not be overridden).
 _compact = False
+_installed = False
 
 
 def compact_warnings() -> None:
@@ -42,15 +45,17 @@ def warn(message: str, category: type[Warning], stacklevel: int = 1) -> None:
     """Issue a framework warning (``stacklevel`` as for :func:`warnings.warn`, from the caller)."""
     import warnings
 
-    if _compact:
+    if _compact and not _installed:
         _show_compactly(warnings)
     warnings.warn(message, category, stacklevel=stacklevel + 1)
 
 
 def _show_compactly(warnings: Any) -> None:
-    default = warnings.showwarning
-    if getattr(default, "_interactions_compact", False):
+    global _installed
+    if _installed:
         return
+    _installed = True
+    default = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
         if getattr(category, "__module__", "").startswith("interactions_core"):
@@ -58,7 +63,6 @@ def _show_compactly(warnings: Any) -> None:
         else:
             default(message, category, filename, lineno, file, line)
 
-    show._interactions_compact = True  # type: ignore[attr-defined]
     warnings.showwarning = show
 
 

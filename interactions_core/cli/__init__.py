@@ -72,19 +72,19 @@ def _fast_list(args: list[str]) -> _ListArgs | None:
     return None
 
 
-def _compact_warnings() -> None:
-    """Show the framework's warnings as one readable line, not Python's source listing."""
-    import warnings
+def _compact_warnings(*, now: bool) -> None:
+    """Show the framework's warnings as one readable line, not Python's source listing.
 
-    default = warnings.showwarning
+    With ``now=False`` (the warm ``list`` path) the ``warnings`` module is not
+    imported for this; :func:`~interactions_core.errors.warn` installs the display
+    before the first framework warning.
+    """
+    from ..errors import compact_warnings
 
-    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
-        if getattr(category, "__module__", "").startswith("interactions_core"):
-            (file or sys.stderr).write(f"interactions: warning: {message}\n")
-        else:
-            default(message, category, filename, lineno, file, line)
+    if now:
+        import warnings  # noqa: F401 - so the display is installed before any plugin code runs
 
-    warnings.showwarning = show
+    compact_warnings()
 
 
 def _fail(message: str, code: int) -> int:
@@ -100,9 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if fast is not None:
         from ._listing import run
 
-        _compact_warnings()
+        _compact_warnings(now=False)
         return _dispatch(run, fast)
-    _compact_warnings()
+    _compact_warnings(now=True)
     parser = build_parser()
     args = parser.parse_args(args_list)
     if not getattr(args, "command", None):
