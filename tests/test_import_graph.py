@@ -68,6 +68,6 @@ def test_warm_list_imports_no_heavy_dependency(warm_list_modules: list[str]) -> 
     assert "interactions_core.plugins" not in warm_list_modules
 
 
-def test_warm_list_avoids_typing_argparse_json_re_enum_signal_and_warnings(warm_list_modules: list[str]) -> None:
+def test_warm_list_avoids_what_it_does_not_need(warm_list_modules: list[str]) -> None:
     avoided = [m for m in AVOIDED if m in warm_list_modules]
     assert avoided == [], f"the warm list path imports {avoided}"
