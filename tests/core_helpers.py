@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from interactions_core import ConfigError, load_config
+from interactions_core.registry import Registry
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -24,3 +25,18 @@ def problems(source) -> list[str]:
     with pytest.raises(ConfigError) as info:
         load_config(source)
     return info.value.problems
+
+
+GOOD = """
+from interactions_core import BaseInteraction, InteractionResult
+
+IMPORTED = True
+
+class Acme(BaseInteraction):
+    async def generate_response(self, instance_id, messages, **kwargs):
+        return InteractionResult(True, "ok", 1.0)
+"""
+
+
+def by_name(registry: Registry, name: str):
+    return [e for e in registry.entries() if e.name == name]
