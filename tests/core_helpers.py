@@ -40,3 +40,25 @@ class Acme(BaseInteraction):
 
 def by_name(registry: Registry, name: str):
     return [e for e in registry.entries() if e.name == name]
+
+
+PLUGINS = "interactions_core.plugins"
+
+
+SUITE = """
+from interactions_core import BaseInteraction, InteractionResult, hookimpl
+
+class Task(BaseInteraction):
+    '''One task of the suite; which one comes from config.'''
+    async def generate_response(self, instance_id, messages, **kwargs):
+        return InteractionResult(True, self.config["task"], 1.0)
+
+@hookimpl
+def register_interactions(register):
+    for task in ("alpha", "beta"):
+        register(f"suite/{task}", Task, defaults={"task": task}, description=f"task {task}")
+"""
+
+
+def suite_dist(make_dist):
+    make_dist("hooky-suite", "0.2", {PLUGINS: {"suite": "hooky_suite"}}, {"hooky_suite": SUITE})
