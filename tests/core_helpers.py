@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from interactions_core import ConfigError, load_config
+from interactions_core import BaseInteraction, ConfigError, load_config
+from interactions_core.cli import main
 from interactions_core.registry import Registry
 
 
@@ -62,3 +63,32 @@ def register_interactions(register):
 
 def suite_dist(make_dist):
     make_dist("hooky-suite", "0.2", {PLUGINS: {"suite": "hooky_suite"}}, {"hooky_suite": SUITE})
+
+
+class VerlStyle(BaseInteraction):
+    """Written exactly the verl way: own dict keyed by instance_id."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self._instance_dict = {}
+
+    async def start_interaction(self, instance_id=None, ground_truth=None, **kwargs):
+        self._instance_dict[instance_id] = {"ground_truth": ground_truth}
+        return instance_id
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        ok = messages[-1]["content"] == self._instance_dict[instance_id]["ground_truth"]
+        return ok, "right" if ok else "wrong", 1.0 if ok else 0.0, {}
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return 0.0
+
+    async def finalize_interaction(self, instance_id, **kwargs):
+        del self._instance_dict[instance_id]
+
+
+def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> list[str]:
+    config = tmp_path / "c.yaml"
+    config.write_text(text)
+    assert main(["check", str(config)]) == 1
+    return capsys.readouterr().err.splitlines()

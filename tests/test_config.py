@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from core_helpers import problems, write
+from core_helpers import check, problems, write
 
 from interactions_core import load_interactions
 
@@ -68,3 +68,11 @@ def test_default_must_name_a_configured_entry(acme, tmp_path):
     path = write(tmp_path, "default: acm\ninteraction:\n  - name: acme\n")
     [problem] = problems(path)
     assert f"{path}:1:" in problem and "did you mean 'acme'" in problem
+
+
+def test_misspelt_key_before_a_block_points_at_its_own_line(tmp_path, capsys):
+    lines = check(
+        tmp_path, capsys, "interaction:\n  - name: gsm8k\n    confg:\n      method: flexible\n"
+    )
+    (problem,) = [ln for ln in lines if "confg" in ln]
+    assert "c.yaml:3:" in problem and "did you mean 'config'?" in problem
