@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from core_helpers import PLUGINS, suite_dist
 
+from interactions_core import hookimpl
+from interactions_core.plugins import PluginHost, plugin_id
 from interactions_core.registry import Registry
+from interactions_core.selection import Selection
 
 
 def test_registration_hook_contributes_named_interactions(make_dist, forget_modules):
@@ -79,3 +84,70 @@ def test_observer_hooks_cost_nothing_when_unimplemented(make_dist, forget_module
     suite_dist(make_dist)
     host = Registry.from_environment().plugin_host
     assert host.observer("on_turn") is None
+
+
+# -- the host itself, with in-process plugin objects ----------------------------------
+
+
+class Observer:
+    """An in-process plugin: registers two names and records every turn it observes."""
+
+    def __init__(self) -> None:
+        self.turns: list[tuple[str, int]] = []
+
+    @hookimpl
+    def register_interactions(self, register):
+        register("obs/a", dict, defaults={"k": 1}, description="first")
+        register("obs/b", list)
+
+    @hookimpl
+    def on_turn(self, interaction_name, instance_id, turn, messages, result):
+        self.turns.append((interaction_name, turn))
+
+
+class Failing:
+    @hookimpl
+    def register_interactions(self, register):
+        register("fail/a", dict)
+        raise RuntimeError("no service")
+
+
+def test_the_host_collects_registrations_per_plugin_and_calls_observers() -> None:
+    host = PluginHost([], Selection())
+    assert host.observer("on_turn") is None
+    observer = Observer()
+    host.register_object(observer, name="local:obs")
+    host.register_object(Failing(), name="local:fail")
+    collected = host.collect("register_interactions")
+    assert list(collected) == ["local:obs"]
+    first, second = collected["local:obs"]
+    assert (first.name, first.obj, first.defaults, first.description) == (
+        "obs/a",
+        dict,
+        {"k": 1},
+        "first",
+    )
+    assert (
+        first.target == "builtins:dict" and second.defaults == {} and second.plugin == "local:obs"
+    )
+    assert host.error_message("local:fail") == "RuntimeError: no service"
+    assert host.collect("register_interactions") is collected  # asked once
+    call = host.observer("on_turn")
+    assert call is not None
+    call(interaction_name="t", instance_id="i", turn=3, messages=[], result=None)
+    assert observer.turns == [("t", 3)]
+
+
+def test_a_disabled_or_broken_record_is_never_imported() -> None:
+    records = [
+        {"group": PLUGINS, "dist": "fake-off", "name": "off", "value": "fake_off_mod"},
+        {"group": PLUGINS, "dist": "fake-bad", "name": "bad", "value": "x", "error": "malformed"},
+        {"group": "interactions_core.interactions", "dist": "d", "name": "n", "value": "m:C"},
+    ]
+    host = PluginHost(records, Selection.from_env({"INTERACTIONS_DISABLE": "fake-off"}))
+    assert list(host.records) == ["fake-off:off", "fake-bad:bad"]
+    assert host.excluded("fake-off:off") == "disabled by INTERACTIONS_DISABLE"
+    assert host.collect("register_interactions") == {}
+    assert "fake_off_mod" not in sys.modules
+    assert host.error_message("fake-bad:bad") == "ValueError: malformed"
+    assert plugin_id(records[0]) == "fake-off:off"
