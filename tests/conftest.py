@@ -87,3 +87,36 @@ def _ray_importable() -> bool:
 collect_ignore = (
     [] if _ray_importable() or os.environ.get("INTERACTIONS_REQUIRE_RAY") else ["ray_cluster"]
 )
+
+
+#: The entry-point group of interactions, and a plugin with a config schema for the
+#: config and loader tests (``acme`` installs it).
+GROUP = "interactions_core.interactions"
+
+ACME = """
+import attrs
+from typing import Literal
+from interactions_core import BaseInteraction, InteractionResult
+
+CREATED = []
+
+@attrs.define
+class AcmeConfig:
+    level: int = attrs.field(default=1, metadata={"help": "difficulty"})
+    mode: Literal["a", "b"] = "a"
+
+class AcmeInteraction(BaseInteraction):
+    config_schema = AcmeConfig
+
+    def __init__(self, config):
+        super().__init__(config)
+        CREATED.append(self.name)
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        return InteractionResult(True, "ok", 1.0)
+"""
+
+
+@pytest.fixture
+def acme(make_dist, forget_modules):
+    make_dist("acme-tasks", "1", {GROUP: {"acme": "acme_cfg:AcmeInteraction"}}, {"acme_cfg": ACME})

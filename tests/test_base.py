@@ -1,4 +1,4 @@
-"""``SessionInteraction``: the session store behind the documented API, and its users."""
+"""``base.py``: ``BaseInteraction`` and ``SessionInteraction``, the session store behind the API."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import inspect
 from typing import Any
 
 import pytest
+from core_helpers import VerlStyle
 
 from interactions_core import InteractionResult, SessionError
-from interactions_core.base import SessionInteraction
+from interactions_core.base import SessionInteraction, derive_name
 
 LIFECYCLE = ("start_interaction", "generate_response", "calculate_score", "finalize_interaction")
 
@@ -136,3 +137,53 @@ async def test_a_session_without_end_session_is_dropped_once() -> None:
     assert q.open_sessions == 1
     with pytest.raises(SessionError):
         await q.generate_response("a", [])
+
+
+class Counter(SessionInteraction):
+    def new_session(self, **kwargs):
+        return {"target": kwargs.get("target"), "turns": 0}
+
+    async def respond(self, state, messages, **kwargs):
+        state["turns"] += 1
+        done = messages[-1]["content"] == state["target"]
+        return InteractionResult(done, f"turn {state['turns']}", float(done))
+
+    async def score(self, state, **kwargs):
+        return float(state["turns"])
+
+
+async def test_session_state_is_per_session_and_dropped_on_finalize():
+    c = Counter({})
+    a = await c.start_interaction("a", target="x")
+    b = await c.start_interaction(target="y")
+    assert b != a and c.open_sessions == 2
+    await c.generate_response(a, [{"role": "assistant", "content": "no"}])
+    result = await c.generate_response(a, [{"role": "assistant", "content": "x"}])
+    assert result == (True, "turn 2", 1.0, {})
+    terminate, content, score, _extra = await c.generate_response(
+        b, [{"role": "assistant", "content": "y"}]
+    )
+    assert (terminate, content, score) == (True, "turn 1", 1.0)
+    assert await c.calculate_score(a) == 2.0
+    await c.finalize_interaction(a)
+    await c.finalize_interaction(a)  # idempotent
+    await c.finalize_interaction(b)
+    assert c.open_sessions == 0
+    with pytest.raises(SessionError, match="no open session"):
+        await c.generate_response(a, [])
+
+
+async def test_reusing_a_live_instance_id_is_an_error():
+    c = Counter({"name": "counter"})
+    await c.start_interaction("same", target="x")
+    with pytest.raises(SessionError, match="already has a live session 'same'"):
+        await c.start_interaction("same", target="other")
+    assert c.session_state("same")["target"] == "x"  # not overwritten
+
+
+def test_names_follow_verl():
+    assert derive_name("my_pkg.mod.Gsm8kInteraction") == "gsm8k"
+    assert derive_name("Weather") == "weather"
+    assert derive_name("Interaction") == "interaction"
+    assert VerlStyle({"name": "custom"}).name == "custom"
+    assert VerlStyle({}).name == "verlstyle"

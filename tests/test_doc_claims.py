@@ -145,21 +145,3 @@ def test_a_verl_file_with_a_key_verl_ignored_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="comment"):
         load_config(path)
-
-
-def test_a_class_name_that_fails_the_lifecycle_check_is_refused_at_load(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    module = tmp_path / "tests_doc_claims_mod.py"
-    module.write_text(
-        "class Legacy:\n"
-        "    def __init__(self, config):\n"
-        "        self.config = config\n"
-        "    def generate_response(self, instance_id, messages):\n"  # sync, no **kwargs
-        "        return True, '', 0.0, {}\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    path = tmp_path / "verl.yaml"
-    path.write_text("interaction:\n  - class_name: tests_doc_claims_mod.Legacy\n")
-    with pytest.raises(Exception, match="generate_response"):
-        load_config(path)  # checked when loaded, before anything is instantiated

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from interactions_core.cli import main
 from interactions_core.errors import (
     UnknownBuilderError,
     UnknownInteractionError,
     UnknownNameError,
     UnknownPolicyError,
 )
-from interactions_core.naming import close_matches, suggest
+from interactions_core.naming import close_matches, suggest, summarize
 from interactions_core.registry import Registry, get_registry
 from interactions_core.runtime.builders import get_builder
 from interactions_core.runtime.policies.registry import get_policy_class
@@ -56,3 +57,18 @@ def test_difflib_is_used_in_one_place_only() -> None:
                 if "difflib" in names:
                     users.append(path.relative_to(PACKAGE).as_posix())
     assert users == ["naming.py"]
+
+
+def test_unknown_interaction_lists_suites_as_one_item(tmp_path, capsys):
+    assert main(["show", "gsm8kk"]) == 1
+    err = capsys.readouterr().err
+    assert "did you mean 'gsm8k'?" in err
+    installed = err.split("Installed", 1)[1]
+    assert "gsm8k" in installed and "weather" in installed
+    assert len(installed) < 200  # not a hundred generated names
+
+
+def test_summarize() -> None:
+    names = ["b", "a", *(f"rg/t{i}" for i in range(106)), "x/one", "x/two"]
+    assert summarize(names) == "a, b, rg/* (106 names), x/one, x/two"
+    assert summarize([f"n{i:02d}" for i in range(15)], limit=3) == "n00, n01, n02, ... and 12 more"

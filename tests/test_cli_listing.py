@@ -1,4 +1,4 @@
-"""``interactions list`` at a hundred names: suites on one line, patterns, totals."""
+"""``cli/_listing.py``: ``interactions list`` at a hundred names: suites on one line, patterns."""
 
 from __future__ import annotations
 

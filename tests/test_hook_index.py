@@ -1,44 +1,14 @@
-"""Hook plugins: run-time registration of many interactions, isolation, caching."""
+"""``hook_index.py``: what hook plugins register, kept in the index and relearnt when needed."""
 
 from __future__ import annotations
 
 import sys
 
 import pytest
+from core_helpers import PLUGINS, SUITE, suite_dist
 
 from interactions_core.errors import PluginLoadError
 from interactions_core.registry import Registry
-
-PLUGINS = "interactions_core.plugins"
-
-SUITE = """
-from interactions_core import BaseInteraction, InteractionResult, hookimpl
-
-class Task(BaseInteraction):
-    '''One task of the suite; which one comes from config.'''
-    async def generate_response(self, instance_id, messages, **kwargs):
-        return InteractionResult(True, self.config["task"], 1.0)
-
-@hookimpl
-def register_interactions(register):
-    for task in ("alpha", "beta"):
-        register(f"suite/{task}", Task, defaults={"task": task}, description=f"task {task}")
-"""
-
-
-def suite_dist(make_dist):
-    make_dist("hooky-suite", "0.2", {PLUGINS: {"suite": "hooky_suite"}}, {"hooky_suite": SUITE})
-
-
-def test_registration_hook_contributes_named_interactions(make_dist, forget_modules):
-    suite_dist(make_dist)
-    registry = Registry.from_environment()
-    entries = {e.name: e for e in registry.entries() if e.name.startswith("suite/")}
-    assert sorted(entries) == ["suite/alpha", "suite/beta"]
-    assert entries["suite/beta"].kind == "hook"
-    assert entries["suite/beta"].distribution == "hooky-suite"
-    instance = registry.create("suite/beta")
-    assert instance.config["task"] == "beta" and instance.name == "suite/beta"
 
 
 def test_hook_registrations_are_cached_so_warm_listing_imports_nothing(make_dist, forget_modules):
@@ -52,74 +22,12 @@ def test_hook_registrations_are_cached_so_warm_listing_imports_nothing(make_dist
     assert "hooky_suite" in sys.modules
 
 
-def test_broken_hook_plugin_is_reported_and_isolated(make_dist, forget_modules):
-    suite_dist(make_dist)
-    make_dist(
-        "hooky-broken",
-        "1",
-        {PLUGINS: {"bad": "hooky_broken"}},
-        {"hooky_broken": "raise ImportError('missing dependency foo')\n"},
-    )
-    registry = Registry.from_environment()
-    assert {"suite/alpha", "suite/beta"} <= {e.name for e in registry.entries()}
-    [problem] = [p for p in registry.plugin_problems() if p.distribution == "hooky-broken"]
-    assert problem.status == "broken" and "missing dependency foo" in problem.error
-
-
-def test_hook_that_does_not_match_the_spec_is_refused(make_dist, forget_modules):
-    make_dist(
-        "hooky-wrong",
-        "1",
-        {PLUGINS: {"wrong": "hooky_wrong"}},
-        {
-            "hooky_wrong": """
-from interactions_core import hookimpl
-
-@hookimpl
-def register_interactions(register, surprise):
-    pass
-"""
-        },
-    )
-    registry = Registry.from_environment()
-    [problem] = [p for p in registry.plugin_problems() if p.distribution == "hooky-wrong"]
-    assert "surprise" in problem.error
-
-
 def test_disabled_hook_plugin_is_never_imported(make_dist, monkeypatch, forget_modules):
     suite_dist(make_dist)
     monkeypatch.setenv("INTERACTIONS_DISABLE", "hooky-suite")
     registry = Registry.from_environment()
     assert not [e for e in registry.entries() if e.name.startswith("suite/")]
     assert "hooky_suite" not in sys.modules
-
-
-def test_registration_that_raises_fails_loudly_on_use(make_dist, forget_modules):
-    make_dist(
-        "hooky-raises",
-        "1",
-        {PLUGINS: {"r": "hooky_raises"}},
-        {
-            "hooky_raises": """
-from interactions_core import hookimpl
-
-@hookimpl
-def register_interactions(register):
-    raise RuntimeError("registry service down")
-"""
-        },
-    )
-    registry = Registry.from_environment()
-    [problem] = [p for p in registry.plugin_problems() if p.distribution == "hooky-raises"]
-    assert "registry service down" in problem.error
-    with pytest.raises(Exception, match="unknown interaction"):
-        registry.load("r/anything")
-
-
-def test_observer_hooks_cost_nothing_when_unimplemented(make_dist, forget_modules):
-    suite_dist(make_dist)
-    host = Registry.from_environment().plugin_host
-    assert host.observer("on_turn") is None
 
 
 def test_loading_a_stale_hook_name_explains_how_to_refresh(make_dist, forget_modules):

@@ -1,0 +1,52 @@
+"""``_interpolation.py``: verl's OmegaConf interpolations found, and refused without omegaconf.
+
+The base test install has no omegaconf (it comes with verl), so resolving is
+covered by the verl sessions; here the scan, the pass-through and the refusal.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from interactions_core import _interpolation
+from interactions_core._interpolation import find_interpolation, resolve_interpolations
+from interactions_core.errors import ConfigError
+
+
+def test_the_first_interpolation_is_found_with_its_key_path() -> None:
+    data = {"interaction": [{"name": "a", "config": {"url": "${oc.env:JUDGE_URL}", "n": 3}}]}
+    assert find_interpolation(data) == (
+        ("interaction", 0, "config", "url"),
+        "${oc.env:JUDGE_URL}",
+    )
+    assert find_interpolation(["$ {not one}", {"k": "$x"}, 7, None]) is None
+    assert find_interpolation("${top}") == ((), "${top}")
+
+
+def test_a_config_without_interpolation_is_returned_as_it_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "omegaconf", None)  # importing it would fail
+    data = {"interaction": [{"name": "a", "config": {"price": "$5"}}]}
+    assert resolve_interpolations(data, "c.yaml") is data
+
+
+def test_without_omegaconf_an_interpolation_is_refused_by_field(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "omegaconf", None)
+    data = {"interaction": [{"name": "a", "config": {"url": "${..base}"}}]}
+    with pytest.raises(ConfigError) as info:
+        resolve_interpolations(data, "c.yaml:4")
+    [problem] = info.value.problems
+    assert problem.startswith("c.yaml:4: interaction.0.config.url uses OmegaConf interpolation")
+    assert "'${..base}'" in problem and "pip install omegaconf" in problem
+
+
+def test_the_scan_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = {"b": "${x}", "a": [1, 2, 3, 4, 5]}  # "a" is scanned first
+    assert find_interpolation(data) is not None
+    monkeypatch.setattr(_interpolation, "MAX_NODES", 3)
+    assert find_interpolation(data) is None
