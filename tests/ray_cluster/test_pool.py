@@ -121,10 +121,10 @@ def test_plugin_errors_keep_their_type(address: str) -> None:
         # an error raised inside the replica comes back with its own type
         await pool.finalize_interaction(sid)
         sid = await pool.start_interaction(ground_truth="3")
-        pool._sessions["ghost"] = pool._sessions[sid]
+        pool._router.sessions["ghost"] = pool._router.sessions[sid]
         with pytest.raises(SessionError, match="has no open session 'ghost'"):
             await pool.generate_response("ghost", [])
-        del pool._sessions["ghost"]
+        del pool._router.sessions["ghost"]
         await pool.finalize_interaction(sid)
 
     try:
@@ -151,7 +151,7 @@ def test_a_dead_replica_fails_its_own_sessions_and_rejoins_after_restart(address
         ids = [await pool.start_interaction(f"s{i}", ground_truth="5") for i in range(6)]
         status = pool.replica_status()
         victim = status[0]
-        on_victim = [sid for sid in ids if sid in pool._replicas[0].sessions]
+        on_victim = [sid for sid in ids if sid in pool._router.replicas[0].sessions]
         on_survivor = [sid for sid in ids if sid not in on_victim]
         assert len(on_victim) == len(on_survivor) == 3
         _kill(victim["pid"])
@@ -170,7 +170,7 @@ def test_a_dead_replica_fails_its_own_sessions_and_rejoins_after_restart(address
             assert (await pool.generate_response(sid, answer)).score == 1.0
         # new sessions go to the survivor while replica 0 is down
         fresh = [await pool.start_interaction(f"f{i}", ground_truth="5") for i in range(2)]
-        assert all(sid in pool._replicas[1].sessions for sid in fresh)
+        assert all(sid in pool._router.replicas[1].sessions for sid in fresh)
         # finalizing lost sessions is quiet; nothing is leaked on the survivor
         for sid in ids + fresh:
             await pool.finalize_interaction(sid)
@@ -182,7 +182,7 @@ def test_a_dead_replica_fails_its_own_sessions_and_rejoins_after_restart(address
         rejoined = None
         while time.monotonic() < deadline:
             sid = await pool.start_interaction(ground_truth="5")
-            on_zero = sid in pool._replicas[0].sessions
+            on_zero = sid in pool._router.replicas[0].sessions
             if on_zero:
                 rejoined = sid
                 break
@@ -350,9 +350,9 @@ def test_sessions_given_up_on_an_unreachable_replica_are_released_when_it_answer
 
     async def main() -> None:
         ids = [await pool.start_interaction(ground_truth="2") for _ in range(3)]
-        state = pool._replicas[0]
+        state = pool._router.replicas[0]
         # what a transient ActorUnavailableError does: the pool gives up on the replica
-        pool._mark_dead(state, "unreachable for a moment")
+        pool._health.mark_dead(state, "unreachable for a moment")
         with pytest.raises(ReplicaLostError, match="unreachable for a moment"):
             await pool.generate_response(ids[0], [])
         for sid in ids:
