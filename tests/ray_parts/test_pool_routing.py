@@ -56,6 +56,16 @@ def test_live_and_duplicate_ids_are_refused() -> None:
         router.open("a", router.replicas[1], "inc-1")
 
 
+def test_closing_a_session_whose_process_is_gone_asks_no_replica() -> None:
+    router = _router(2)
+    restarted = _open(router, "a")
+    dead = _open(router, "b")
+    restarted.incarnation = "inc-new"
+    dead.alive = False
+    assert router.close("a") is None and router.close("b") is None
+    assert router.open_sessions == 0 and not restarted.sessions and not dead.sessions
+
+
 def test_unknown_sessions_are_a_session_error_not_a_lost_replica() -> None:
     router = _router(1)
     with pytest.raises(SessionError, match="has no open session 'x'") as info:
