@@ -461,3 +461,36 @@ def test_a_pool_passed_to_ray_workers_shares_the_drivers_replicas(address: str) 
         asyncio.run(pool.finalize_interaction(sid))
     finally:
         pool.shutdown()
+
+
+def test_shared_pool_for_entry_builds_one_pool_per_job(address: str, tmp_path: Path) -> None:
+    import ray
+
+    from interactions_core.ray import shared_pool_for_entry
+
+    config = tmp_path / "interactions.yaml"
+    config.write_text(
+        "interaction:\n  - name: gsm8k\n    replicas: 2\n    resources: {CPU: 0}\n",
+        encoding="utf-8",
+    )
+
+    @ray.remote(num_cpus=0)
+    def in_another_process() -> tuple[list[int], str]:
+        pool, _owner = shared_pool_for_entry(str(config), "gsm8k")
+        return sorted(r["pid"] for r in pool.replica_status()), repr(pool)
+
+    pool, owner = shared_pool_for_entry(config, "gsm8k")  # 2 replicas: the entry says so
+    try:
+        pids = sorted(r["pid"] for r in pool.replica_status())
+        assert len(pids) == 2 and len(set(pids)) == 2
+        assert ray.get(in_another_process.remote()) == (
+            pids,
+            "<InteractionPool 'gsm8k' 2/2 replicas alive, 0 sessions>",
+        )
+        sid = asyncio.run(pool.start_interaction(ground_truth="7"))
+        answer = [{"role": "assistant", "content": "#### 7"}]
+        assert asyncio.run(pool.generate_response(sid, answer)).score == 1.0
+        asyncio.run(pool.finalize_interaction(sid))
+    finally:
+        pool.shutdown()
+        ray.kill(owner)
