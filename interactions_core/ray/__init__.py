@@ -13,6 +13,14 @@ package does not import Ray; each function imports it when called, so
 - :func:`run_sharded` plays a dataset's episodes on Ray workers
   (``interactions run --ray``).
 
+Where things live: ``pool`` (the pool object) over ``_routing`` (sticky
+sessions, load), ``_health`` (dead and restarted replicas), ``_batching`` and
+``_actors`` (starting replicas); ``replica`` is the actor; ``from_config``
+builds pools from a config. ``shard`` (sharded runs) over ``_shard_plan``
+(chunks), ``_shard_driver`` (the driver loop), ``_shard_worker`` (a worker's
+side), ``_stop_signals`` and ``_shard_cli`` (the ``--ray`` branch of ``run``).
+``consistency`` is the cluster plugin check.
+
 See ``docs/ray.md``.
 """
 
@@ -31,10 +39,10 @@ if TYPE_CHECKING:
     from .errors import RayUnavailableError as RayUnavailableError
     from .errors import ReplicaLostError as ReplicaLostError
     from .errors import WorkerSetupError as WorkerSetupError
+    from .from_config import pool_for_entry as pool_for_entry
+    from .from_config import remote_interactions_from_config as remote_interactions_from_config
+    from .from_config import shared_pool_for_entry as shared_pool_for_entry
     from .pool import InteractionPool as InteractionPool
-    from .pool import pool_for_entry as pool_for_entry
-    from .pool import remote_interactions_from_config as remote_interactions_from_config
-    from .pool import shared_pool_for_entry as shared_pool_for_entry
     from .shard import run_sharded as run_sharded
 
 __all__, __getattr__, __dir__ = lazy_exports(
@@ -53,12 +61,12 @@ __all__, __getattr__, __dir__ = lazy_exports(
             "ReplicaLostError",
             "WorkerSetupError",
         ),
-        "pool": (
-            "InteractionPool",
+        "from_config": (
             "pool_for_entry",
             "remote_interactions_from_config",
             "shared_pool_for_entry",
         ),
+        "pool": ("InteractionPool",),
         "shard": ("run_sharded",),
     },
 )

@@ -212,47 +212,53 @@ def check_cluster_plugins(
     from ._connect import connect
 
     ray = connect(address)
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
     driver = discover_here()
     task = ray.remote(discover_here)
     nodes = [n for n in ray.nodes() if n.get("Alive")]
-    refs = []
-    for node in nodes:
-        options: dict[str, Any] = {
-            "num_cpus": 0,
-            "max_retries": 0,
-            "scheduling_strategy": NodeAffinitySchedulingStrategy(node["NodeID"], soft=False),
-        }
-        if runtime_env is not None:
-            options["runtime_env"] = dict(runtime_env)
-        refs.append(task.options(**options).remote())
+    refs = [_on_node(task, node["NodeID"], runtime_env).remote() for node in nodes]
     ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
     answered = {ref.hex() for ref in ready}
-    snapshots = []
-    for node, ref in zip(nodes, refs, strict=True):
-        node_id, address_ = node["NodeID"], str(node.get("NodeManagerAddress", "?"))
-        if ref.hex() not in answered:
-            ray.cancel(ref, force=True)
-            snapshots.append(
-                NodeSnapshot(node_id, address_, None, f"no answer within {timeout:g} s")
-            )
-            continue
-        try:
-            snapshots.append(NodeSnapshot(node_id, address_, ray.get(ref)))
-        except Exception as exc:
-            cause = getattr(exc, "cause", None) or exc
-            message = str(cause).strip().splitlines()[-1] if str(cause).strip() else ""
-            snapshots.append(
-                NodeSnapshot(
-                    node_id,
-                    address_,
-                    None,
-                    f"cannot run the check ({type(cause).__name__}: {message}); "
-                    "is interactions-core installed there?",
-                )
-            )
+    snapshots = [
+        _snapshot(ray, node, ref, ref.hex() in answered, timeout)
+        for node, ref in zip(nodes, refs, strict=True)
+    ]
     return ClusterReport(driver, snapshots)
+
+
+def _on_node(task: Any, node_id: str, runtime_env: Mapping[str, Any] | None) -> Any:
+    """``task`` pinned to one node, using no CPU (a busy node still answers), never retried."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    options: dict[str, Any] = {
+        "num_cpus": 0,
+        "max_retries": 0,
+        "scheduling_strategy": NodeAffinitySchedulingStrategy(node_id, soft=False),
+    }
+    if runtime_env is not None:
+        options["runtime_env"] = dict(runtime_env)
+    return task.options(**options)
+
+
+def _snapshot(
+    ray: Any, node: Mapping[str, Any], ref: Any, answered: bool, timeout: float
+) -> NodeSnapshot:
+    """What one node answered, or why it did not (no answer in time, or the check failed)."""
+    node_id, address = node["NodeID"], str(node.get("NodeManagerAddress", "?"))
+    if not answered:
+        ray.cancel(ref, force=True)
+        return NodeSnapshot(node_id, address, None, f"no answer within {timeout:g} s")
+    try:
+        return NodeSnapshot(node_id, address, ray.get(ref))
+    except Exception as exc:
+        cause = getattr(exc, "cause", None) or exc
+        message = str(cause).strip().splitlines()[-1] if str(cause).strip() else ""
+        return NodeSnapshot(
+            node_id,
+            address,
+            None,
+            f"cannot run the check ({type(cause).__name__}: {message}); "
+            "is interactions-core installed there?",
+        )
 
 
 def ensure_cluster_consistent(

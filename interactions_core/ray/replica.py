@@ -1,6 +1,6 @@
 """One replica of a pool: an interaction instance living in a Ray actor.
 
-The class is plain Python; :mod:`.pool` turns it into an actor with
+The class is plain Python; :mod:`._actors` turns it into an actor with
 ``ray.remote`` when a pool is built, so importing this module needs no Ray.
 The replica builds its interaction from a one-entry config *on its own node*,
 through that node's installed entry points (design lesson 8): what runs is what

@@ -122,10 +122,10 @@ def test_plugin_errors_keep_their_type(address: str) -> None:
         # an error raised inside the replica comes back with its own type
         await pool.finalize_interaction(sid)
         sid = await pool.start_interaction(ground_truth="3")
-        pool._sessions["ghost"] = pool._sessions[sid]
+        pool._router.sessions["ghost"] = pool._router.sessions[sid]
         with pytest.raises(SessionError, match="has no open session 'ghost'"):
             await pool.generate_response("ghost", [])
-        del pool._sessions["ghost"]
+        del pool._router.sessions["ghost"]
         await pool.finalize_interaction(sid)
 
     try:
@@ -152,7 +152,7 @@ def test_a_dead_replica_fails_its_own_sessions_and_rejoins_after_restart(address
         ids = [await pool.start_interaction(f"s{i}", ground_truth="5") for i in range(6)]
         status = pool.replica_status()
         victim = status[0]
-        on_victim = [sid for sid in ids if sid in pool._replicas[0].sessions]
+        on_victim = [sid for sid in ids if sid in pool._router.replicas[0].sessions]
         on_survivor = [sid for sid in ids if sid not in on_victim]
         assert len(on_victim) == len(on_survivor) == 3
         _kill(victim["pid"])
@@ -171,7 +171,7 @@ def test_a_dead_replica_fails_its_own_sessions_and_rejoins_after_restart(address
             assert (await pool.generate_response(sid, answer)).score == 1.0
         # new sessions go to the survivor while replica 0 is down
         fresh = [await pool.start_interaction(f"f{i}", ground_truth="5") for i in range(2)]
-        assert all(sid in pool._replicas[1].sessions for sid in fresh)
+        assert all(sid in pool._router.replicas[1].sessions for sid in fresh)
         # finalizing lost sessions is quiet; nothing is leaked on the survivor
         for sid in ids + fresh:
             await pool.finalize_interaction(sid)
@@ -183,7 +183,7 @@ def test_a_dead_replica_fails_its_own_sessions_and_rejoins_after_restart(address
         rejoined = None
         while time.monotonic() < deadline:
             sid = await pool.start_interaction(ground_truth="5")
-            on_zero = sid in pool._replicas[0].sessions
+            on_zero = sid in pool._router.replicas[0].sessions
             if on_zero:
                 rejoined = sid
                 break
@@ -351,9 +351,9 @@ def test_sessions_given_up_on_an_unreachable_replica_are_released_when_it_answer
 
     async def main() -> None:
         ids = [await pool.start_interaction(ground_truth="2") for _ in range(3)]
-        state = pool._replicas[0]
+        state = pool._router.replicas[0]
         # what a transient ActorUnavailableError does: the pool gives up on the replica
-        pool._mark_dead(state, "unreachable for a moment")
+        pool._health.mark_dead(state, "unreachable for a moment")
         with pytest.raises(ReplicaLostError, match="unreachable for a moment"):
             await pool.generate_response(ids[0], [])
         for sid in ids:
@@ -462,3 +462,36 @@ def test_a_pool_passed_to_ray_workers_shares_the_drivers_replicas(address: str) 
         asyncio.run(pool.finalize_interaction(sid))
     finally:
         pool.shutdown()
+
+
+def test_shared_pool_for_entry_builds_one_pool_per_job(address: str, tmp_path: Path) -> None:
+    import ray
+
+    from interactions_core.ray import shared_pool_for_entry
+
+    config = tmp_path / "interactions.yaml"
+    config.write_text(
+        "interaction:\n  - name: gsm8k\n    replicas: 2\n    resources: {CPU: 0}\n",
+        encoding="utf-8",
+    )
+
+    @ray.remote(num_cpus=0)
+    def in_another_process() -> tuple[list[int], str]:
+        pool, _owner = shared_pool_for_entry(str(config), "gsm8k")
+        return sorted(r["pid"] for r in pool.replica_status()), repr(pool)
+
+    pool, owner = shared_pool_for_entry(config, "gsm8k")  # 2 replicas: the entry says so
+    try:
+        pids = sorted(r["pid"] for r in pool.replica_status())
+        assert len(pids) == 2 and len(set(pids)) == 2
+        assert ray.get(in_another_process.remote()) == (
+            pids,
+            "<InteractionPool 'gsm8k' 2/2 replicas alive, 0 sessions>",
+        )
+        sid = asyncio.run(pool.start_interaction(ground_truth="7"))
+        answer = [{"role": "assistant", "content": "#### 7"}]
+        assert asyncio.run(pool.generate_response(sid, answer)).score == 1.0
+        asyncio.run(pool.finalize_interaction(sid))
+    finally:
+        pool.shutdown()
+        ray.kill(owner)

@@ -1,0 +1,112 @@
+"""The ``--ray`` branch of ``interactions run`` (interactions_core.ray._shard_cli).
+
+What happens before a cluster is needed: refused options, the settings built
+from the arguments, the address chosen, records written and counted, and the
+empty ``--output`` of a failed run removed. A run with nothing left to play
+needs no cluster, so it runs here without Ray.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interactions_core.errors import ConfigError
+from interactions_core.ray import _shard_cli
+from interactions_core.ray._shard_cli import record_counter, run_from_cli
+from interactions_core.ray.shard import run_from_cli as run_from_cli_where_the_cli_finds_it
+
+
+def _args(**overrides: Any) -> argparse.Namespace:
+    values: dict[str, Any] = {
+        "trace": None,
+        "policy": "replay",
+        "config": None,
+        "concurrency": 4,
+        "max_assistant_turns": None,
+        "max_user_turns": None,
+        "timeout": None,
+        "repeat": 2,
+        "pass_score": 1.0,
+        "ray": "",
+        "resume": False,
+    }
+    values.update(overrides)
+    return argparse.Namespace(**values)
+
+
+def test_the_cli_imports_the_branch_from_the_shard_module() -> None:
+    assert run_from_cli_where_the_cli_finds_it is run_from_cli
+
+
+def test_options_no_worker_can_honour_are_refused_together() -> None:
+    with pytest.raises(ConfigError) as info:
+        run_from_cli(_args(trace="t.jsonl", policy="human"), [], None, {})
+    text = str(info.value)
+    assert "--trace is not supported with --ray yet" in text
+    assert "--policy human needs this terminal; it cannot run on Ray workers" in text
+
+
+def test_a_run_with_nothing_left_to_play_needs_no_cluster() -> None:
+    samples = [{"id": "a"}, {"id": "b"}]
+    done = {(0, 0), (0, 1), (1, 0), (1, 1)}
+    summary, still_open = run_from_cli(_args(ray="203.0.113.1:1"), samples, None, {}, skip=done)
+    assert still_open == 0 and summary.groups.repeat == 2 and summary.records is None
+
+
+def test_no_address_means_the_jobs_cluster_or_a_new_local_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert _shard_cli._cluster_address("") == "local"
+    assert _shard_cli._cluster_address("local") == "local"
+    assert _shard_cli._cluster_address("auto") == "auto"
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.5:6379")
+    assert _shard_cli._cluster_address("") == "10.0.0.5:6379"
+    assert _shard_cli._cluster_address("10.0.0.9:6379") == "10.0.0.9:6379"
+
+
+class _Record:
+    def __init__(self, errors: list[Any]) -> None:
+        self.errors = errors
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"errors": self.errors}
+
+
+class _Progress:
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, int]] = []
+
+    def update(self, done: int, errored: int) -> None:
+        self.seen.append((done, errored))
+
+
+def test_each_record_is_written_and_counted() -> None:
+    written: list[dict[str, Any]] = []
+    output = argparse.Namespace(write=written.append)
+    progress = _Progress()
+    on_record = record_counter(output, progress)
+    for errors in ([], ["boom"], []):
+        on_record(_Record(errors))
+    assert written == [{"errors": []}, {"errors": ["boom"]}, {"errors": []}]
+    assert progress.seen == [(1, 0), (2, 1), (3, 1)]
+    record_counter(None, None)(_Record([]))  # both are optional
+
+
+def test_only_an_empty_new_output_file_is_removed(tmp_path: Path) -> None:
+    empty, full = tmp_path / "empty.jsonl", tmp_path / "full.jsonl"
+    empty.write_text("")
+    full.write_text("{}\n")
+    for path in (empty, full):
+        _shard_cli._remove_if_unused(argparse.Namespace(path=str(path), lines=0))
+    written = tmp_path / "written.jsonl"
+    written.write_text("")
+    _shard_cli._remove_if_unused(argparse.Namespace(path=str(written), lines=1))
+    _shard_cli._remove_if_unused(argparse.Namespace(path="/dev/null", lines=0))
+    _shard_cli._remove_if_unused(None)
+    assert not empty.exists() and full.exists() and written.exists()
+    assert Path("/dev/null").exists()
