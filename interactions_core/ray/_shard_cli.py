@@ -9,10 +9,10 @@ behind, so the corrected command can be rerun as it is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
-__all__ = ["record_counter", "run_from_cli"]
+__all__ = ["run_from_cli"]
 
 
 def run_from_cli(
@@ -34,10 +34,11 @@ def run_from_cli(
     ``(summary, still_open)`` like the local branch (sessions live in the
     workers, which finalize each one before returning its record).
     """
+    from ..cli._run_outputs import RecordHandler
     from .shard import run_sharded
 
     settings = _settings(args, default, policy_options)
-    on_record = record_counter(output, progress)
+    on_record = RecordHandler(output, progress)  # the local branch's own handler
     address = _cluster_address(args.ray)
     try:
         summary = run_sharded(
@@ -98,27 +99,6 @@ def _cluster_address(address: str) -> str:
         # new one even when a cluster started by 'ray start' runs on this machine
         address = os.environ.get("RAY_ADDRESS") or "local"
     return address
-
-
-def record_counter(output: Any, progress: Any) -> Callable[[Any], None]:
-    """A run's ``on_record``: write each record to ``output``, count it, show ``progress``.
-
-    ``output`` (anything with ``write(dict)``) and ``progress`` (anything with
-    ``update(done, errored)``) are both optional; the counts are of records
-    and of records with errors.
-    """
-    done = errored = 0
-
-    def on_record(record: Any) -> None:
-        nonlocal done, errored
-        if output is not None:
-            output.write(record.to_dict())
-        done += 1
-        errored += bool(record.errors)
-        if progress is not None:
-            progress.update(done, errored)
-
-    return on_record
 
 
 def _remove_if_unused(writer: Any) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from interactions_core.errors import ConfigError
 from interactions_core.ray import _shard_cli
-from interactions_core.ray._shard_cli import record_counter, run_from_cli
+from interactions_core.ray._shard_cli import run_from_cli
 from interactions_core.ray.shard import run_from_cli as run_from_cli_where_the_cli_finds_it
 
 
@@ -67,34 +67,6 @@ def test_no_address_means_the_jobs_cluster_or_a_new_local_one(
     monkeypatch.setenv("RAY_ADDRESS", "10.0.0.5:6379")
     assert _shard_cli._cluster_address("") == "10.0.0.5:6379"
     assert _shard_cli._cluster_address("10.0.0.9:6379") == "10.0.0.9:6379"
-
-
-class _Record:
-    def __init__(self, errors: list[Any]) -> None:
-        self.errors = errors
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"errors": self.errors}
-
-
-class _Progress:
-    def __init__(self) -> None:
-        self.seen: list[tuple[int, int]] = []
-
-    def update(self, done: int, errored: int) -> None:
-        self.seen.append((done, errored))
-
-
-def test_each_record_is_written_and_counted() -> None:
-    written: list[dict[str, Any]] = []
-    output = argparse.Namespace(write=written.append)
-    progress = _Progress()
-    on_record = record_counter(output, progress)
-    for errors in ([], ["boom"], []):
-        on_record(_Record(errors))
-    assert written == [{"errors": []}, {"errors": ["boom"]}, {"errors": []}]
-    assert progress.seen == [(1, 0), (2, 1), (3, 1)]
-    record_counter(None, None)(_Record([]))  # both are optional
 
 
 def test_only_an_empty_new_output_file_is_removed(tmp_path: Path) -> None:
