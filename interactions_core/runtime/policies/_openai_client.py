@@ -16,6 +16,7 @@ import asyncio
 import collections
 import random
 import time
+from collections.abc import Coroutine
 from typing import Any
 
 from ..errors import PolicyError
@@ -88,10 +89,17 @@ class ChatClient:
         self._semaphore: asyncio.Semaphore | None = None
         self._slot_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
 
-    async def send(self, body: bytes) -> tuple[str, Any, float]:
-        """Post ``body`` (retrying what may succeed again); ``(text, usage, latency)``."""
+    def send(self, body: bytes) -> Coroutine[Any, Any, tuple[str, Any, float]]:
+        """Post ``body`` (retrying what may succeed again); awaits to ``(text, usage, latency)``.
+
+        Without a ``concurrency`` cap this is the request's own coroutine: no
+        extra frame per request on the path every turn takes.
+        """
         if self.concurrency is None:
-            return await self._request(body)
+            return self._request(body)
+        return self._send_capped(body)
+
+    async def _send_capped(self, body: bytes) -> tuple[str, Any, float]:
         semaphore = self._semaphore
         if semaphore is None or self._loop is not asyncio.get_running_loop():
             self._connections()
