@@ -24,7 +24,7 @@ from ._http import TRANSIENT, ConnectionPool, Response
 from ._openai_options import Endpoint
 from ._openai_wire import parse_reply, snippet, status_error
 
-__all__ = ["ChatClient", "connection_cap"]
+__all__ = ["ChatClient", "Retries", "connection_cap"]
 
 _perf_counter = time.perf_counter
 
@@ -55,6 +55,24 @@ def _retry_after(response: Response) -> float | None:
         return None
 
 
+class Retries:
+    """How often a request that may succeed when sent again is retried, and how far apart."""
+
+    __slots__ = ("backoff", "count", "max_backoff")
+
+    def __init__(self, count: int, backoff: float, max_backoff: float) -> None:
+        self.count = count  # retries after the first attempt
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds before the next attempt: the server's word, else exponential with jitter."""
+        if retry_after is not None:
+            return min(retry_after, self.max_backoff)
+        base = min(self.backoff * (2**attempt), self.max_backoff)
+        return base * (0.5 + random.random() / 2)
+
+
 class ChatClient:
     """Posts request bodies to one endpoint; the reply's text, usage and latency back."""
 
@@ -66,9 +84,7 @@ class ChatClient:
         *,
         concurrency: int | None,
         timeout: float,
-        retries: int,
-        backoff: float,
-        max_backoff: float,
+        retries: Retries,
     ) -> None:
         self.endpoint = endpoint
         self.url = endpoint.url
@@ -77,8 +93,6 @@ class ChatClient:
         self.concurrency = concurrency
         self.timeout = float(timeout)
         self.retries = retries
-        self.backoff = float(backoff)
-        self.max_backoff = float(max_backoff)
         #: Requests in flight now, and the most at any moment of this client's life.
         self.in_flight = 0
         self.max_in_flight = 0
@@ -145,7 +159,8 @@ class ChatClient:
             pool = self._connections()
         last = ""
         cap = self.connection_cap
-        for attempt in range(self.retries + 1):
+        retries = self.retries
+        for attempt in range(retries.count + 1):
             retry_after: float | None = None
             if cap is not None and self.in_flight >= cap:
                 await self._wait_for_slot(cap)
@@ -169,9 +184,9 @@ class ChatClient:
                 retry_after = _retry_after(response)
             finally:
                 self._release_slot()
-            if attempt < self.retries:
-                await asyncio.sleep(self._delay(attempt, retry_after))
-        tries = self.retries + 1
+            if attempt < retries.count:
+                await asyncio.sleep(retries.delay(attempt, retry_after))
+        tries = retries.count + 1
         raise PolicyError(
             f"openai: {self.url} failed {tries} time{'s' if tries != 1 else ''}; last error: {last}"
         )
@@ -192,10 +207,3 @@ class ChatClient:
             if not waiter.done():
                 waiter.set_result(None)
                 break
-
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        """Seconds before the next attempt: the server's word, else exponential with jitter."""
-        if retry_after is not None:
-            return min(retry_after, self.max_backoff)
-        base = min(self.backoff * (2**attempt), self.max_backoff)
-        return base * (0.5 + random.random() / 2)

@@ -90,7 +90,6 @@ def credentials(api_key_env: str | None) -> tuple[dict[str, str], str | None]:
 
 
 def request_params(
-    *,
     temperature: float | None,
     top_p: float | None,
     max_tokens: int | None,

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._openai_client import ChatClient
+from ._openai_client import ChatClient, Retries
 from ._openai_options import Endpoint, check_limits, credentials, request_params
 from ._openai_usage import EpisodeUsage
 from ._openai_wire import encode_request
@@ -79,39 +79,16 @@ class OpenAIPolicy(Policy):
         self.url = endpoint.url
         self.seed = seed
         self.extra_body = dict(extra_body or {})
-        self.params = request_params(
-            temperature=temperature,
-            top_p=top_p,
-            max_tokens=max_tokens,
-            stop=stop,
-            seed=seed,
-            extra_body=self.extra_body,
-        )
+        self.params = request_params(temperature, top_p, max_tokens, stop, seed, self.extra_body)
+        retry = Retries(retries, backoff, max_backoff)
         self._client = ChatClient(
-            endpoint,
-            headers,
-            key_env,
-            concurrency=concurrency,
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
-            max_backoff=max_backoff,
+            endpoint, headers, key_env, concurrency=concurrency, timeout=timeout, retries=retry
         )
-
-    @property
-    def in_flight(self) -> int:
-        """Requests in flight now."""
-        return self._client.in_flight
 
     @property
     def max_in_flight(self) -> int:
         """The most requests in flight at any moment of this policy's life (the run summary's)."""
         return self._client.max_in_flight
-
-    @property
-    def connection_cap(self) -> int | None:
-        """At most this many requests (connections) at once, whatever the concurrency."""
-        return self._client.connection_cap
 
     # -- per episode ----------------------------------------------------------------
 
