@@ -205,7 +205,11 @@ class Registry:
     def resolve(self, name: str) -> Entry:
         """The entry ``name`` designates; raises a teaching error when there is none.
 
-        Plain or qualified (``distribution:name``); see :mod:`interactions_core._resolution`.
+        ``name`` is plain or qualified (``distribution:name``). An unknown name is
+        an :class:`~interactions_core.errors.UnknownInteractionError` with a
+        did-you-mean, a plain name claimed by two distributions a
+        :class:`~interactions_core.errors.ConflictError`, a disabled one a
+        :class:`~interactions_core.errors.DisabledError`.
         """
         from ._resolution import resolve_entry
 
