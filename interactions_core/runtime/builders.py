@@ -76,7 +76,7 @@ class BuilderInfo(Contribution):
         )
         self.builder = builder
         self.plugin = plugin
-        self.defaults = registration.defaults
+        self.defaults = dict(registration.defaults)  # the registration stays as it was
 
     @property
     def options(self) -> dict[str, Any]:
