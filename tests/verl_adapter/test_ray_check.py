@@ -15,7 +15,8 @@ from interactions_core.registry import reset_registry
 @pytest.fixture(scope="module")
 def ray_cluster() -> Any:
     ray = pytest.importorskip("ray", reason="Ray is a dependency of every verl release")
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    # A cluster of its own, even when another one runs on this machine (ray.init would join it).
+    ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 
