@@ -79,25 +79,20 @@ def _trusted_parts(path: str, selection: Selection | None) -> tuple[str, str]:
     return module_name, attr
 
 
-def load_class_path(
-    path: str,
-    selection: Selection | None = None,
-    registry: Registry | None = None,
-    *,
-    strict: bool = True,
-) -> Any:
+def load_class_path(path: str, registry: Registry | None = None, *, strict: bool = True) -> Any:
     """Import a verl-style dotted class path (``pkg.mod.Class``) after the trust checks.
 
     Refused when ``INTERACTIONS_NO_CLASS_PATHS`` is set (configs are data; only
-    installed distributions are trusted), when the allow/deny lists exclude the
-    path or its top-level package, or, given the ``registry``, when it names the
-    class of a disabled interaction (checked before importing when the path is
-    the entry point's target, and on the imported class otherwise). With
+    installed distributions are trusted), when the allow/deny lists (the
+    ``registry``'s, else the environment's) exclude the path or its top-level
+    package, or, given the ``registry``, when it names the class of a disabled
+    interaction (checked before importing when the path is the entry point's
+    target, and on the imported class otherwise). With
     ``strict=False`` (the verl drop-in) a class that breaks the spec is returned
     with a :class:`~interactions_core.errors.LegacyInteractionWarning` naming the
     problems.
     """
-    module_name, attr = _trusted_parts(path, selection)
+    module_name, attr = _trusted_parts(path, registry.selection if registry else None)
     disabled = _disabled_targets(registry)
     _refuse_disabled_class(path, module_name, attr, disabled)
     from .plugins import import_target

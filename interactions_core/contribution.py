@@ -15,8 +15,9 @@ from __future__ import annotations
 from .selection import normalize
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Iterable
+if TYPE_CHECKING:  # ``typing`` is not imported at run time: this module is on the warm path
+    from collections.abc import Callable, Iterable
+    from typing import Any
 
 __all__ = ["Contribution", "mark_conflicts"]
 
@@ -24,10 +25,21 @@ __all__ = ["Contribution", "mark_conflicts"]
 class Contribution:
     """What every named contribution has; subclasses add what their kind needs."""
 
-    __slots__ = ("description", "distribution", "error", "kind", "name", "status", "target")
+    __slots__ = (
+        "description",
+        "distribution",
+        "error",
+        "kind",
+        "loader",
+        "name",
+        "status",
+        "target",
+    )
 
     #: The kind of thing, as messages name it ("interaction", "policy", ...).
     noun = "contribution"
+    #: The attributes :meth:`as_dict` lists, in this order (a listing's JSON row).
+    listed: tuple[str, ...] = ("name", "distribution", "target", "kind", "status", "error")
 
     def __init__(
         self,
@@ -37,6 +49,8 @@ class Contribution:
         kind: str,
         error: str | None = None,
         description: str | None = None,
+        *,
+        loader: Callable[[], Any] | None = None,
     ) -> None:
         self.name = name
         self.distribution = distribution
@@ -45,11 +59,22 @@ class Contribution:
         self.error = error
         self.status = "broken" if error else "ok"
         self.description = description
+        #: Returns the contributed object (importing it if needed), where the kind loads itself.
+        self.loader = loader
 
     @property
     def qualified(self) -> str:
         """``distribution:name``, the name that stays unique when two claim one."""
         return f"{self.distribution}:{self.name}"
+
+    @property
+    def qualified_name(self) -> str:
+        """:attr:`qualified`, under the key listings use for it."""
+        return self.qualified
+
+    def as_dict(self) -> dict[str, Any]:
+        """The :attr:`listed` attributes, as ``interactions list --json`` and friends show them."""
+        return {field: getattr(self, field) for field in self.listed}
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.qualified} {self.status}>"

@@ -125,7 +125,7 @@ def class_for_path(
             stacklevel=2,
         )
         return cls, found.qualified, dict(found.defaults)
-    cls = load_class_path(path, registry.selection, registry, strict=not legacy)
+    cls = load_class_path(path, registry, strict=not legacy)
     if plugin is not None:
         import warnings
 

@@ -14,6 +14,9 @@ questions, in increasing cost:
    validates the class against the spec, and remembers success or the failure
    (a broken plugin stays broken with its original exception as the cause).
 
+The registry holds the entries and answers the first question itself; the rules
+of the second are in ``_resolution.py`` and the importing in ``_class_loading.py``.
+
 :meth:`Registry.from_classes` builds a registry from in-memory classes, so plugin
 authors can test without installing anything.
 """
@@ -25,13 +28,7 @@ import sys
 
 from . import discovery
 from .contribution import Contribution, mark_conflicts
-from .errors import (
-    ConflictError,
-    DisabledError,
-    PluginLoadError,
-    UnknownInteractionError,
-)
-from .hook_index import hook_entries, plugin_records
+from .hook_index import hook_entries
 from .selection import Selection
 
 TYPE_CHECKING = False
@@ -54,6 +51,16 @@ class Entry(Contribution):
     __slots__ = ("_cls", "defaults", "path", "plugin", "version")
 
     noun = "interaction"
+    listed = (
+        "name",
+        "distribution",
+        "version",
+        "target",
+        "status",
+        "error",
+        "kind",
+        "qualified_name",
+    )
 
     def __init__(
         self,
@@ -80,18 +87,6 @@ class Entry(Contribution):
         """``name (distribution version, target)`` for messages."""
         version = f" {self.version}" if self.version else ""
         return f"{self.name!r} ({self.distribution}{version}, {self.target})"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "distribution": self.distribution,
-            "version": self.version,
-            "target": self.target,
-            "status": self.status,
-            "error": self.error,
-            "kind": self.kind,
-            "qualified_name": self.qualified,
-        }
 
 
 class Registry:
@@ -208,65 +203,17 @@ class Registry:
     # -- which one is meant ---------------------------------------------------
 
     def resolve(self, name: str) -> Entry:
-        """The entry ``name`` designates; raises a teaching error when there is none."""
-        from .naming import find_named
+        """The entry ``name`` designates; raises a teaching error when there is none.
 
-        matches = find_named(self.entries(), name)
-        if matches and matches[0].name != name:  # qualified: exactly one distribution
-            entry = matches[0]
-            if entry.status == "disabled":
-                raise DisabledError(f"interaction {entry.describe()} is {entry.error}")
-            return entry
-        if not matches:
-            raise UnknownInteractionError(self._unknown_message(name))
-        usable = [e for e in matches if e.status != "disabled"]
-        if not usable:
-            entry = matches[0]
-            raise DisabledError(
-                f"interaction {entry.describe()} is {entry.error}; "
-                "change INTERACTIONS_PLUGINS / INTERACTIONS_DISABLE to use it"
-            )
-        if len(usable) > 1:
-            claims = "; ".join(
-                f"{e.distribution} {e.version} ({e.target})".replace("  ", " ") for e in usable
-            )
-            choices = " or ".join(repr(e.qualified) for e in usable)
-            raise ConflictError(
-                f"interaction name {name!r} is registered by {len(usable)} distributions: "
-                f"{claims}. Write the qualified name {choices} in the config or on the "
-                f"command line, or uninstall or disable one (INTERACTIONS_DISABLE="
-                f"{usable[-1].distribution})."
-            )
-        return usable[0]
+        ``name`` is plain or qualified (``distribution:name``). An unknown name is
+        an :class:`~interactions_core.errors.UnknownInteractionError` with a
+        did-you-mean, a plain name claimed by two distributions a
+        :class:`~interactions_core.errors.ConflictError`, a disabled one a
+        :class:`~interactions_core.errors.DisabledError`.
+        """
+        from ._resolution import resolve_entry
 
-    def _unknown_message(self, name: str) -> str:
-        from .naming import suggest, summarize
-
-        entries = self.entries()
-        known = sorted({e.name for e in entries if e.status != "disabled"})
-        message = f"unknown interaction {name!r}{suggest(name, known, n=3) or '.'}"
-        if known:
-            message += f" Installed ({len(known)}): {summarize(known)}."
-        disabled = sum(1 for e in entries if e.status == "disabled")
-        unconsulted = [
-            r["dist"]
-            for r in plugin_records(self.index)
-            if discovery.plugin_id(r) not in self.index.get("hooks", {})
-        ]
-        if disabled:
-            message += (
-                f" {disabled} installed interaction{'s are' if disabled != 1 else ' is'} "
-                "disabled by INTERACTIONS_PLUGINS / INTERACTIONS_DISABLE."
-            )
-        if unconsulted:
-            message += (
-                f" Hook plugins not consulted because of the allow/deny lists: "
-                f"{', '.join(sorted(set(unconsulted)))} (allow-list the distribution to use "
-                "the names it registers)."
-            )
-        if not known and not disabled and not unconsulted:
-            message += " No interactions are installed."
-        return message + " Install the plugin that provides it, or see 'interactions list'."
+        return resolve_entry(self, name)
 
     # -- give me the class ----------------------------------------------------
 
@@ -275,57 +222,9 @@ class Registry:
         entry = self.resolve(name_or_entry) if isinstance(name_or_entry, str) else name_or_entry
         if entry._cls is not None:
             return entry._cls
-        if entry.status == "broken" and entry.error and entry.kind != "memory":
-            raise PluginLoadError(f"interaction {entry.describe()} is broken: {entry.error}")
-        from .validation import validate_interaction_class
+        from ._class_loading import load_entry
 
-        try:
-            klass = self._import(entry)
-        except PluginLoadError as exc:
-            from .fault import describe
-
-            cause = exc.__cause__
-            entry.status, entry.error = "broken", describe(cause) if cause else str(exc)
-            raise
-        label = f"interaction {entry.describe()}"
-        try:
-            validate_interaction_class(klass, label)
-        except Exception as exc:
-            entry.status, entry.error = "broken", str(exc)
-            raise
-        entry._cls = klass
-        if entry.path:  # a plugin declaring other core versions gets a clear warning
-            from .core_versions import warn_if_incompatible
-
-            warn_if_incompatible(entry.distribution, entry.version, entry.path, entry.name)
-        return klass
-
-    def _import(self, entry: Entry) -> Any:
-        if entry.kind == "hook":
-            host = self.plugin_host
-            registrations = host.collect("register_interactions")
-            if entry.plugin in host.errors:
-                raise PluginLoadError(
-                    f"hook plugin {entry.plugin} providing interaction {entry.name!r} failed: "
-                    f"{host.error_message(entry.plugin)}"
-                ) from host.errors[entry.plugin]
-            for reg in registrations.get(entry.plugin or "", []):
-                if reg.name == entry.name:
-                    entry.defaults = reg.defaults
-                    entry.description = reg.description
-                    return reg.obj
-            raise PluginLoadError(
-                f"hook plugin {entry.plugin} no longer registers {entry.name!r}; "
-                "run 'interactions cache clear' if it was upgraded in place"
-            )
-        from .plugins import import_target
-
-        try:
-            return import_target(entry.target)
-        except Exception as exc:
-            from .fault import import_failure
-
-            raise PluginLoadError(import_failure(f"interaction {entry.describe()}", exc)) from exc
+        return load_entry(self, entry)
 
     def check(self, import_timeout: float | None = None) -> list[Entry]:
         """Import and validate every usable entry; return all entries with updated status.
@@ -334,31 +233,9 @@ class Registry:
         ``$INTERACTIONS_IMPORT_TIMEOUT``, else 60): a plugin that hangs while
         being imported is reported as broken and the check goes on.
         """
-        import threading
+        from ._class_loading import check_entries
 
-        if import_timeout is None:
-            import_timeout = _import_timeout()
-        for entry in self.entries():
-            if entry.status != "ok":
-                continue
-            worker = threading.Thread(
-                target=self._load_quietly, args=(entry,), name="interactions-check", daemon=True
-            )
-            worker.start()
-            worker.join(import_timeout)
-            if worker.is_alive():  # left behind, as a daemon thread, to finish or not
-                entry.status = "broken"
-                entry.error = (
-                    f"importing it did not finish within {import_timeout:g} s (a plugin that "
-                    "hangs at import; set INTERACTIONS_IMPORT_TIMEOUT to wait longer)"
-                )
-        return self.entries()
-
-    def _load_quietly(self, entry: Entry) -> None:
-        try:
-            self.load(entry)
-        except BaseException:  # recorded on the entry by load()
-            pass
+        return check_entries(self, import_timeout)
 
     def create(self, name: str, config: dict[str, Any] | None = None) -> Any:
         """Instantiate the interaction ``name`` with ``config`` (``name`` added if absent)."""
@@ -367,15 +244,6 @@ class Registry:
         options = {**entry.defaults, **(config or {})}
         options.setdefault("name", name)
         return klass(options)
-
-
-def _import_timeout() -> float:
-    text = os.environ.get("INTERACTIONS_IMPORT_TIMEOUT", "").strip()
-    try:
-        value = float(text) if text else 60.0
-    except ValueError:
-        value = 60.0
-    return value if value > 0 else 60.0
 
 
 _current: tuple[tuple[object, ...], Registry] | None = None

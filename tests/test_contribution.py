@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from interactions_core.contribution import Contribution, mark_conflicts
+from interactions_core.plugins import Registration
 from interactions_core.registry import Entry
 from interactions_core.runtime.builders import BuilderInfo
 from interactions_core.runtime.policies.registry import PolicyInfo
@@ -31,8 +32,8 @@ def test_every_kind_is_a_contribution_with_the_same_fields() -> None:
 
     records = [
         Entry("gsm8k", "interactions-gsm8k", "0.1", "interactions_gsm8k:Gsm8kInteraction"),
-        PolicyInfo("replay", "interactions-core", "m:ReplayPolicy", "builtin", lambda: None),
-        BuilderInfo("rows", builder, "acme-data:acme_data"),
+        PolicyInfo("replay", "interactions-core", "m:ReplayPolicy", "builtin", loader=lambda: None),
+        BuilderInfo(Registration("rows", builder, "acme-data:acme_data")),
     ]
     for record in records:
         assert isinstance(record, Contribution) and record.status == "ok"

@@ -27,13 +27,16 @@ ends only its own sample (reward 0.0, the error in ``extra_fields``); an unknown
 interaction name is a configuration error and raises, naming the available ones.
 
 Supported verl releases: :data:`SUPPORTED_VERL`, each tested by ``nox -s verl``.
+
+This module is the turn step and the episode's outcome; the interactions shared
+by a worker process are in ``_agent_loop_catalog.py`` and the token bookkeeping
+of appended turns in ``_agent_loop_tokens.py`` (neither imports verl: this is
+the only module that does).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import threading
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -43,6 +46,8 @@ from verl.experimental.agent_loop.tool_agent_loop import AgentState, ToolAgentLo
 
 from ..runtime.errors import InteractionCallError
 from ..runtime.session import Session, call_error, stops_the_run
+from ._agent_loop_catalog import check_cluster_once, interactions_for
+from ._agent_loop_tokens import append_assistant_message, append_user_turn
 
 __all__ = [
     "AGENT_NAME",
@@ -65,122 +70,6 @@ MAX_ASSISTANT_TURNS = "max_assistant_turns"
 MAX_USER_TURNS = "max_user_turns"
 RESPONSE_LENGTH = "response_length"
 ERROR = "error"
-
-
-class _Catalog:
-    """The interactions of one config, loaded once per worker process and shared.
-
-    With no config, every installed interaction is available by its registered
-    name with its default options, each created the first time a sample names it.
-    """
-
-    def __init__(self, config: str | None, pools: Mapping[str, int] | None = None) -> None:
-        self.config = config
-        self._instances: dict[str, Any] = {}
-        self._owners: list[Any] = []  # keeps the shared pools' owners alive
-        self.default: str | None = None
-        if config is not None:
-            from ..loader import load_config
-
-            loaded = load_config(config)
-            unknown = sorted(set(pools or {}) - set(loaded.names))
-            if unknown:
-                raise ValueError(
-                    f"ray_pool names {', '.join(map(repr, unknown))}, which "
-                    f"{config!r} does not configure ({', '.join(loaded.names) or 'none'})"
-                )
-            self._instances = loaded.instantiate()
-            self.default = loaded.default
-            for name, replicas in (pools or {}).items():
-                from ..ray import shared_pool_for_entry
-
-                pool, owner = shared_pool_for_entry(config, name, int(replicas))
-                self._instances[name] = pool
-                self._owners.append(owner)
-        elif pools:
-            raise ValueError("ray_pool needs an interaction_config naming the pooled entries")
-
-    def get(self, name: str | None) -> tuple[str, Any]:
-        """The interaction a sample asks for; ``ValueError`` naming the choices otherwise."""
-        if not name:
-            name = self.default
-            if name is None:
-                raise ValueError(
-                    "the sample's extra_info.interaction_kwargs has no 'name' and the "
-                    f"interaction config {self._describe()} has no 'default:'; "
-                    f"set one of them (available: {self._available()})"
-                )
-        found = self._instances.get(name)
-        if found is not None:
-            return name, found
-        if self.config is None:
-            from ..errors import InteractionsError
-            from ..registry import get_registry
-
-            try:
-                found = get_registry().create(name)
-            except InteractionsError as exc:
-                raise ValueError(f"interaction {name!r} for the verl agent loop: {exc}") from exc
-            self._instances[name] = found
-            return name, found
-        from ..naming import suggest
-
-        hint = suggest(name, self._instances, n=1)
-        raise ValueError(
-            f"unknown interaction {name!r} in the sample's extra_info.interaction_kwargs; "
-            f"the config {self._describe()} provides {self._available()}{hint}"
-        )
-
-    def _describe(self) -> str:
-        return repr(self.config) if self.config else "(none: installed interactions)"
-
-    def _available(self) -> str:
-        if self.config is None:
-            from ..registry import get_registry
-
-            names = get_registry().names()
-        else:
-            names = list(self._instances)
-        return ", ".join(names) or "none"
-
-
-_catalogs: dict[tuple[str | None, tuple[tuple[str, int], ...]], _Catalog] = {}
-_catalogs_lock = threading.Lock()
-_cluster_checked = False
-
-
-def check_cluster_once() -> None:
-    """Compare the plugins of every Ray node with this one, once per process.
-
-    The ``ray_check: true`` option: a node that is missing a plugin, or has
-    another version, fails the job at start-up with the table of differences
-    instead of failing the first sample that lands on it.
-    """
-    global _cluster_checked
-    with _catalogs_lock:
-        if _cluster_checked:
-            return
-        from ..ray import ensure_cluster_consistent
-
-        ensure_cluster_consistent()
-        _cluster_checked = True
-
-
-def interactions_for(
-    config: str | os.PathLike[str] | None, pools: Mapping[str, int] | None = None
-) -> _Catalog:
-    """The shared interactions of ``config`` in this process (loaded on first use).
-
-    ``pools`` (the ``ray_pool`` option) maps entry names to replica counts: those
-    entries are served by one Ray actor pool per job, shared by every worker.
-    """
-    path = None if config is None else os.path.abspath(os.fspath(config))
-    key = (path, tuple(sorted((str(k), int(v)) for k, v in (pools or {}).items())))
-    with _catalogs_lock:
-        catalog = _catalogs.get(key)
-        if catalog is None:
-            catalog = _catalogs[key] = _Catalog(path, dict(key[1]))
-    return catalog
 
 
 def _resolve_path(path: str) -> str:
@@ -308,19 +197,13 @@ class InteractionAgentLoop(ToolAgentLoop):
         if len(agent_data.messages) == before:
             # verl appended no assistant message: a limit stopped it before the
             # message was built, or verl 0.9.0 tokenizes without Continuous Token.
-            await self._append_assistant_message(agent_data)
+            await append_assistant_message(self, agent_data)
         if state == AgentState.PROCESSING_TOOLS:
             return state
         return await self._interact(agent_data)
 
-    async def _append_assistant_message(self, agent_data: Any) -> None:
-        active: dict[str, Any] = getattr(agent_data, "_active_tools", None) or self.tools
-        schemas = [tool.tool_schema for tool in active.values()]
-        content, calls = await self.tool_parser.extract_tool_calls(agent_data.response_ids, schemas)
-        agent_data.tool_calls = calls
-        agent_data.messages.append(self._build_assistant_message(content, agent_data))
-
     def _limit_reached(self, agent_data: Any) -> str | None:
+        """The end reason when one of verl's limits is reached now, else ``None``."""
         if len(agent_data.response_mask) >= self.response_length:
             return RESPONSE_LENGTH
         if self.max_assistant_turns and agent_data.assistant_turns >= self.max_assistant_turns:
@@ -359,54 +242,11 @@ class InteractionAgentLoop(ToolAgentLoop):
         return await self._append_feedback(agent_data, result.content)
 
     async def _append_feedback(self, agent_data: Any, feedback: str) -> AgentState:
-        """Add the interaction's feedback as a ``user`` turn whose tokens have mask 0."""
-        previous = list(agent_data.messages)
-        agent_data.messages.append({"role": "user", "content": feedback})
-        merged = await self._merge_context(previous, agent_data)
-        if merged is None:
+        """Add the interaction's feedback as a ``user`` turn; the next state."""
+        if not await append_user_turn(self, agent_data, feedback):
             self._end_reason = RESPONSE_LENGTH
             return AgentState.TERMINATED
-        token_ids, mask, logprobs = merged
-        agent_data.prompt_ids = token_ids
-        agent_data.response_mask = mask
-        if agent_data.response_logprobs:
-            agent_data.response_logprobs = logprobs or []
-        agent_data.user_turns += 1
         return AgentState.GENERATING
-
-    async def _merge_context(
-        self, previous: list[dict[str, Any]], agent_data: Any
-    ) -> tuple[list[int], list[int], list[float] | None] | None:
-        """verl's own helper for appending a non-model message, whichever release this is.
-
-        Returns ``None`` when the appended tokens would exhaust the response budget.
-        """
-        logprobs = agent_data.response_logprobs or None
-        schemas = getattr(agent_data, "_active_tool_schemas", self.tool_schemas)
-        merge = getattr(self, "ct_merge_context_msg", None)  # verl 0.9.1
-        if merge is None and getattr(self, "enable_continuous_token", False):
-            merge = self.ct_merge_non_assistant_msg  # verl 0.9.0 with Continuous Token
-        if merge is not None:
-            result, mask, new_logprobs = await merge(
-                previous,
-                agent_data.messages,
-                agent_data.prompt_ids,
-                agent_data.response_mask,
-                logprobs,
-                tools=schemas,
-            )
-            if len(mask) >= self.response_length:
-                return None
-            return list(result.token_ids), list(mask), new_logprobs
-        # verl 0.9.0's default tokenization: render the new turn alone, as its tool loop does.
-        appended = agent_data.messages[len(previous) :]
-        ids = await self.apply_chat_template(appended, remove_system_prompt=True)
-        ids = list(getattr(self, "turn_separator", []) or []) + list(ids)
-        if len(agent_data.response_mask) + len(ids) >= self.response_length:
-            return None
-        mask = list(agent_data.response_mask) + [0] * len(ids)
-        new = [*logprobs, *([0.0] * len(ids))] if logprobs else None
-        return list(agent_data.prompt_ids) + ids, mask, new
 
 
 register(AGENT_NAME)(InteractionAgentLoop)

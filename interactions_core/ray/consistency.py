@@ -67,13 +67,9 @@ class Difference:
         self.value = value
 
     def as_dict(self) -> dict[str, str]:
-        return {
-            "node": self.node,
-            "name": self.name,
-            "field": self.field,
-            "driver": self.driver,
-            "node_value": self.value,
-        }
+        """The report's JSON row (the node's value under ``node_value``)."""
+        values = (self.node, self.name, self.field, self.driver, self.value)
+        return dict(zip(("node", "name", "field", "driver", "node_value"), values, strict=True))
 
     def __repr__(self) -> str:
         return f"<Difference {self.node} {self.name} {self.field}: {self.driver} != {self.value}>"

@@ -40,6 +40,10 @@ from ..errors import (
 )
 from ..naming import suggest
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..plugins import Registration
+
 __all__ = [
     "BuilderInfo",
     "builder_options",
@@ -52,39 +56,34 @@ __all__ = [
 
 
 class BuilderInfo(Contribution):
-    """A dataset builder registered by a hook plugin."""
+    """A dataset builder registered by a hook plugin: its registration, listed."""
 
     __slots__ = ("builder", "defaults", "plugin")
 
     noun = "dataset builder"
+    listed = ("name", "distribution", "plugin", "description", "options")
 
-    def __init__(
-        self,
-        name: str,
-        builder: Any,
-        plugin: str,
-        defaults: Mapping[str, Any] | None = None,
-        description: str | None = None,
-    ) -> None:
-        doc = inspect.getdoc(builder) or ""
-        target = f"{getattr(builder, '__module__', '?')}:{getattr(builder, '__qualname__', '?')}"
+    def __init__(self, registration: Registration) -> None:
+        builder = registration.obj
+        summary = registration.description
+        if not summary:
+            doc = inspect.getdoc(builder) or ""
+            summary = doc.splitlines()[0] if doc else ""
+        plugin = registration.plugin
         distribution = plugin.split(":", 1)[0]
-        summary = description or (doc.splitlines()[0] if doc else "")
-        super().__init__(name, distribution, target, "hook", None, summary)
+        super().__init__(
+            registration.name, distribution, registration.target, "hook", None, summary
+        )
         self.builder = builder
         self.plugin = plugin
-        self.defaults = dict(defaults or {})
+        self.defaults = dict(registration.defaults)  # the registration stays as it was
 
-    def as_dict(self) -> dict[str, Any]:
+    @property
+    def options(self) -> dict[str, Any]:
+        """The builder's options with their defaults (``None`` for a required one)."""
         return {
-            "name": self.name,
-            "distribution": self.distribution,
-            "plugin": self.plugin,
-            "description": self.description,
-            "options": {
-                name: (None if p.default is p.empty else p.default)
-                for name, p in builder_options(self.builder).items()
-            },
+            name: (None if p.default is p.empty else p.default)
+            for name, p in builder_options(self.builder).items()
         }
 
 
@@ -100,7 +99,7 @@ def list_builders(registry: Any = None) -> list[BuilderInfo]:
             if not callable(reg.obj):
                 host.errors[pid] = TypeError(f"dataset builder {reg.name!r} is not callable")
                 continue
-            out.append(BuilderInfo(reg.name, reg.obj, pid, reg.defaults, reg.description))
+            out.append(BuilderInfo(reg))
     out.sort(key=lambda b: (b.name, b.distribution))
     return out
 

@@ -33,6 +33,25 @@ _WALL_OFFSET = time.time() - time.perf_counter()
 
 _NO_ERRORS: list[dict[str, Any]] = []  # shared and never appended to
 
+#: The keys of an ``--output`` record, in the order they are written.
+RECORD_FIELDS = (
+    "index",
+    "repeat",
+    "sample_id",
+    "interaction",
+    "instance_id",
+    "end_reason",
+    "turns",
+    "user_turns",
+    "scores",
+    "final_score",
+    "errors",
+    "started_at",
+    "duration_s",
+    "usage",
+    "messages",
+)
+
 
 class EpisodeRecord:
     """What happened in one episode. ``to_dict()`` is the JSONL record."""
@@ -103,23 +122,11 @@ class EpisodeRecord:
         self.errors.append(entry)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "repeat": self.repeat,
-            "sample_id": self.sample_id,
-            "interaction": self.interaction,
-            "instance_id": self.instance_id,
-            "end_reason": self.end_reason,
-            "turns": self.turns,
-            "user_turns": self.user_turns,
-            "scores": self.scores,
-            "final_score": self.final_score,
-            "errors": list(self.errors),
-            "started_at": round(self.started_at + _WALL_OFFSET, 6),
-            "duration_s": self.duration_s,
-            "usage": self.usage,
-            "messages": self.messages,
-        }
+        """The JSONL record: :data:`RECORD_FIELDS` in order, ``started_at`` in epoch seconds."""
+        record = {field: getattr(self, field) for field in RECORD_FIELDS}
+        record["errors"] = list(self.errors)
+        record["started_at"] = round(self.started_at + _WALL_OFFSET, 6)
+        return record
 
     def __repr__(self) -> str:
         return (

@@ -8,14 +8,15 @@ from typing import Any
 import pytest
 from harness import ScriptedServer, make_worker, run_batch, trainer_config
 
-from interactions_core.compat import verl_agent_loop
+from interactions_core.compat import _agent_loop_catalog, verl_agent_loop
 from interactions_core.registry import reset_registry
 
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Any:
     ray = pytest.importorskip("ray", reason="Ray is a dependency of every verl release")
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    # A cluster of its own, even when another one runs on this machine (ray.init would join it).
+    ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 
@@ -37,7 +38,7 @@ def test_a_consistent_cluster_passes_and_the_check_runs_once(
     ray_cluster: Any, tmp_path: Path, model_dir: Path, tokenizer: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    monkeypatch.setattr(verl_agent_loop, "_cluster_checked", False)
+    monkeypatch.setattr(_agent_loop_catalog, "_cluster_checked", False)
     calls = []
     import interactions_core.ray as ray_support
 
@@ -74,7 +75,7 @@ def test_a_plugin_missing_on_a_node_fails_before_the_first_sample(
     )
     monkeypatch.syspath_prepend(str(site))
     reset_registry()
-    monkeypatch.setattr(verl_agent_loop, "_cluster_checked", False)
+    monkeypatch.setattr(_agent_loop_catalog, "_cluster_checked", False)
     server = ScriptedServer(tokenizer, lambda prompt, n: "#### 4")
     worker = make_worker(trainer_config(model_dir, loops_with_check(tmp_path)), server)
     rows = [{"prompt": [{"role": "user", "content": "q"}],

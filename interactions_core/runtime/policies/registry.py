@@ -50,24 +50,11 @@ BUILTIN = {
 
 
 class PolicyInfo(Contribution):
-    """One policy the framework knows about."""
+    """One policy the framework knows about (its ``loader`` returns the class)."""
 
-    __slots__ = ("_load",)
+    __slots__ = ()
 
     noun = "policy"
-
-    def __init__(
-        self,
-        name: str,
-        distribution: str,
-        target: str,
-        kind: str,
-        load: Callable[[], Any],
-        error: str | None = None,
-        description: str | None = None,
-    ) -> None:
-        super().__init__(name, distribution, target, kind, error, description)
-        self._load = load
 
     def load(self) -> Any:
         """The policy class (imported now if needed); :class:`PluginLoadError` when broken."""
@@ -75,23 +62,14 @@ class PolicyInfo(Contribution):
             raise PluginLoadError(
                 f"policy {self.qualified} ({self.target}) is broken: {self.error}"
             )
+        assert self.loader is not None  # every policy is listed with its loader
         try:
-            return self._load()
+            return self.loader()
         except Exception as exc:
             raise PluginLoadError(
                 f"policy {self.qualified} ({self.target}) failed to import: "
                 f"{exc.__class__.__name__}: {exc}"
             ) from exc
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "distribution": self.distribution,
-            "target": self.target,
-            "kind": self.kind,
-            "status": self.status,
-            "error": self.error,
-        }
 
 
 def _import_loader(value: str) -> Callable[[], Any]:
@@ -114,7 +92,7 @@ def list_policies(registry: Any = None) -> list[PolicyInfo]:
     registry = registry if registry is not None else get_registry()
     selection = registry.selection
     out = [
-        PolicyInfo(name, CORE_DISTRIBUTION, target, "builtin", _builtin(name))
+        PolicyInfo(name, CORE_DISTRIBUTION, target, "builtin", loader=_builtin(name))
         for name, target in BUILTIN.items()
     ]
     for record in registry.index.get("entries", []):
@@ -129,8 +107,8 @@ def list_policies(registry: Any = None) -> list[PolicyInfo]:
                 record["dist"],
                 record["value"],
                 "entry-point",
-                _import_loader(record["value"]),
                 error=record.get("error"),
+                loader=_import_loader(record["value"]),
             )
         )
     host = registry.plugin_host
@@ -142,7 +120,12 @@ def list_policies(registry: Any = None) -> list[PolicyInfo]:
                 continue
             out.append(
                 PolicyInfo(
-                    reg.name, dist, reg.target, "hook", _constant(reg.obj), None, reg.description
+                    reg.name,
+                    dist,
+                    reg.target,
+                    "hook",
+                    description=reg.description,
+                    loader=_constant(reg.obj),
                 )
             )
     out.sort(key=lambda p: (p.name, p.distribution))

@@ -1,0 +1,145 @@
+"""The interactions a verl worker process shares between its agent loops.
+
+verl builds one agent-loop instance per trajectory, but loading a config (and
+importing its plugins, starting its Ray pools) once per trajectory would cost
+more than the episode. So the interactions of one ``interaction_config`` are
+loaded once per worker process, on first use, and shared by every trajectory:
+:func:`interactions_for` hands out that shared catalog. The cluster check of
+``ray_check: true`` runs once per process for the same reason.
+
+This module does not import verl; ``verl_agent_loop.py`` (the only one that
+does) re-exports both functions.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["InteractionCatalog", "check_cluster_once", "interactions_for"]
+
+
+class InteractionCatalog:
+    """The interactions of one config, loaded once per worker process and shared.
+
+    With no config, every installed interaction is available by its registered
+    name with its default options, each created the first time a sample names it.
+    """
+
+    def __init__(self, config: str | None, pools: Mapping[str, int] | None = None) -> None:
+        self.config = config
+        self._instances: dict[str, Any] = {}
+        self._owners: list[Any] = []  # keeps the shared pools' owners alive
+        self.default: str | None = None
+        if config is not None:
+            self._load(config, pools or {})
+        elif pools:
+            raise ValueError("ray_pool needs an interaction_config naming the pooled entries")
+
+    def _load(self, config: str, pools: Mapping[str, int]) -> None:
+        """The config's instances, the ``ray_pool`` entries served by shared actor pools."""
+        from ..loader import load_config
+
+        loaded = load_config(config)
+        unknown = sorted(set(pools) - set(loaded.names))
+        if unknown:
+            raise ValueError(
+                f"ray_pool names {', '.join(map(repr, unknown))}, which "
+                f"{config!r} does not configure ({', '.join(loaded.names) or 'none'})"
+            )
+        self._instances = loaded.instantiate()
+        self.default = loaded.default
+        for name, replicas in pools.items():
+            from ..ray import shared_pool_for_entry
+
+            pool, owner = shared_pool_for_entry(config, name, int(replicas))
+            self._instances[name] = pool
+            self._owners.append(owner)
+
+    def get(self, name: str | None) -> tuple[str, Any]:
+        """The interaction a sample asks for; ``ValueError`` naming the choices otherwise."""
+        if not name:
+            name = self.default
+            if name is None:
+                raise ValueError(
+                    "the sample's extra_info.interaction_kwargs has no 'name' and the "
+                    f"interaction config {self._describe()} has no 'default:'; "
+                    f"set one of them (available: {self._available()})"
+                )
+        found = self._instances.get(name)
+        if found is not None:
+            return name, found
+        if self.config is None:
+            return name, self._create_installed(name)
+        from ..naming import suggest
+
+        hint = suggest(name, self._instances, n=1)
+        raise ValueError(
+            f"unknown interaction {name!r} in the sample's extra_info.interaction_kwargs; "
+            f"the config {self._describe()} provides {self._available()}{hint}"
+        )
+
+    def _create_installed(self, name: str) -> Any:
+        """Without a config: the installed interaction ``name``, created once and kept."""
+        from ..errors import InteractionsError
+        from ..registry import get_registry
+
+        try:
+            found = get_registry().create(name)
+        except InteractionsError as exc:
+            raise ValueError(f"interaction {name!r} for the verl agent loop: {exc}") from exc
+        self._instances[name] = found
+        return found
+
+    def _describe(self) -> str:
+        return repr(self.config) if self.config else "(none: installed interactions)"
+
+    def _available(self) -> str:
+        if self.config is None:
+            from ..registry import get_registry
+
+            names = get_registry().names()
+        else:
+            names = list(self._instances)
+        return ", ".join(names) or "none"
+
+
+_catalogs: dict[tuple[str | None, tuple[tuple[str, int], ...]], InteractionCatalog] = {}
+_catalogs_lock = threading.Lock()
+_cluster_checked = False
+
+
+def check_cluster_once() -> None:
+    """Compare the plugins of every Ray node with this one, once per process.
+
+    The ``ray_check: true`` option: a node that is missing a plugin, or has
+    another version, fails the job at start-up with the table of differences
+    instead of failing the first sample that lands on it.
+    """
+    global _cluster_checked
+    with _catalogs_lock:
+        if _cluster_checked:
+            return
+        from ..ray import ensure_cluster_consistent
+
+        ensure_cluster_consistent()
+        _cluster_checked = True
+
+
+def interactions_for(
+    config: str | os.PathLike[str] | None, pools: Mapping[str, int] | None = None
+) -> InteractionCatalog:
+    """The shared interactions of ``config`` in this process (loaded on first use).
+
+    ``pools`` (the ``ray_pool`` option) maps entry names to replica counts: those
+    entries are served by one Ray actor pool per job, shared by every worker.
+    """
+    path = None if config is None else os.path.abspath(os.fspath(config))
+    key = (path, tuple(sorted((str(k), int(v)) for k, v in (pools or {}).items())))
+    with _catalogs_lock:
+        catalog = _catalogs.get(key)
+        if catalog is None:
+            catalog = _catalogs[key] = InteractionCatalog(path, dict(key[1]))
+    return catalog

@@ -1,0 +1,69 @@
+"""``_openai_wire``: the request body and what a response's bytes mean."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from interactions_core.runtime.errors import PolicyError
+from interactions_core.runtime.policies._openai_wire import (
+    encode_request,
+    parse_reply,
+    snippet,
+    status_error,
+)
+
+URL = "http://h/v1/chat/completions"
+
+
+def body(message: object, **extra: object) -> bytes:
+    return json.dumps({"choices": [{"message": message}], **extra}).encode()
+
+
+def test_the_request_body_is_utf8_json_with_params_last() -> None:
+    data = encode_request("m", [{"role": "user", "content": "é"}], {"temperature": 0})
+    assert json.loads(data) == {
+        "model": "m",
+        "messages": [{"role": "user", "content": "é"}],
+        "temperature": 0,
+    }
+    assert "é".encode() in data  # not \u00e9: the body is sent as UTF-8
+
+
+def test_reply_text_in_each_shape_the_servers_send() -> None:
+    usage = {"prompt_tokens": 3, "completion_tokens": 1}
+    assert parse_reply(URL, 200, body({"content": "hi"}, usage=usage)) == ("hi", usage)
+    assert parse_reply(URL, 200, body({"content": None})) == ("", None)
+    parts = [{"type": "text", "text": "a"}, {"type": "image"}, "b"]
+    assert parse_reply(URL, 200, body({"content": parts})) == ("ab", None)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"<html>", f"openai: {URL} answered HTTP 200 with a body that is not JSON: '<html>'"),
+        (
+            json.dumps({"error": "model not loaded"}).encode(),
+            f"openai: malformed chat-completions response from {URL} (error: model not loaded)",
+        ),
+        (body({"content": 5}), f"openai: choices[0].message.content from {URL} is a int"),
+    ],
+)
+def test_malformed_responses_say_what_came(data: bytes, message: str) -> None:
+    with pytest.raises(PolicyError) as info:
+        parse_reply(URL, 200, data)
+    assert str(info.value).startswith(message)
+
+
+def test_a_failed_status_hints_at_what_to_check() -> None:
+    assert str(status_error(URL, "MY_KEY", 401, b"no")).endswith("check the API key in $MY_KEY")
+    assert "no API key was sent (set $OPENAI_API_KEY" in str(status_error(URL, None, 403, b""))
+    assert "check base_url" in str(status_error(URL, None, 404, b"not found"))
+    assert str(status_error(URL, None, 400, b"bad")) == f"openai: HTTP 400 from {URL}: 'bad'"
+
+
+def test_snippets_are_cut_at_the_limit() -> None:
+    assert snippet(b"  short \n") == "short"
+    cut = snippet(b"x" * 500)
+    assert len(cut) == 200 and cut.endswith("...")
