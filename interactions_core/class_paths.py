@@ -115,11 +115,9 @@ def load_class_path(path: str, registry: Registry | None = None, *, strict: bool
     except InteractionValidationError as exc:
         if strict:
             raise
-        import warnings
+        from .errors import LegacyInteractionWarning, warn
 
-        from .errors import LegacyInteractionWarning
-
-        warnings.warn(
+        warn(
             f"{exc}\n  (loaded anyway, as verl's loader would: calls the spec promises may fail)",
             LegacyInteractionWarning,
             stacklevel=3,

@@ -21,7 +21,7 @@ from typing import Any
 from .base import derive_name
 from .class_paths import load_class_path
 from .config import ConfigEntry, InteractionsConfig, parse_config
-from .errors import ConfigError, InteractionsError
+from .errors import ConfigError, InteractionsError, warn
 from .registry import Registry, get_registry
 
 __all__ = ["LoadedConfig", "ResolvedEntry", "class_for_path", "load_config", "load_interactions"]
@@ -103,12 +103,10 @@ def class_for_path(
 
     plugin = VERL_BUILTINS.get(path)
     if (plugin is not None or path == VERL_BASE) and not verl_module_installed(path):
-        import warnings
-
         if plugin is None:
             from .base import BaseInteraction
 
-            warnings.warn(
+            warn(
                 f"{where}: {path} is verl's base class and verl's interaction module is not "
                 "installed (verl 0.8 removed it): interactions_core.BaseInteraction is used",
                 VerlPathWarning,
@@ -117,7 +115,7 @@ def class_for_path(
             return BaseInteraction, "interactions_core.BaseInteraction", {}
         found = registry.resolve(plugin)
         cls = registry.load(found)
-        warnings.warn(
+        warn(
             f"{where}: {path} is verl's built-in interaction and verl's interaction module is "
             f"not installed (verl 0.8 removed it): the installed plugin {found.qualified} "
             f"{found.version} is used instead; write 'plugin: {plugin}' to say so",
@@ -127,9 +125,7 @@ def class_for_path(
         return cls, found.qualified, dict(found.defaults)
     cls = load_class_path(path, registry, strict=not legacy)
     if plugin is not None:
-        import warnings
-
-        warnings.warn(
+        warn(
             f"{where}: {path} loaded verl's own class; to use the installed plugin "
             f"instead (same interaction, with verl's bugs fixed), write 'plugin: {plugin}' "
             "in place of class_name",
