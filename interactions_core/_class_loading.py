@@ -33,7 +33,7 @@ def load_entry(registry: Registry, entry: Entry) -> Any:
     try:
         klass = _from_hook(registry, entry) if entry.kind == "hook" else _from_target(entry)
     except PluginLoadError as exc:
-        from .fault import describe
+        from ._fault import describe
 
         cause = exc.__cause__
         entry.status, entry.error = "broken", describe(cause) if cause else str(exc)
@@ -45,7 +45,7 @@ def load_entry(registry: Registry, entry: Entry) -> Any:
         raise
     entry._cls = klass
     if entry.path:  # a plugin declaring other core versions gets a clear warning
-        from .core_versions import warn_if_incompatible
+        from ._core_versions import warn_if_incompatible
 
         warn_if_incompatible(entry.distribution, entry.version, entry.path, entry.name)
     return klass
@@ -78,7 +78,7 @@ def _from_target(entry: Entry) -> Any:
     try:
         return import_target(entry.target)
     except Exception as exc:
-        from .fault import import_failure
+        from ._fault import import_failure
 
         raise PluginLoadError(import_failure(f"interaction {entry.describe()}", exc)) from exc
 

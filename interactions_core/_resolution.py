@@ -13,10 +13,10 @@ qualified names to write instead. :meth:`Registry.resolve
 
 from __future__ import annotations
 
-from . import discovery
+from . import _discovery as discovery
+from ._hook_index import plugin_records
+from ._naming import find_named, suggest, summarize
 from .errors import ConflictError, DisabledError, UnknownInteractionError
-from .hook_index import plugin_records
-from .naming import find_named, suggest, summarize
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ every problem with its file and line. Resolving names against the installed
 plugins and checking each ``config:`` against its schema is the loader's job
 (:mod:`interactions_core.loader`).
 
-Files are read by :mod:`interactions_core.yaml_reader` (safe YAML with the line of
+Files are read by :mod:`interactions_core._yaml_reader` (safe YAML with the line of
 every value).
 """
 
@@ -35,8 +35,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._interpolation import find_interpolation, resolve_interpolations
+from ._yaml_reader import Lines, check_expansion, read_config_file, short_repr
 from .errors import ConfigError
-from .yaml_reader import Lines, check_expansion, read_config_file, short_repr
 
 __all__ = ["ConfigEntry", "InteractionsConfig", "parse_config"]
 
@@ -113,7 +113,7 @@ class InteractionsConfig:
 
 
 def _did_you_mean(key: str, allowed: tuple[str, ...]) -> str:
-    from .naming import suggest
+    from ._naming import suggest
 
     return suggest(key, allowed, n=1)
 

@@ -18,8 +18,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ._class_paths import load_class_path
 from .base import derive_name
-from .class_paths import load_class_path
 from .config import ConfigEntry, InteractionsConfig, parse_config
 from .errors import ConfigError, InteractionsError, warn
 from .registry import Registry, get_registry
@@ -219,7 +219,7 @@ def load_config(
         seen[r.name] = entry
         resolved.append(r)
     if config.default is not None and config.default not in seen and not problems:
-        from .naming import suggest
+        from ._naming import suggest
 
         hint = suggest(config.default, seen, n=1)
         line = f"{config.source}:{config.default_line}" if config.default_line else "<config>"

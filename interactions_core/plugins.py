@@ -20,9 +20,9 @@ from typing import Any
 
 import pluggy
 
-from .discovery import PLUGINS_GROUP
+from ._discovery import PLUGINS_GROUP
+from ._selection import Selection
 from .hookspecs import PROJECT_NAME, PluginSpec
-from .selection import Selection
 
 __all__ = ["PluginHost", "Registration", "create_manager", "import_target", "plugin_id"]
 
@@ -66,7 +66,7 @@ def import_target(target: str) -> Any:
         except AttributeError:
             if not isinstance(obj, types.ModuleType):
                 raise
-            from .fault import MissingAttributeError
+            from ._fault import MissingAttributeError
 
             raise MissingAttributeError(obj, attr, target.strip()) from None
     return obj

@@ -1,7 +1,7 @@
 """The registry: names -> interaction classes, resolved from the index on demand.
 
 A :class:`Registry` is built from the discovery index (metadata only) and the
-allow/deny :class:`~interactions_core.selection.Selection`. It answers three
+allow/deny :class:`~interactions_core._selection.Selection`. It answers three
 questions, in increasing cost:
 
 1. *What is there?* :meth:`Registry.entries` — from metadata and the cached hook
@@ -26,10 +26,10 @@ from __future__ import annotations
 import os
 import sys
 
-from . import discovery
-from .contribution import Contribution, mark_conflicts
-from .hook_index import hook_entries
-from .selection import Selection
+from . import _discovery as discovery
+from ._contribution import Contribution, mark_conflicts
+from ._hook_index import hook_entries
+from ._selection import Selection
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # ``typing`` is not imported at run time: this module is on the warm path
@@ -163,7 +163,7 @@ class Registry:
 
     def plugin_problems(self) -> list[Entry]:
         """Hook plugins that failed to load or register, as broken entries."""
-        from .hook_index import plugin_problems
+        from ._hook_index import plugin_problems
 
         self.entries()  # collects (or reads cached) registrations, recording failures
         return plugin_problems(self)
@@ -191,7 +191,7 @@ class Registry:
         entries.sort(key=lambda e: (e.name, e.distribution))
         self._entries = entries
         if self.selection.allow or self.selection.deny:
-            from .selection import warn_unmatched
+            from ._selection import warn_unmatched
 
             warn_unmatched(self.index, entries)
         return entries

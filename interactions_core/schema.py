@@ -21,8 +21,8 @@ from typing import Any
 
 import attrs
 
+from ._naming import suggest
 from .errors import ConfigError
-from .naming import suggest
 
 __all__ = ["FieldInfo", "build_settings", "check_options", "describe", "type_name"]
 

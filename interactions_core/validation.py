@@ -31,9 +31,9 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from ._naming import close_matches
 from .base import BaseInteraction, SessionInteraction
 from .errors import InteractionValidationError
-from .naming import close_matches
 from .spec import InteractionSpec, SessionSpec
 
 __all__ = ["LIFECYCLE", "expected_signature", "validate_interaction_class"]

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from interactions_core import _cache, discovery
+from interactions_core import _cache
+from interactions_core import _discovery as discovery
 from interactions_core.registry import Registry
 
 GROUP = "interactions_core.interactions"

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from interactions_core._selection import Selection
 from interactions_core.errors import InteractionValidationError, PluginLoadError
 from interactions_core.registry import Registry
-from interactions_core.selection import Selection
 
 GROUP = "interactions_core.interactions"
 

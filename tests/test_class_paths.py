@@ -1,4 +1,4 @@
-"""``class_paths.py``: verl's dotted ``class_name`` paths, through the loader and verl's drop-in."""
+"""``_class_paths.py``: verl's dotted ``class_name`` paths, via the loader and verl's drop-in."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from interactions_core.contribution import Contribution, mark_conflicts
+from interactions_core._contribution import Contribution, mark_conflicts
 from interactions_core.plugins import Registration
 from interactions_core.registry import Entry
 from interactions_core.runtime.builders import BuilderInfo

@@ -10,7 +10,7 @@ import pytest
 
 from interactions_core import __version__
 from interactions_core import core_versions as versions
-from interactions_core.core_versions import (
+from interactions_core._core_versions import (
     IncompatibleCoreWarning,
     check_core_requirement,
     core_requirement,

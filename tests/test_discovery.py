@@ -1,4 +1,4 @@
-"""``discovery.py``: what is installed, read from metadata of real generated distributions."""
+"""``_discovery.py``: what is installed, read from metadata of real generated distributions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``hook_index.py``: what hook plugins register, kept in the index and relearnt when needed."""
+"""``_hook_index.py``: what hook plugins register, kept in the index and relearnt when needed."""
 
 from __future__ import annotations
 

@@ -8,9 +8,9 @@ import pytest
 from core_helpers import PLUGINS, suite_dist
 
 from interactions_core import hookimpl
+from interactions_core._selection import Selection
 from interactions_core.plugins import PluginHost, plugin_id
 from interactions_core.registry import Registry
-from interactions_core.selection import Selection
 
 
 def test_registration_hook_contributes_named_interactions(make_dist, forget_modules):

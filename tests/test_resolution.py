@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from interactions_core import BaseInteraction
+from interactions_core._selection import Selection
 from interactions_core.errors import ConflictError, DisabledError, UnknownInteractionError
 from interactions_core.registry import Registry
-from interactions_core.selection import Selection
 
 
 class Judge(BaseInteraction):

@@ -1,12 +1,12 @@
-"""``selection.py``: allow- and deny-lists (``INTERACTIONS_PLUGINS``, ``INTERACTIONS_DISABLE``)."""
+"""``_selection.py``: allow- and deny-lists (``INTERACTIONS_PLUGINS``, ``INTERACTIONS_DISABLE``)."""
 
 from __future__ import annotations
 
 import pytest
 
+from interactions_core._selection import Selection, normalize
 from interactions_core.errors import DisabledError
 from interactions_core.registry import Registry
-from interactions_core.selection import Selection, normalize
 
 GROUP = "interactions_core.interactions"
 

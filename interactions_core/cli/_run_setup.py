@@ -126,8 +126,8 @@ def _default_interaction(name: str, loaded: Any) -> str:
     """``--default-interaction NAME``, checked against the config's interactions."""
     if name in loaded.names:
         return name
+    from .._naming import suggest
     from ..errors import ConfigError
-    from ..naming import suggest
 
     hint = suggest(name, loaded.names, n=1)
     raise ConfigError(

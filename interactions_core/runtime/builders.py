@@ -30,7 +30,8 @@ import inspect
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..contribution import Contribution
+from .._contribution import Contribution
+from .._naming import suggest
 from ..errors import (
     ConfigError,
     ConflictError,
@@ -38,7 +39,6 @@ from ..errors import (
     PluginLoadError,
     UnknownBuilderError,
 )
-from ..naming import suggest
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def list_builders(registry: Any = None) -> list[BuilderInfo]:
 
 def get_builder(name: str, registry: Any = None) -> BuilderInfo:
     """The builder called ``name`` (or ``distribution:name``)."""
-    from ..naming import find_named
+    from .._naming import find_named
     from ..registry import get_registry
 
     registry = registry if registry is not None else get_registry()
@@ -137,7 +137,7 @@ def get_builder(name: str, registry: Any = None) -> BuilderInfo:
 
 def builder_options(builder: Any) -> dict[str, inspect.Parameter]:
     """The builder's options: its keyword parameters."""
-    from ..options import keyword_options
+    from .._options import keyword_options
 
     return keyword_options(builder)
 
@@ -200,7 +200,7 @@ def parse_cli_options(args: list[str]) -> dict[str, Any]:
 
 def run_builder(info: BuilderInfo, options: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
     """Call the builder with ``defaults`` then ``options``; check the options first."""
-    from ..options import check_options
+    from .._options import check_options
 
     accepted = builder_options(info.builder)
     merged = {**info.defaults, **options}

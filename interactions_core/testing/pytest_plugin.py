@@ -42,8 +42,8 @@ def interaction_registry() -> Callable[..., Any]:
     """
 
     def make(classes: Mapping[str, Any], *, distribution: str | None = None) -> Any:
+        from interactions_core._selection import Selection
         from interactions_core.registry import MEMORY_DISTRIBUTION, Registry
-        from interactions_core.selection import Selection
 
         return Registry.from_classes(
             dict(classes),

@@ -46,7 +46,7 @@ def register_interactions(register):
 #: Run instead of the CLI to prove the cache is valid: any metadata scan fails the run.
 NO_SCAN = (
     "import sys\n"
-    "import interactions_core.discovery as d\n"
+    "import interactions_core._discovery as d\n"
     "def scan():\n"
     "    sys.stderr.write('SCANNED\\n'); raise SystemExit(97)\n"
     "d.scan = scan\n"

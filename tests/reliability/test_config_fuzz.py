@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from interactions_core import ConfigError, load_config, load_interactions
+from interactions_core._yaml_reader import MAX_CONFIG_BYTES
 from interactions_core.cli import main as cli_main
-from interactions_core.yaml_reader import MAX_CONFIG_BYTES
 
 FUZZ = settings(
     max_examples=200,

@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from interactions_core import ConfigError, load_config, load_interactions
+from interactions_core._yaml_reader import read_yaml
 from interactions_core.compat.verl import initialize_interactions_from_config
-from interactions_core.yaml_reader import read_yaml
 
 
 def payloads(marker: Path) -> dict[str, str]:

@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...contribution import Contribution, mark_conflicts
-from ...discovery import POLICIES_GROUP
+from ..._contribution import Contribution, mark_conflicts
+from ..._discovery import POLICIES_GROUP
+from ..._naming import find_named, suggest
+from ..._selection import normalize
 from ...errors import ConflictError, PluginLoadError, UnknownPolicyError
-from ...naming import find_named, suggest
-from ...selection import normalize
 
 __all__ = ["BUILTIN", "PolicyInfo", "UnknownPolicyError", "get_policy_class", "list_policies"]
 

@@ -31,7 +31,7 @@ class MissingAttributeError(AttributeError):
 
     def suggestion(self) -> str:
         """``; did you mean 'X'?`` over the module's public classes (or a few of them)."""
-        from .naming import suggest
+        from ._naming import suggest
 
         classes = sorted(
             name

@@ -9,7 +9,7 @@ gets a did-you-mean from the names that exist.
 
 from __future__ import annotations
 
-from .selection import normalize
+from ._selection import normalize
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ order.
 
 from __future__ import annotations
 
-from .selection import normalize
+from ._selection import normalize
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # ``typing`` is not imported at run time: this module is on the warm path

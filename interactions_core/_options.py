@@ -47,7 +47,7 @@ def check_options(
     builder's registered defaults fill some); ``render`` spells an option the
     way the user wrote it (``--max-rows`` on the command line).
     """
-    from .naming import suggest
+    from ._naming import suggest
 
     accepted = keyword_options(func)
     problems = []

@@ -3,14 +3,14 @@
 Entry-point interactions are known from metadata alone. A hook plugin's
 interactions are known only by asking it (an import); what it answered is kept
 in the index (``index["hooks"]``, saved with it and, apart from it, under the
-plugin's own distribution: see :mod:`interactions_core.discovery`), so it is
+plugin's own distribution: see :mod:`interactions_core._discovery`), so it is
 asked again only when that distribution changes. Plugins that failed become
 broken entries, so ``interactions list`` shows them.
 """
 
 from __future__ import annotations
 
-from . import discovery
+from . import _discovery as discovery
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -13,8 +13,8 @@ import os
 import sys
 from typing import Any
 
+from ._selection import Selection
 from .errors import DisabledError, InteractionValidationError, PluginLoadError, TrustError
-from .selection import Selection
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ def load_class_path(path: str, registry: Registry | None = None, *, strict: bool
     try:
         klass = import_target(f"{module_name}:{attr}")
     except Exception as exc:
-        from .fault import MissingAttributeError, import_failure
+        from ._fault import MissingAttributeError, import_failure
 
         if isinstance(exc, MissingAttributeError):
             raise PluginLoadError(

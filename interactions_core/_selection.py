@@ -93,8 +93,8 @@ class Selection:
 def warn_unmatched(index: dict[str, Any], entries: list[Any]) -> None:
     """Warn about allow/deny names that match nothing (a typo would otherwise be silent)."""
 
+    from ._naming import suggest
     from .errors import SelectionWarning, warn
-    from .naming import suggest
 
     known: set[str] = set()
     tops: set[str] = set()
