@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from interactions_core import __version__
-from interactions_core import core_versions as versions
+from interactions_core import _core_versions as versions
 from interactions_core._core_versions import (
     IncompatibleCoreWarning,
     check_core_requirement,
