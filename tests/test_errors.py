@@ -66,3 +66,53 @@ def test_a_conformance_error_keeps_its_violations() -> None:
     error = ConformanceError("2 violations", ["a", "b"])
     assert error.violations == ["a", "b"] and str(error) == "2 violations"
     assert ConformanceError("none").violations == []
+
+
+# -- how the framework's warnings are shown --------------------------------------
+
+_SHOW = """
+import sys
+from interactions_core import errors
+from interactions_core.errors import IncompatibleCoreWarning
+errors.compact_warnings()
+print("warnings imported before:", "warnings" in sys.modules)
+errors.warn("a plugin wants another core", IncompatibleCoreWarning)
+import warnings
+warnings.warn("someone else's", UserWarning)
+"""
+
+
+def test_compact_display_is_installed_by_the_first_framework_warning() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _SHOW], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "warnings imported before: False"
+    lines = proc.stderr.splitlines()
+    assert lines[0] == "interactions: warning: a plugin wants another core"
+    assert "UserWarning: someone else's" in proc.stderr  # Python's own display for others
+
+
+def test_warn_points_at_the_callers_frame_and_is_recordable() -> None:
+    from interactions_core.errors import IncompatibleCoreWarning
+
+    def plugin_code() -> None:
+        errors.warn("from plugin code", IncompatibleCoreWarning, stacklevel=2)
+
+    with pytest.warns(IncompatibleCoreWarning, match="from plugin code") as record:
+        plugin_code()  # stacklevel=2: this line, the caller of plugin_code
+    assert record[0].filename == __file__
+
+
+def test_a_recording_block_after_the_cli_still_records(monkeypatch) -> None:
+    """The display is installed once, so ``pytest.warns`` inside a CLI process still works."""
+    from interactions_core.errors import IncompatibleCoreWarning
+
+    monkeypatch.setattr(errors, "_compact", False)
+    monkeypatch.setattr(errors, "_installed", False)
+    import warnings
+
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)
+    errors.compact_warnings()
+    with pytest.warns(IncompatibleCoreWarning):
+        errors.warn("recorded", IncompatibleCoreWarning)
