@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import statistics
 import sys
@@ -58,8 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     full = (args.batch, args.repeats) == (BATCH, REPEATS)
     write_docs = DOCS.wanted(full_run=full, no_docs=args.no_docs)
-    import logging
-
+    # verl and the tests' harness (which imports it), only when the benchmark runs.
     sys.path.insert(0, str(ROOT / "tests" / "verl_adapter"))
     from _verl_bare_loop import TURNS
     from harness import ScriptedServer, build_model_dir, make_batch, make_worker, trainer_config
