@@ -230,3 +230,10 @@ def docs(session: nox.Session) -> None:
     session.run("python", "docs/tools/cli_reference.py", "--check")
     session.run("python", "docs/tools/diagrams.py", "--check")
     session.run("mkdocs", "build", "--strict", "--site-dir", session.create_tmp() + "/site")
+
+
+@nox.session(python=False)
+def bench_serve(session: nox.Session) -> None:
+    """The serving benchmark in full; rewrites the generated block of docs/serve.md."""
+    python = heavy_env(session, "serve", [OPENENV_PINS])
+    session.run(str(python), "benchmarks/bench_serve.py", *session.posargs, external=True)

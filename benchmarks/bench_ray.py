@@ -20,7 +20,9 @@ like the other benchmarks:
    without: wall time ratio, connecting to the running cluster included; then
    the same with the 2 ms judge, where episodes cost CPU and sharding can pay.
 
-The results go to stdout and ``benchmarks/results/ray.md``.
+The results go to stdout and ``benchmarks/results/ray.md``; a full run (no
+``--quick``) also rewrites the generated block of ``docs/ray.md`` (``--no-docs``
+leaves it alone).
 """
 
 from __future__ import annotations
@@ -37,20 +39,25 @@ import textwrap
 import time
 from pathlib import Path
 
+from _common import ROOT, DocsBlock
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-# Loopback only, no token file, no usage report: a benchmark's cluster is private.
-os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-# Ray starts its workers at nice 15, so on a machine that also runs other work they
-# get the CPU last, while the local side of every comparison runs at nice 0. Same
-# priority for both sides, unless the caller chose otherwise.
-os.environ.setdefault("RAY_worker_niceness", "0")
-os.environ.pop("RAY_ADDRESS", None)
 
 ANSWER = [{"role": "assistant", "content": "She sold 48 + 24 = 72 clips.\n#### 72"}]
 KEYS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification")
+#: The table's rows, in order (tests/test_benchmark_docs.py checks the docs' block against them).
+ROWS = (
+    "pooled call, one at a time",
+    "64 sessions in flight, unbatched",
+    "64 sessions in flight, batched",
+    "2 ms judge, 1 replica",
+    "2 ms judge, 2 replicas",
+    "2 ms judge, 4 replicas",
+    "sharded run, GSM8K replay (µs per turn)",
+    "sharded run, 2 ms judge, 4 turns each",
+)
+HEADER = "| measurement | measured | ratio | note |"
+DOCS = DocsBlock(ROOT / "docs" / "ray.md", "bench_ray.py", "bench_ray")
 JUDGE = """
 import time
 from interactions_core import SessionInteraction
@@ -67,6 +74,23 @@ class BurnJudge(SessionInteraction):
             pass
         return False, "noted", 1.0, {}
 """
+
+
+def private_cluster_env() -> None:
+    """Set up this process's environment for the benchmark's own local cluster.
+
+    Done when the benchmark runs, not when the module is imported (the docs' tests
+    import it for its row titles and must not change their own environment).
+    """
+    # Loopback only, no token file, no usage report: a benchmark's cluster is private.
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Ray starts its workers at nice 15, so on a machine that also runs other work they
+    # get the CPU last, while the local side of every comparison runs at nice 0. Same
+    # priority for both sides, unless the caller chose otherwise.
+    os.environ.setdefault("RAY_worker_niceness", "0")
+    os.environ.pop("RAY_ADDRESS", None)
 
 
 def median_ratio(a: list[float], b: list[float]) -> float:
@@ -214,7 +238,8 @@ def sharded(repeats: int, address: str, plugin: str = "gsm8k", limit: int = 0) -
     if limit:
         base += ["--limit", str(limit)]
     base += ["--output", str(folder / "out.jsonl"), "--overwrite", "--json"]
-    local, remote = [], []
+    local: list[float] = []
+    remote: list[float] = []
     for _ in range(repeats):
         for cmd, into in ((base, local), ([*base, "--ray", address], remote)):
             started = time.perf_counter()
@@ -223,19 +248,25 @@ def sharded(repeats: int, address: str, plugin: str = "gsm8k", limit: int = 0) -
     episodes = limit or sum(1 for _ in data.open())
     what = "GSM8K replay (µs per turn)" if plugin == "gsm8k" else "2 ms judge, 4 turns each"
     return [
-        f"| sharded run, {episodes} episodes, {what} | {statistics.median(remote):.2f} s with "
+        f"| sharded run, {what} | {statistics.median(remote):.2f} s with "
         f"--ray against {statistics.median(local):.2f} s local | "
-        f"{median_ratio(remote, local):.2f}x | 2 workers on 2 cores; connecting included |"
+        f"{median_ratio(remote, local):.2f}x | {episodes} episodes; 2 workers on 2 cores; "
+        "connecting included |"
     ]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument(
+        "--no-docs", action="store_true", help="do not rewrite docs/ray.md's generated block"
+    )
     args = parser.parse_args(argv)
+    write_docs = DOCS.wanted(full_run=not args.quick, no_docs=args.no_docs)
     repeats = 3 if args.quick else 7
     calls = 500 if args.quick else 2000
 
+    private_cluster_env()
     judge_site()
     import ray
 
@@ -243,8 +274,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         address = ray.get_runtime_context().gcs_address
         rows = [
-            "| measurement | measured | ratio | note |",
-            "|---|---|---|---|",
             *per_call(repeats, calls),
             *replicas(repeats, 4 if args.quick else 8),
             *sharded(2 if args.quick else 5, address),
@@ -252,17 +281,29 @@ def main(argv: list[str] | None = None) -> int:
         ]
     finally:
         ray.shutdown()
-    niceness = os.environ["RAY_worker_niceness"]  # noqa: SIM112 - Ray's own spelling
-    text = (
-        f"Ray benchmark ({'quick' if args.quick else 'full'}), this machine: "
-        f"{os.cpu_count()} cores, local cluster of 2 CPUs, Ray workers at nice "
-        f"{niceness}, load average {os.getloadavg()[0]:.1f} at the end\n\n" + "\n".join(rows) + "\n"
-    )
+    text = table(not args.quick, rows)
     print(text)
     out = HERE / "results"
     out.mkdir(exist_ok=True)
     (out / "ray.md").write_text(text)
+    if write_docs:
+        DOCS.write(text)
+        print(f"[bench] table written to {DOCS.where}", file=sys.stderr)
     return 0
+
+
+def table(full: bool, rows: list[str]) -> str:
+    """The results as the docs show them: a line saying where they were measured, then rows."""
+    titles = [row.split(" | ", 1)[0].removeprefix("| ") for row in rows]
+    if titles != list(ROWS):
+        raise RuntimeError(f"bench_ray measured {titles}, but declares {list(ROWS)}")
+    niceness = os.environ["RAY_worker_niceness"]  # noqa: SIM112 - Ray's own spelling
+    header = (
+        f"Ray benchmark ({'full' if full else 'quick'}), this machine: "
+        f"{os.cpu_count()} cores, local cluster of 2 CPUs, Ray workers at nice "
+        f"{niceness}, load average {os.getloadavg()[0]:.1f} at the end"
+    )
+    return "\n".join([header, "", HEADER, "|---|---|---|---|", *rows]) + "\n"
 
 
 if __name__ == "__main__":

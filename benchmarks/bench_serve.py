@@ -2,6 +2,7 @@
 
     python benchmarks/bench_serve.py           # needs interactions-core[openenv]
     python benchmarks/bench_serve.py --quick   # shorter runs (what `nox -s serve` does)
+    nox -s bench_serve                         # in full, in the serve virtualenv
 
 1. **Per-step overhead.** The same gsm8k turn judged two ways in this run: a local
    ``await interaction.generate_response(...)`` (the way docs/concepts.md teaches), and
@@ -13,6 +14,9 @@
    fixed time; reported: episodes per second over all clients. The clients run
    in one process on the same machine as the server, so on a 2-core machine
    they compete with it for the CPU: the figures are a floor for a remote trainer.
+
+The table goes to stdout; a full run (no ``--quick``) also rewrites the generated
+block of ``docs/serve.md`` (``nox -s bench_serve``; ``--no-docs`` leaves it alone).
 """
 
 from __future__ import annotations
@@ -29,11 +33,25 @@ import time
 import urllib.request
 from pathlib import Path
 
+from _common import ROOT, DocsBlock
+
 CONFIG = "interaction:\n  - name: gsm8k\n"
 PROMPT = [{"role": "user", "content": "Janet has 16 eggs; she eats 3 and bakes 4. $2 each?"}]
 KWARGS = {"name": "gsm8k", "ground_truth": "18"}
 WRONG = "She sells 9 eggs at $2.\n#### 17"
 RIGHT = "She sells 9 eggs at $2.\n#### 18"
+#: Concurrent clients of the throughput rows.
+CONCURRENCY = (1, 16, 64)
+#: The table's rows, in order (tests/test_benchmark_docs.py checks the docs' block against them).
+ROWS = (
+    "local gsm8k turn (median)",
+    "served gsm8k step (median)",
+    "per-step overhead of serving",
+    "served / local",
+    *(f"episodes/s, {c} concurrent client{'s' if c > 1 else ''}" for c in CONCURRENCY),
+)
+HEADER = "| measure | value |"
+DOCS = DocsBlock(ROOT / "docs" / "serve.md", "bench_serve.py", "bench_serve")
 
 
 def start_server(folder: Path, max_sessions: int) -> tuple[subprocess.Popen[bytes], str]:
@@ -145,34 +163,57 @@ async def throughput(url: str, clients: int, seconds: float) -> float:
     return done / (time.perf_counter() - started)
 
 
+def table(
+    full: bool, steps: int, seconds: float, local: float, served: float, rates: dict[int, float]
+) -> str:
+    """The results as the docs show them: a line saying how they were measured, then rows."""
+    values = [
+        f"{local * 1e6:.1f} us",
+        f"{served * 1e6:.0f} us",
+        f"{(served - local) * 1e6:.0f} us",
+        f"{served / local:.0f}x",
+        *(f"{rates[c]:.0f}" for c in CONCURRENCY),
+    ]
+    lines = [
+        f"interactions serve benchmark ({'full' if full else 'quick'} run), this machine: "
+        f"{os.cpu_count()} cores shared by the server and its clients; medians of {steps} "
+        f"steps each side, episodes/s over {seconds:.0f} s per client count",
+        "",
+        HEADER,
+        "|---|---|",
+        *(f"| {title} | {value} |" for title, value in zip(ROWS, values, strict=True)),
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs")
+    parser.add_argument(
+        "--no-docs", action="store_true", help="do not rewrite docs/serve.md's generated block"
+    )
     args = parser.parse_args(argv)
+    write_docs = DOCS.wanted(full_run=not args.quick, no_docs=args.no_docs)
     steps = 200 if args.quick else 1000
     seconds = 2.0 if args.quick else 6.0
-    concurrency = (1, 16, 64)
     folder = Path(tempfile.mkdtemp(prefix="interactions-bench-serve-"))
-    proc, url = start_server(folder, max(concurrency))
+    proc, url = start_server(folder, max(CONCURRENCY))
     try:
         asyncio.run(served_steps(url, 20))  # warm up both sides
         local = statistics.median(asyncio.run(local_steps(steps)))
         served = statistics.median(asyncio.run(served_steps(url, steps)))
-        rates = {c: asyncio.run(throughput(url, c, seconds)) for c in concurrency}
+        rates = {c: asyncio.run(throughput(url, c, seconds)) for c in CONCURRENCY}
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
-    print(f"## interactions serve ({'quick' if args.quick else 'full'} run)\n")
-    print("| measure | value |\n|---|---|")
-    print(f"| local gsm8k turn (median of {steps}) | {local * 1e6:.1f} us |")
-    print(f"| served gsm8k step (median of {steps}) | {served * 1e6:.0f} us |")
-    print(f"| per-step overhead of serving | {(served - local) * 1e6:.0f} us |")
-    print(f"| served / local | {served / local:.0f}x |")
-    for c, rate in rates.items():
-        print(f"| episodes/s, {c} concurrent client{'s' if c > 1 else ''} | {rate:.0f} |")
+    text = table(not args.quick, steps, seconds, local, served, rates)
+    print(text)
     if proc.returncode != 0:
         print(f"the server exited with {proc.returncode}", file=sys.stderr)
         return 1
+    if write_docs:
+        DOCS.write(text)
+        print(f"[bench] table written to {DOCS.where}", file=sys.stderr)
     return 0
 
 

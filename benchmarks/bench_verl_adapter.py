@@ -6,101 +6,63 @@ episode) and the same gsm8k plugin instance:
 
 * ``interactions`` -- :class:`InteractionAgentLoop` as the migration guide
   configures it;
-* ``bare`` -- the smallest agent loop that makes the same calls, written here on
-  verl's ``AgentLoopBase`` helpers: build the prompt, generate, merge the tokens,
-  call ``generate_response``, append the feedback, and ``calculate_score`` at the
-  end; no tools, no limits but the turn count, no finalize guarantee, no routing.
+* ``bare`` -- the smallest agent loop that makes the same calls, written on
+  verl's ``AgentLoopBase`` helpers (``_verl_bare_loop.py``): build the prompt,
+  generate, merge the tokens, call ``generate_response``, append the feedback, and
+  ``calculate_score`` at the end; no tools, no limits but the turn count, no
+  finalize guarantee, no routing.
 
 Batches of each alternate, and the ratio of the median batch times is reported
-with the per-turn difference. Needs verl (run it through the nox session).
+with the per-turn difference. Needs verl (run it through the nox session); verl
+is imported only when it runs, so the docs' tests can read :data:`ROWS`.
 
-    python benchmarks/bench_verl_adapter.py [--batch 64] [--repeats 15]
+    nox -s bench_verl                      # in full, in the newest verl's environment
+    python benchmarks/bench_verl_adapter.py [--batch 64] [--repeats 15] [--no-docs]
+
+The table goes to stdout and ``benchmarks/results/verl_adapter.md``; a full run
+(the default batch and repeats) also rewrites the generated block of
+``docs/migrating-from-verl.md`` (``--no-docs`` leaves it alone).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
+import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+
+from _common import ROOT, DocsBlock
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests" / "verl_adapter"))
-
-from harness import (  # noqa: E402
-    ScriptedServer,
-    build_model_dir,
-    make_batch,
-    make_worker,
-    trainer_config,
-)
-from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput  # noqa: E402
-
-from interactions_core.compat.verl_agent_loop import interactions_for  # noqa: E402
-
 CONFIG_TEXT = "default: gsm8k\ninteraction:\n  - name: gsm8k\n"
-TURNS = 2  # assistant turns per episode: wrong, then right
-
-
-class BareLoop(AgentLoopBase):
-    """The same calls as the adapter, written out by hand for one interaction."""
-
-    def __init__(self, *args: Any, interaction_config: str, **kwargs: Any) -> None:
-        kwargs.pop("tools", None)
-        super().__init__(*args, **kwargs)
-        self.interaction = interactions_for(interaction_config).get("gsm8k")[1]
-
-    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
-        messages = list(kwargs["raw_prompt"])
-        ikw = dict(kwargs["extra_info"]["interaction_kwargs"])
-        request_id = f"bare-{id(self)}"
-        await self.interaction.start_interaction(request_id, **ikw)
-        ids = await self.ct_build_initial_tokens(messages)
-        prompt_len = len(ids)
-        mask: list[int] = []
-        scores = []
-        for _ in range(TURNS):
-            out = await self.server_manager.generate(
-                request_id=request_id, prompt_ids=ids, sampling_params=sampling_params
-            )
-            merged, mask, _ = await self.ct_merge_assistant_token(ids, out.token_ids, mask)
-            ids = merged.token_ids
-            text = self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
-            messages.append({"role": "assistant", "content": text})
-            done, feedback, score, _extra = await self.interaction.generate_response(
-                request_id, messages, **ikw
-            )
-            scores.append(score)
-            if done:
-                break
-            previous = list(messages)
-            messages.append({"role": "user", "content": feedback})
-            merge = getattr(self, "ct_merge_context_msg", None) or self.ct_merge_non_assistant_msg
-            merged, mask, _ = await merge(previous, messages, ids, mask)
-            ids = merged.token_ids
-        reward = await self.interaction.calculate_score(request_id)
-        await self.interaction.finalize_interaction(request_id)
-        return AgentLoopOutput(
-            prompt_ids=ids[:prompt_len],
-            response_ids=ids[prompt_len:],
-            response_mask=mask,
-            reward_score=reward,
-            num_turns=1 + 2 * len(scores),
-            metrics={},
-            extra_fields={"turn_scores": scores},
-        )
+BATCH, REPEATS = 64, 15  # a full run's episodes per batch and batches per side
+#: The table's rows, in order (tests/test_benchmark_docs.py checks the docs' block against them).
+ROWS = ("verl adapter vs bare agent loop",)
+HEADER = "| benchmark | measured | detail |"
+DOCS = DocsBlock(ROOT / "docs" / "migrating-from-verl.md", "bench_verl_adapter.py", "bench_verl")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--batch", type=int, default=64, help="episodes per batch")
-    parser.add_argument("--repeats", type=int, default=15, help="batches per side")
+    parser.add_argument("--batch", type=int, default=BATCH, help="episodes per batch")
+    parser.add_argument("--repeats", type=int, default=REPEATS, help="batches per side")
+    parser.add_argument(
+        "--no-docs",
+        action="store_true",
+        help="do not rewrite docs/migrating-from-verl.md's generated block",
+    )
     args = parser.parse_args(argv)
-    import logging
+    full = (args.batch, args.repeats) == (BATCH, REPEATS)
+    write_docs = DOCS.wanted(full_run=full, no_docs=args.no_docs)
+    # verl and the tests' harness (which imports it), only when the benchmark runs.
+    sys.path.insert(0, str(ROOT / "tests" / "verl_adapter"))
+    from _verl_bare_loop import TURNS
+    from harness import ScriptedServer, build_model_dir, make_batch, make_worker, trainer_config
 
     logging.disable(logging.WARNING)  # verl's per-trajectory notes would drown the table
     folder = Path(tempfile.mkdtemp(prefix="bench-verl-"))
@@ -113,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         "  _target_: interactions_core.compat.verl_agent_loop.InteractionAgentLoop\n"
         f"  interaction_config: {config}\n"
         "- name: bare\n"
-        f"  _target_: {__name__ if __name__ != '__main__' else 'bench_verl_adapter'}.BareLoop\n"
+        "  _target_: _verl_bare_loop.BareLoop\n"
         f"  interaction_config: {config}\n"
     )
     from transformers import AutoTokenizer
@@ -152,21 +114,26 @@ def main(argv: list[str] | None = None) -> int:
     turns = args.batch * TURNS
     per_turn_us = (adapter - bare) / turns * 1e6
     lines = [
-        "| benchmark | measured | detail |",
+        f"verl adapter benchmark ({'full' if full else 'custom'} run), this machine: "
+        f"{os.cpu_count()} cores",
+        "",
+        HEADER,
         "|---|---|---|",
-        f"| verl adapter vs bare agent loop | {adapter / bare:.2f}x | "
+        f"| {ROWS[0]} | {adapter / bare:.2f}x | "
         f"median batch of {args.batch} episodes x {TURNS} turns: {adapter * 1e3:.1f} ms vs "
         f"{bare * 1e3:.1f} ms; {per_turn_us:+.0f} us per turn; {args.repeats} alternating "
         "batches; verl's worker, Continuous Token tokenization, scripted model |",
     ]
-    table = "\n".join(lines)
+    table = "\n".join(lines) + "\n"
     print(table)
     results = HERE / "results"
     results.mkdir(exist_ok=True)
-    (results / "verl_adapter.md").write_text(table + "\n")
+    (results / "verl_adapter.md").write_text(table)
+    if write_docs:
+        DOCS.write(table)
+        print(f"[bench] table written to {DOCS.where}", file=sys.stderr)
     return 0
 
 
 if __name__ == "__main__":
-    sys.modules.setdefault("bench_verl_adapter", sys.modules["__main__"])
     raise SystemExit(main())
