@@ -21,41 +21,42 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-#: Whether the framework's warnings are shown as one line (set by the CLI), and
-#: whether that display is installed (once: a later ``catch_warnings`` block that
-#: records warnings, as ``pytest.warns`` does, must not be overridden).
-_compact = False
-_installed = False
+#: Set by :func:`compact_warnings` when the ``warnings`` module was not imported
+#: yet: :func:`warn` then installs the one-line display before the first warning.
+_pending = False
 
 
 def compact_warnings() -> None:
     """Show the framework's warnings as one ``interactions: warning:`` line from now on.
 
     Other warnings keep Python's display. The ``warnings`` module is patched now
-    if something imported it already, else by :func:`warn` before the first one.
+    if something imported it already, else by :func:`warn` before the first
+    framework warning (a warm ``interactions list`` issues none, and so never
+    imports ``warnings``).
     """
-    global _compact
-    _compact = True
+    global _pending
     module = sys.modules.get("warnings")
-    if module is not None:
+    if module is None:
+        _pending = True
+    else:
         _show_compactly(module)
 
 
 def warn(message: str, category: type[Warning], stacklevel: int = 1) -> None:
     """Issue a framework warning (``stacklevel`` as for :func:`warnings.warn`, from the caller)."""
+    global _pending
     import warnings
 
-    if _compact and not _installed:
+    if _pending:
+        _pending = False
         _show_compactly(warnings)
     warnings.warn(message, category, stacklevel=stacklevel + 1)
 
 
 def _show_compactly(warnings: Any) -> None:
-    global _installed
-    if _installed:
-        return
-    _installed = True
     default = warnings.showwarning
+    if getattr(default, "_interactions_compact", False):
+        return  # already in place
 
     def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
         if getattr(category, "__module__", "").startswith("interactions_core"):
@@ -63,6 +64,7 @@ def _show_compactly(warnings: Any) -> None:
         else:
             default(message, category, filename, lineno, file, line)
 
+    show._interactions_compact = True  # type: ignore[attr-defined]
     warnings.showwarning = show
 
 

@@ -105,14 +105,17 @@ def test_warn_points_at_the_callers_frame_and_is_recordable() -> None:
 
 
 def test_a_recording_block_after_the_cli_still_records(monkeypatch) -> None:
-    """The display is installed once, so ``pytest.warns`` inside a CLI process still works."""
-    from interactions_core.errors import IncompatibleCoreWarning
-
-    monkeypatch.setattr(errors, "_compact", False)
-    monkeypatch.setattr(errors, "_installed", False)
+    """``warn`` installs the display only when the CLI asked before ``warnings`` existed."""
     import warnings
 
+    from interactions_core.errors import IncompatibleCoreWarning
+
+    monkeypatch.setattr(errors, "_pending", False)
     monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)
-    errors.compact_warnings()
-    with pytest.warns(IncompatibleCoreWarning):
+    errors.compact_warnings()  # warnings is imported here: installed at once
+    assert getattr(warnings.showwarning, "_interactions_compact", False)
+    monkeypatch.setattr(warnings, "showwarning", warnings._showwarning_orig)  # type: ignore[attr-defined]
+    with pytest.warns(IncompatibleCoreWarning):  # a later recording block is not overridden
         errors.warn("recorded", IncompatibleCoreWarning)
+    errors.compact_warnings()  # each CLI call puts the display back if it was replaced
+    assert getattr(warnings.showwarning, "_interactions_compact", False)
