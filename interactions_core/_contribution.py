@@ -72,6 +72,17 @@ class Contribution:
         """:attr:`qualified`, under the key listings use for it."""
         return self.qualified
 
+    def describe(self) -> str:
+        """``'name' (distribution version, target)`` for messages."""
+        version = getattr(self, "version", None)
+        version = f" {version}" if version else ""
+        return f"{self.name!r} ({self.distribution}{version}, {self.target})"
+
+    def claim(self) -> str:
+        """``distribution version (target)``: one side of a conflict, for messages."""
+        version = getattr(self, "version", None)
+        return f"{self.distribution} {version or ''} ({self.target})".replace("  ", " ")
+
     def as_dict(self) -> dict[str, Any]:
         """The :attr:`listed` attributes, as ``interactions list --json`` and friends show them."""
         return {field: getattr(self, field) for field in self.listed}

@@ -1,14 +1,16 @@
-"""Which interaction a name means, and what to say when it means none or several.
+"""Which named thing a name means, and what to say when it means none or several.
 
-A name on the command line or in a config is plain (``gsm8k``) or qualified
-(``interactions-gsm8k:gsm8k``). A qualified name designates one distribution's
-entry, enabled or not; a plain one must designate exactly one usable entry:
-none is an :class:`~interactions_core.errors.UnknownInteractionError` with a
-did-you-mean and what is installed (and why some names may be missing), only
-disabled ones a :class:`~interactions_core.errors.DisabledError`, several
-distributions a :class:`~interactions_core.errors.ConflictError` naming the
-qualified names to write instead. :meth:`Registry.resolve
-<interactions_core.registry.Registry.resolve>` is the public face.
+One resolver serves interactions, policies and dataset builders
+(:func:`resolve`). A name on the command line or in a config is plain
+(``gsm8k``) or qualified (``interactions-gsm8k:gsm8k``). A qualified name
+designates one distribution's contribution, enabled or not; a plain one must
+designate exactly one usable contribution: none is the kind's
+:class:`~interactions_core.errors.UnknownNameError` (built by the caller, which
+knows what to list and suggest), only disabled ones a
+:class:`~interactions_core.errors.DisabledError`, several distributions a
+:class:`~interactions_core.errors.ConflictError` naming the qualified names to
+write instead. :meth:`Registry.resolve <interactions_core.registry.Registry.resolve>`
+is the public face for interactions.
 """
 
 from __future__ import annotations
@@ -16,47 +18,61 @@ from __future__ import annotations
 from . import _discovery as discovery
 from ._hook_index import plugin_records
 from ._naming import find_named, suggest, summarize
-from .errors import ConflictError, DisabledError, UnknownInteractionError
+from ._selection import normalize
+from .errors import ConflictError, DisabledError, UnknownInteractionError, UnknownNameError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import TypeVar
+
+    from ._contribution import Contribution
     from .registry import Entry, Registry
 
-__all__ = ["resolve_entry"]
+    C = TypeVar("C", bound=Contribution)
+
+__all__ = ["resolve", "resolve_entry"]
 
 
-def resolve_entry(registry: Registry, name: str) -> Entry:
-    """The entry ``name`` designates; raises a teaching error when there is none."""
-    matches = find_named(registry.entries(), name)
-    if matches and matches[0].name != name:  # qualified: exactly one distribution
-        entry = matches[0]
-        if entry.status == "disabled":
-            raise DisabledError(f"interaction {entry.describe()} is {entry.error}")
-        return entry
+def resolve(contributions: Sequence[C], name: str, unknown: Callable[[], UnknownNameError]) -> C:
+    """The one contribution ``name`` designates; ``unknown()`` is raised when none does."""
+    matches = find_named(contributions, name)
     if not matches:
-        raise UnknownInteractionError(unknown_message(registry, name))
-    usable = [e for e in matches if e.status != "disabled"]
+        raise unknown()
+    if matches[0].name != name:  # qualified: exactly one distribution
+        found = matches[0]
+        if found.status == "disabled":
+            raise DisabledError(f"{found.noun} {found.describe()} is {found.error}")
+        return found
+    usable = [c for c in matches if c.status != "disabled"]
     if not usable:
-        entry = matches[0]
+        found = matches[0]
         raise DisabledError(
-            f"interaction {entry.describe()} is {entry.error}; "
+            f"{found.noun} {found.describe()} is {found.error}; "
             "change INTERACTIONS_PLUGINS / INTERACTIONS_DISABLE to use it"
         )
-    if len(usable) > 1:
+    if len({normalize(c.distribution) for c in usable}) > 1:
         raise _conflict(name, usable)
     return usable[0]
 
 
-def _conflict(name: str, usable: list[Entry]) -> ConflictError:
-    claims = "; ".join(
-        f"{e.distribution} {e.version} ({e.target})".replace("  ", " ") for e in usable
+def resolve_entry(registry: Registry, name: str) -> Entry:
+    """The interaction entry ``name`` designates; raises a teaching error when there is none."""
+    return resolve(
+        registry.entries(), name, lambda: UnknownInteractionError(unknown_message(registry, name))
     )
-    choices = " or ".join(repr(e.qualified) for e in usable)
+
+
+def _conflict(name: str, usable: Sequence[Contribution]) -> ConflictError:
+    claims = "; ".join(c.claim() for c in usable)
+    choices = " or ".join(repr(c.qualified) for c in usable)
+    # The core itself provides built-in policies: suggest disabling a plugin, never it.
+    plugins = [c.distribution for c in usable if normalize(c.distribution) != "interactions-core"]
     return ConflictError(
-        f"interaction name {name!r} is registered by {len(usable)} distributions: "
+        f"{usable[0].noun} name {name!r} is registered by {len(usable)} distributions: "
         f"{claims}. Write the qualified name {choices} in the config or on the "
         f"command line, or uninstall or disable one (INTERACTIONS_DISABLE="
-        f"{usable[-1].distribution})."
+        f"{(plugins or [usable[-1].distribution])[-1]})."
     )
 
 

@@ -83,11 +83,6 @@ class Entry(Contribution):
         self.defaults = defaults or {}
         self._cls = cls
 
-    def describe(self) -> str:
-        """``name (distribution version, target)`` for messages."""
-        version = f" {self.version}" if self.version else ""
-        return f"{self.name!r} ({self.distribution}{version}, {self.target})"
-
 
 class Registry:
     """Interactions by name; see the module docstring."""

@@ -69,3 +69,46 @@ def test_an_unknown_name_gets_a_did_you_mean_and_what_is_installed() -> None:
 def test_an_empty_registry_says_nothing_is_installed() -> None:
     with pytest.raises(UnknownInteractionError, match=r"\. No interactions are installed\. "):
         Registry.from_classes({}).resolve("judge")
+
+
+# -- one resolver for every kind of named thing ----------------------------------------
+
+
+def test_builders_resolve_through_the_same_rules() -> None:
+    """Conflicts and qualified names read the same for every kind; "unknown" is the kind's."""
+    from interactions_core import _resolution
+    from interactions_core._contribution import Contribution
+    from interactions_core.errors import UnknownBuilderError
+
+    class Builder(Contribution):
+        noun = "dataset builder"
+
+    builders = [
+        Builder("math", "acme-a", "acme_a:build", "hook"),
+        Builder("math", "acme-b", "acme_b:build", "hook"),
+        Builder("words", "acme-a", "acme_a:words", "hook"),
+    ]
+    calls: list[str] = []
+
+    def unknown() -> UnknownBuilderError:
+        calls.append("unknown")
+        return UnknownBuilderError("unknown dataset builder 'nope'")
+
+    with pytest.raises(ConflictError, match=r"^dataset builder name 'math' is registered by 2"):
+        _resolution.resolve(builders, "math", unknown)
+    assert _resolution.resolve(builders, "acme-b:math", unknown) is builders[1]
+    assert _resolution.resolve(builders, "words", unknown) is builders[2]
+    with pytest.raises(UnknownBuilderError):
+        _resolution.resolve(builders, "nope", unknown)
+    assert calls == ["unknown"]  # built only when needed
+
+
+def test_the_policy_and_builder_lookups_use_the_one_resolver() -> None:
+    import inspect
+
+    from interactions_core.runtime import builders
+    from interactions_core.runtime.policies import registry as policies
+
+    for function in (policies.get_policy_class, builders.get_builder):
+        source = inspect.getsource(function)
+        assert "resolve(" in source and "ConflictError" not in source, function.__name__

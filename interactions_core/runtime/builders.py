@@ -34,7 +34,6 @@ from .._contribution import Contribution
 from .._naming import suggest
 from ..errors import (
     ConfigError,
-    ConflictError,
     InteractionsError,
     PluginLoadError,
     UnknownBuilderError,
@@ -106,15 +105,14 @@ def list_builders(registry: Any = None) -> list[BuilderInfo]:
 
 def get_builder(name: str, registry: Any = None) -> BuilderInfo:
     """The builder called ``name`` (or ``distribution:name``)."""
-    from .._naming import find_named
+    from .._resolution import resolve
     from ..registry import get_registry
 
     registry = registry if registry is not None else get_registry()
     builders = list_builders(registry)
-    matches = find_named(builders, name)
-    if not matches:
+
+    def unknown() -> UnknownBuilderError:
         known = sorted({b.name for b in builders})
-        hint = suggest(name, known)
         broken = registry.plugin_host.errors
         note = (
             f" ({len(broken)} hook plugin(s) failed to load: "
@@ -124,15 +122,11 @@ def get_builder(name: str, registry: Any = None) -> BuilderInfo:
             else ""
         )
         shown = ", ".join(known) if known else "none installed"
-        raise UnknownBuilderError(
-            f"unknown dataset builder {name!r}{hint} Available: {shown}.{note}"
+        return UnknownBuilderError(
+            f"unknown dataset builder {name!r}{suggest(name, known)} Available: {shown}.{note}"
         )
-    if len({b.distribution for b in matches}) > 1:
-        claims = " and ".join(b.qualified for b in matches)
-        raise ConflictError(
-            f"dataset builder {name!r} is registered by {claims}; use a qualified name"
-        )
-    return matches[0]
+
+    return resolve(builders, name, unknown)
 
 
 def builder_options(builder: Any) -> dict[str, inspect.Parameter]:

@@ -349,7 +349,7 @@ def test_policy_name_conflicts_are_listed_and_explained(
     assert "conflict" in out and "interactions-core:replay" in out
     assert run_ex(ex) == 1
     err = capsys.readouterr().err
-    assert "no --policy was given" in err and "pass a qualified name" in err
+    assert "no --policy was given" in err and "Write the qualified name" in err
     assert "interactions-core:replay" in err
     assert run_ex(ex, "--policy", "interactions-core:replay") == 0
 

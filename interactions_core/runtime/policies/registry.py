@@ -20,9 +20,8 @@ from typing import Any
 
 from ..._contribution import Contribution, mark_conflicts
 from ..._discovery import POLICIES_GROUP
-from ..._naming import find_named, suggest
-from ..._selection import normalize
-from ...errors import ConflictError, PluginLoadError, UnknownPolicyError
+from ..._naming import suggest
+from ...errors import PluginLoadError, UnknownPolicyError
 
 __all__ = ["BUILTIN", "PolicyInfo", "UnknownPolicyError", "get_policy_class", "list_policies"]
 
@@ -135,21 +134,16 @@ def list_policies(registry: Any = None) -> list[PolicyInfo]:
 
 def get_policy_class(name: str, registry: Any = None) -> Any:
     """The policy class called ``name`` (or ``distribution:name``)."""
+    from ..._resolution import resolve
+
     policies = list_policies(registry)
-    matches = find_named(policies, name)
-    if not matches:
+
+    def unknown() -> UnknownPolicyError:
         known = sorted({p.name for p in policies})
-        hint = suggest(name, known)
-        raise UnknownPolicyError(
-            f"unknown policy {name!r}{hint} Available: {', '.join(known)}. "
+        return UnknownPolicyError(
+            f"unknown policy {name!r}{suggest(name, known)} Available: {', '.join(known)}. "
             "Plugins add policies through the 'interactions_core.policies' entry-point group "
             "(ones excluded by INTERACTIONS_PLUGINS / INTERACTIONS_DISABLE are not listed)."
         )
-    dists = {normalize(p.distribution) for p in matches}
-    if len(dists) > 1:
-        claims = " and ".join(f"{p.qualified} ({p.target})" for p in matches)
-        raise ConflictError(
-            f"policy name {name!r} is provided by {claims}; pass a qualified name "
-            f"(--policy {matches[0].qualified}) or disable one (INTERACTIONS_DISABLE)"
-        )
-    return matches[0].load()
+
+    return resolve(policies, name, unknown).load()
