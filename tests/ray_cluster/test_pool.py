@@ -168,7 +168,7 @@ def test_a_dead_replica_fails_its_own_sessions_and_rejoins_after_restart(address
                 await pool.calculate_score(sid)
         # the survivor's sessions are untouched
         for sid in on_survivor:
-            assert (await pool.generate_response(sid, answer)).score == 1.0
+            assert (await pool.generate_response(sid, answer))[2] == 1.0  # the score
         # new sessions go to the survivor while replica 0 is down
         fresh = [await pool.start_interaction(f"f{i}", ground_truth="5") for i in range(2)]
         assert all(sid in pool._router.replicas[1].sessions for sid in fresh)
@@ -190,7 +190,7 @@ def test_a_dead_replica_fails_its_own_sessions_and_rejoins_after_restart(address
             await pool.finalize_interaction(sid)
             await asyncio.sleep(0.2)
         assert rejoined is not None, pool.replica_status()
-        assert (await pool.generate_response(rejoined, answer)).score == 1.0
+        assert (await pool.generate_response(rejoined, answer))[2] == 1.0  # the score
         await pool.finalize_interaction(rejoined)
         now = pool.replica_status()[0]
         assert now["alive"] and now["pid"] != victim["pid"]
@@ -490,7 +490,7 @@ def test_shared_pool_for_entry_builds_one_pool_per_job(address: str, tmp_path: P
         )
         sid = asyncio.run(pool.start_interaction(ground_truth="7"))
         answer = [{"role": "assistant", "content": "#### 7"}]
-        assert asyncio.run(pool.generate_response(sid, answer)).score == 1.0
+        assert asyncio.run(pool.generate_response(sid, answer))[2] == 1.0  # the score
         asyncio.run(pool.finalize_interaction(sid))
     finally:
         pool.shutdown()
