@@ -74,14 +74,16 @@ class Contribution:
 
     def describe(self) -> str:
         """``'name' (distribution version, target)`` for messages."""
-        version = getattr(self, "version", None)
-        version = f" {version}" if version else ""
-        return f"{self.name!r} ({self.distribution}{version}, {self.target})"
+        return f"{self.name!r} ({self._release()}, {self.target})"
 
     def claim(self) -> str:
         """``distribution version (target)``: one side of a conflict, for messages."""
+        return f"{self._release()} ({self.target})"
+
+    def _release(self) -> str:
+        """``distribution version``, or the distribution alone for kinds without a version."""
         version = getattr(self, "version", None)
-        return f"{self.distribution} {version or ''} ({self.target})".replace("  ", " ")
+        return f"{self.distribution} {version}" if version else self.distribution
 
     def as_dict(self) -> dict[str, Any]:
         """The :attr:`listed` attributes, as ``interactions list --json`` and friends show them."""
