@@ -47,6 +47,12 @@ COMMAND = Command(
             metavar="N",
             help="end an episode after N assistant turns (default: when the interaction says so)",
         ),
+        Arg(
+            "--max-user-turns",
+            type=positive_int,
+            metavar="N",
+            help="end an episode once N feedback messages were appended (default: no limit)",
+        ),
         timeout("a timeout ends that episode with an error"),
         default_interaction("resets"),
         Arg(
@@ -115,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         default=args.default_interaction,
         max_sessions=args.max_sessions,
         max_turns=args.max_turns,
+        max_user_turns=args.max_user_turns,
         timeout=args.timeout,
         token=token,
     )

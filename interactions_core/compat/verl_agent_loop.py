@@ -46,6 +46,7 @@ from verl.experimental.agent_loop.tool_agent_loop import AgentState, ToolAgentLo
 
 from ..runtime.errors import InteractionCallError
 from ..runtime.session import Session, call_error, stops_the_run
+from ..runtime.step import ERROR, RESPONSE_LENGTH, end_reason
 from ._agent_loop_catalog import check_cluster_once, interactions_for
 from ._agent_loop_tokens import append_assistant_message, append_user_turn
 
@@ -63,13 +64,6 @@ AGENT_NAME = "interactions"
 SUPPORTED_VERL = ">=0.9.0,<0.10"
 
 logger = logging.getLogger(__name__)
-
-# End reasons, as written to ``extra_fields["interaction_end_reason"]``.
-TERMINATED = "terminated"
-MAX_ASSISTANT_TURNS = "max_assistant_turns"
-MAX_USER_TURNS = "max_user_turns"
-RESPONSE_LENGTH = "response_length"
-ERROR = "error"
 
 
 def _resolve_path(path: str) -> str:
@@ -202,16 +196,6 @@ class InteractionAgentLoop(ToolAgentLoop):
             return state
         return await self._interact(agent_data)
 
-    def _limit_reached(self, agent_data: Any) -> str | None:
-        """The end reason when one of verl's limits is reached now, else ``None``."""
-        if len(agent_data.response_mask) >= self.response_length:
-            return RESPONSE_LENGTH
-        if self.max_assistant_turns and agent_data.assistant_turns >= self.max_assistant_turns:
-            return MAX_ASSISTANT_TURNS
-        if self.max_user_turns and agent_data.user_turns >= self.max_user_turns:
-            return MAX_USER_TURNS
-        return None
-
     async def _interact(self, agent_data: Any) -> AgentState:
         """Judge the latest assistant turn; append the feedback or end the episode."""
         session = self._session
@@ -232,12 +216,18 @@ class InteractionAgentLoop(ToolAgentLoop):
             return AgentState.TERMINATED
         self._turn_scores.append(result.score)
         agent_data.turn_scores.append(result.score)
-        if result.should_terminate:
-            self._end_reason = TERMINATED
-            return AgentState.TERMINATED
-        limit = self._limit_reached(agent_data)
-        if limit is not None:
-            self._end_reason = limit
+        # The runtime's one episode step decides the end (verl's limits of 0 mean none);
+        # the feedback goes in through verl's token bookkeeping, not a plain append.
+        end = end_reason(
+            result.should_terminate,
+            agent_data.assistant_turns,
+            agent_data.user_turns,
+            self.max_assistant_turns or None,
+            self.max_user_turns or None,
+            out_of_room=len(agent_data.response_mask) >= self.response_length,
+        )
+        if end is not None:
+            self._end_reason = end
             return AgentState.TERMINATED
         return await self._append_feedback(agent_data, result.content)
 

@@ -19,7 +19,8 @@ verl's multi-turn semantics, precisely (see ``docs/episodes.md``):
    ``max_user_turns`` feedback messages were already appended
    (``max_user_turns``); and before a turn when the policy returns ``None``
    (``exhausted``). Without an interaction the first reply ends it
-   (``single_turn``). Any failure ends it as ``error``.
+   (``single_turn``). Any failure ends it as ``error``. The judging, the
+   feedback and the ending checks are the one episode step of :mod:`.step`.
 5. ``calculate_score(instance_id, **interaction_kwargs)`` gives the final score;
    ``finalize_interaction(instance_id)`` runs on every path, including errors,
    timeouts and cancellation.
@@ -42,19 +43,10 @@ from typing import Any
 
 from .errors import PolicyError, SampleError
 from .observers import Observers
-from .record import (
-    CANCELLED,
-    ERROR,
-    EXHAUSTED,
-    MAX_ASSISTANT_TURNS,
-    MAX_USER_TURNS,
-    SINGLE_TURN,
-    TERMINATED,
-    EpisodeRecord,
-)
-from .routing import choose
-from .samples import interaction_kwargs_of, prompt_of, sample_id_of
+from .record import EpisodeRecord
+from .samples import choose, interaction_kwargs_of, prompt_of, sample_id_of
 from .session import Session, SessionTracker, call_error, stops_the_run
+from .step import CANCELLED, ERROR, EXHAUSTED, SINGLE_TURN, conclude_turn
 
 __all__ = ["EpisodeLoop"]
 
@@ -246,6 +238,7 @@ class EpisodeLoop:
                 observers = None  # nothing to call per turn
         messages = record.messages
         reply, reply_is_async, respond = self._reply, self._reply_is_async, session.respond
+        max_assistant_turns, max_user_turns = self.max_assistant_turns, self.max_user_turns
         while True:
             record.stage = "policy.reply"
             text = reply(state, messages)
@@ -264,24 +257,20 @@ class EpisodeLoop:
                 observers.notify(
                     record, "on_turn", turn=record.turns, messages=messages, result=result
                 )
-            end = self._end_after(result.should_terminate, record)
+            end = conclude_turn(
+                result,
+                messages,
+                record.turns,
+                record.user_turns,
+                max_assistant_turns,
+                max_user_turns,
+            )
             if end is not None:
                 record.end_reason = end
                 break
-            messages.append({"role": "user", "content": result.content})
             record.user_turns += 1
         record.stage = "calculate_score"
         record.final_score = await session.score()
-
-    def _end_after(self, should_terminate: bool, record: EpisodeRecord) -> str | None:
-        """Why the episode ends after a judged turn, checked in the documented order."""
-        if should_terminate:
-            return TERMINATED
-        if self.max_assistant_turns is not None and record.turns >= self.max_assistant_turns:
-            return MAX_ASSISTANT_TURNS
-        if self.max_user_turns is not None and record.user_turns >= self.max_user_turns:
-            return MAX_USER_TURNS
-        return None
 
     def _failed(
         self, record: EpisodeRecord, session: Session | None, exc: BaseException

@@ -1,4 +1,8 @@
-"""The record of one episode: what happened, as the ``--output`` JSONL line says it."""
+"""The record of one episode: what happened, as the ``--output`` JSONL line says it.
+
+Its ``end_reason`` is one of :data:`END_REASONS`, defined with the episode step
+(:mod:`.step`) that decides them.
+"""
 
 from __future__ import annotations
 
@@ -6,26 +10,9 @@ import time
 from typing import Any
 
 from .errors import InteractionCallError
+from .step import END_REASONS, ERROR
 
 __all__ = ["END_REASONS", "EpisodeRecord"]
-
-TERMINATED = "terminated"
-MAX_ASSISTANT_TURNS = "max_assistant_turns"
-MAX_USER_TURNS = "max_user_turns"
-EXHAUSTED = "exhausted"
-SINGLE_TURN = "single_turn"
-ERROR = "error"
-CANCELLED = "cancelled"
-END_REASONS = (
-    TERMINATED,
-    MAX_ASSISTANT_TURNS,
-    MAX_USER_TURNS,
-    EXHAUSTED,
-    SINGLE_TURN,
-    ERROR,
-    CANCELLED,
-)
-"""Every ``end_reason`` an :class:`EpisodeRecord` can carry."""
 
 #: Add to a ``perf_counter`` reading to get wall-clock (epoch) seconds.
 _WALL_OFFSET = time.time() - time.perf_counter()

@@ -8,8 +8,11 @@
 * ``step(content)`` appends ``{"role": "assistant", "content": content}``, calls
   ``generate_response`` on the whole conversation, appends the feedback as a user
   message unless the episode ends here, and returns the observation;
-* the episode ends when the interaction says terminate or after ``max_turns``
-  turns: ``calculate_score`` gives ``final_score`` and the session is finalized
+* each step is the runtime's one episode step (:mod:`~interactions_core.runtime.step`):
+  the episode ends when the interaction says terminate, after ``max_turns``
+  assistant turns, or once ``max_user_turns`` feedback messages were appended;
+  the last turn a limit allows is judged, and no feedback follows the end.
+  ``calculate_score`` then gives ``final_score`` and the session is finalized
   at once. A plugin error also ends it (one fault, one episode), and so does
   :meth:`end`, which the server calls when the client goes away.
 
@@ -27,6 +30,7 @@ from typing import Any
 
 from ..runtime.errors import InteractionCallError
 from ..runtime.session import Session
+from ..runtime.step import judge
 from .errors import BadActionError, BadResetError, ServeError
 from .hub import Hub
 
@@ -64,7 +68,17 @@ class ServedEpisode:
     new :meth:`start` ends the previous episode first.
     """
 
-    __slots__ = ("_lock", "done", "final_score", "hub", "messages", "name", "session", "turn")
+    __slots__ = (
+        "_lock",
+        "done",
+        "final_score",
+        "hub",
+        "messages",
+        "name",
+        "session",
+        "turn",
+        "user_turns",
+    )
 
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
@@ -72,6 +86,7 @@ class ServedEpisode:
         self.name = ""
         self.messages: list[dict[str, Any]] = []
         self.turn = 0
+        self.user_turns = 0
         self.done = False
         self.final_score: float | None = None
         self._lock = asyncio.Lock()
@@ -123,6 +138,7 @@ class ServedEpisode:
             self.name = name
             self.messages = messages
             self.turn = 0
+            self.user_turns = 0
             self.done = False
             self.final_score = None
             try:
@@ -160,10 +176,15 @@ class ServedEpisode:
             hub = self.hub
             hub.busy += 1
             try:
-                result = await session.respond(self.messages)
-                max_turns = hub.max_turns
-                done = result.should_terminate or (max_turns is not None and self.turn >= max_turns)
-                if done:
+                result, end = await judge(
+                    session,
+                    self.messages,
+                    self.turn,
+                    self.user_turns,
+                    hub.max_turns,
+                    hub.max_user_turns,
+                )
+                if end is not None:
                     self.final_score = await session.score()
             except BaseException as exc:
                 hub.busy -= 1
@@ -176,13 +197,12 @@ class ServedEpisode:
                     ) from exc
                 raise
             hub.busy -= 1
-            feedback = result.content
-            if done:
+            if end is not None:
                 self.done = True
                 await self._close(session)
             else:
-                self.messages.append({"role": "user", "content": feedback})
-            return self.observation(feedback, result.score)
+                self.user_turns += 1  # the step appended the feedback
+            return self.observation(result.content, result.score)
 
     async def end(self) -> None:
         """End the episode in progress, if any, finalizing its session; never raises."""

@@ -32,7 +32,8 @@ class Hub:
     ``interactions`` maps served names to instances; ``origins`` maps the same
     names to where each came from (``distribution:name`` or a dotted path), for
     the start-up summary. ``max_sessions`` bounds the episodes open at once,
-    ``max_turns`` the assistant turns of one episode, ``timeout`` (seconds) each
+    ``max_turns`` the assistant turns of one episode, ``max_user_turns`` the
+    feedback messages appended in one episode, ``timeout`` (seconds) each
     call into a plugin; ``token``, when set, must come with every reset.
     """
 
@@ -44,6 +45,7 @@ class Hub:
         origins: Mapping[str, str] | None = None,
         max_sessions: int | None = None,
         max_turns: int | None = None,
+        max_user_turns: int | None = None,
         timeout: float | None = None,
         token: str | None = None,
     ) -> None:
@@ -53,7 +55,11 @@ class Hub:
             raise ValueError(
                 f"default interaction {default!r} is not one of {', '.join(interactions)}"
             )
-        for label, value in (("max_sessions", max_sessions), ("max_turns", max_turns)):
+        for label, value in (
+            ("max_sessions", max_sessions),
+            ("max_turns", max_turns),
+            ("max_user_turns", max_user_turns),
+        ):
             if value is not None and (isinstance(value, bool) or value < 1):
                 raise ValueError(f"{label} must be a positive integer or None, not {value!r}")
         self.interactions = dict(interactions)
@@ -61,6 +67,7 @@ class Hub:
         self.origins = dict(origins or {})
         self.max_sessions = max_sessions
         self.max_turns = max_turns
+        self.max_user_turns = max_user_turns
         self.timeout = timeout
         self.token = token or None
         self.tracker = SessionTracker()
@@ -135,7 +142,7 @@ class Hub:
         The name is ``interaction_kwargs["name"]``, else the config's ``default:``.
         ``kwargs`` (with the name) are passed to the interaction's lifecycle calls.
         """
-        from ..runtime.routing import choose
+        from ..runtime.samples import choose
 
         return choose(
             self.interactions, interaction_kwargs, self.default, error=BadResetError, served=True
@@ -180,6 +187,7 @@ class Hub:
             "default": self.default,
             "max_sessions": self.max_sessions,
             "max_turns": self.max_turns,
+            "max_user_turns": self.max_user_turns,
             "sessions": {
                 "open": tracker.open,
                 "started": tracker.started,
@@ -197,5 +205,7 @@ class Hub:
         limits = f"max {self.max_sessions} sessions" if self.max_sessions else "no session limit"
         if self.max_turns:
             limits += f", max {self.max_turns} turns"
+        if self.max_user_turns:
+            limits += f", max {self.max_user_turns} user turns"
         plural = "s" if len(parts) != 1 else ""
         return f"serving {len(parts)} interaction{plural}: {', '.join(parts)}; {limits}"
