@@ -73,7 +73,7 @@ def _set_up(settings: RunSettings) -> _WorkerState:
 
 def play_chunk(settings: RunSettings, chunk: list[tuple[int, int, Mapping[str, Any]]]) -> list[Any]:
     """Play ``(index, repeat, sample)`` episodes; return their records in order (a Ray task)."""
-    from ..runtime.record import _WALL_OFFSET
+    from ..runtime.record import WALL_OFFSET as _WALL_OFFSET
 
     key = settings.key()
     state = _STATES.get(key)

@@ -55,7 +55,7 @@ class RunSettings:
         repeat: int = 1,
         pass_score: float = PASS_SCORE,
     ) -> None:
-        from ..runtime.record import _WALL_OFFSET
+        from ..runtime.record import WALL_OFFSET as _WALL_OFFSET
 
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
             raise ValueError(f"repeat must be a positive integer, not {repeat!r}")

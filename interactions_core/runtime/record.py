@@ -12,10 +12,10 @@ from typing import Any
 from .errors import InteractionCallError
 from .step import END_REASONS, ERROR
 
-__all__ = ["END_REASONS", "EpisodeRecord"]
+__all__ = ["END_REASONS", "WALL_OFFSET", "EpisodeRecord"]
 
 #: Add to a ``perf_counter`` reading to get wall-clock (epoch) seconds.
-_WALL_OFFSET = time.time() - time.perf_counter()
+WALL_OFFSET = time.time() - time.perf_counter()
 
 
 _NO_ERRORS: list[dict[str, Any]] = []  # shared and never appended to
@@ -112,7 +112,7 @@ class EpisodeRecord:
         """The JSONL record: :data:`RECORD_FIELDS` in order, ``started_at`` in epoch seconds."""
         record = {field: getattr(self, field) for field in RECORD_FIELDS}
         record["errors"] = list(self.errors)
-        record["started_at"] = round(self.started_at + _WALL_OFFSET, 6)
+        record["started_at"] = round(self.started_at + WALL_OFFSET, 6)
         return record
 
     def __repr__(self) -> str:

@@ -19,12 +19,14 @@ in test suites that never use them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._lazy import lazy_exports
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .checker import acheck_interaction as acheck_interaction
     from .checker import check_interaction as check_interaction
+    from .driver import Episode as Episode
     from .driver import ScriptedSession as ScriptedSession
     from .driver import SessionDriver as SessionDriver
     from .driver import Transcript as Transcript
@@ -32,15 +34,14 @@ if TYPE_CHECKING:
     from .report import CHECKS as CHECKS
     from .report import ConformanceReport as ConformanceReport
     from .report import Violation as Violation
-    from .target import Episode as Episode
 
 __all__, __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "checker": ("acheck_interaction", "check_interaction"),
         "report": ("CHECKS", "ConformanceReport", "Violation"),
-        "target": ("Episode",),
         "driver": (
+            "Episode",
             "ScriptedSession",
             "SessionDriver",
             "Transcript",

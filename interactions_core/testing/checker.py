@@ -52,37 +52,47 @@ and the assistant replies to play. Give two or more with different kwargs so the
 isolation check can tell sessions apart; without any, a generic set that passes
 a ``ground_truth`` is used.
 
-This module is the entry point and the order the checks run in. Each group of
-rules lives in a module of its own: ``_check_config``, ``_check_ids``
-(``lifecycle``, ``unknown_session``, ``reuse``), ``_check_results`` (``results``,
-``scores``), ``_check_messages``, ``_check_isolation``, ``_check_state`` and
-``_check_blocking``; ``spec`` is the registry's own validation
-(:mod:`interactions_core.validation`). ``_play`` plays a scripted episode
-through ``Session``; ``_context`` holds what the checks of one run share.
+This module is the entry point, what is checked (the target resolved, the
+episodes scripted) and the order the checks run in. The rules live in two
+modules: ``_rules`` (the context every rule calls through, ``config``,
+``lifecycle``, ``unknown_session``, ``reuse``, and the ``blocking`` watch) and
+``_rules_play`` (``results``, ``scores``, ``messages``, ``isolation``,
+``state``: the rules judged by playing conversations); ``spec`` is the
+registry's own validation (:mod:`interactions_core.validation`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from ..validation import LIFECYCLE
-from ._check_config import check_buildable, check_config
-from ._check_ids import check_lifecycle, check_reuse, check_unknown_session
-from ._check_isolation import check_isolation
-from ._check_messages import check_messages
-from ._check_state import check_state
-from ._context import CheckContext, describe_exc
-from ._play import check_episodes
-from .driver import run_sync
-from .report import CHECKS, ConformanceReport
-from .target import Episode, episodes_from, resolve_target
+from ..errors import InteractionValidationError
+from ..validation import LIFECYCLE, validate_interaction_class
+from ._rules import (
+    CheckContext,
+    Target,
+    check_buildable,
+    check_config,
+    check_lifecycle,
+    check_reuse,
+    check_unknown_session,
+    describe_exc,
+)
+from ._rules_play import check_episodes, check_isolation, check_messages, check_state
+from .driver import Episode, run_sync
+from .report import CHECKS, ConformanceReport, record_spec
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["CheckOptions", "acheck_interaction", "check_interaction"]
+__all__ = [
+    "DEFAULT_EPISODES",
+    "CheckOptions",
+    "acheck_interaction",
+    "check_interaction",
+    "episodes_from",
+    "resolve_target",
+]
 
 
 class CheckOptions(TypedDict, total=False):
@@ -221,3 +231,80 @@ async def _run(ctx: CheckContext, skip: set[str]) -> None:
             ctx.add(names[0], f"the check could not finish: {describe_exc(exc)}")
     if skip:  # steps share helpers: drop what they found for checks that were skipped
         ctx.report.violations = [v for v in ctx.report.violations if v.check not in skip]
+
+
+# -- what is checked ------------------------------------------------------------------
+
+DEFAULT_EPISODES = (
+    Episode(
+        ["I think the answer is 3.\n#### 3", "The answer is 7.\n#### 7"], {"ground_truth": "7"}
+    ),
+    Episode(["#### 12", "#### 13"], {"ground_truth": "12"}),
+    Episode(["no idea", "#### 0", "#### 5"], {"ground_truth": "5"}),
+)
+
+
+def episodes_from(episodes: Iterable[Any] | None) -> list[Episode]:
+    if episodes is None:
+        return list(DEFAULT_EPISODES)
+    out = []
+    for item in episodes:
+        if isinstance(item, Episode):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            out.append(Episode(**item))
+        elif isinstance(item, tuple):
+            out.append(Episode(*item))
+        else:
+            raise TypeError(
+                "episodes must be Episode(replies, kwargs) objects, mappings or tuples; "
+                f"got {type(item).__name__}"
+            )
+    if not out:
+        raise ValueError("episodes is empty: give at least one Episode(replies, kwargs)")
+    return out
+
+
+def resolve_target(
+    target: Any, config: Mapping[str, Any] | None, registry: Any, report: ConformanceReport
+) -> Target | None:
+    """Turn the target into a :class:`Target`; record spec/config problems on the way."""
+    options = dict(config or {})
+    if isinstance(target, str):
+        if registry is None:
+            from ..registry import get_registry
+
+            registry = get_registry()
+        entry = registry.resolve(target)  # unknown/conflicting names raise: not a conformance issue
+        report.label = f"interaction {entry.describe()}"
+        try:
+            cls = registry.load(entry)
+        except InteractionValidationError as exc:
+            record_spec(report, exc)
+            report.notes.append("the class failed validation; no episode could be played")
+            return None
+        _validate(cls, report)  # in-memory registrations are not validated by the registry
+        options = {**entry.defaults, **options}
+        options.setdefault("name", entry.name)
+        return Target(report.label, cls, _factory(cls, options), shared=False)
+    if isinstance(target, type):
+        report.label = f"interaction class {target.__module__}:{target.__qualname__}"
+        _validate(target, report)
+        return Target(report.label, target, _factory(target, options), shared=False)
+    cls = type(target)
+    report.label = f"interaction instance of {cls.__module__}:{cls.__qualname__}"
+    if config:
+        report.notes.append("config is ignored when an instance is given")
+    _validate(cls, report)
+    return Target(report.label, cls, lambda: target, shared=True)
+
+
+def _factory(cls: type, options: dict[str, Any]) -> Callable[[], Any]:
+    return lambda: cls(dict(options))
+
+
+def _validate(cls: type, report: ConformanceReport) -> None:
+    try:
+        validate_interaction_class(cls, report.label)
+    except InteractionValidationError as exc:
+        record_spec(report, exc)

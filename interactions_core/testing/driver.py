@@ -1,10 +1,13 @@
 """A session driver: play scripted conversations against an interaction.
 
 The driver does what a trainer's rollout loop does, without a model: it opens a
-session, appends each scripted assistant reply to the conversation, asks the
-interaction for feedback, appends that feedback as a ``user`` message, and stops
-when the interaction says so or the script runs out. The session is finalized on
-every way out, including an exception in the interaction::
+session, appends each scripted assistant reply to the conversation and plays the
+runtime's one episode step (:mod:`interactions_core.runtime.step`): the
+interaction judges the turn, and its feedback is appended as a ``user`` message
+unless the episode ends there (the interaction terminates, or a turn limit given
+to the driver is reached). It stops at the end or when the script runs out. The
+session is finalized on every way out, including an exception in the
+interaction::
 
     driver = SessionDriver(MyInteraction({}))
     transcript = await driver.play(["#### 41", "#### 42"], ground_truth="42")
@@ -17,26 +20,46 @@ every way out, including an exception in the interaction::
 Every turn result is passed through :meth:`InteractionResult.coerce
 <interactions_core.result.InteractionResult.coerce>`, so a verl-style 4-tuple is
 accepted and a wrongly typed one fails with a message naming the bad field.
+
+A scripted conversation is an :class:`Episode` (replies, interaction kwargs,
+prompt); the conformance checker plays the same scripts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ..result import InteractionResult
 from ..runtime.errors import InteractionCallError
 from ..runtime.session import Session
+from ..runtime.step import EXHAUSTED, conclude_turn
 
-__all__ = ["DEFAULT_PROMPT", "ScriptedSession", "SessionDriver", "Transcript", "run_sync"]
+__all__ = [
+    "DEFAULT_PROMPT",
+    "Episode",
+    "ScriptedSession",
+    "SessionDriver",
+    "Transcript",
+    "plugin_error",
+    "run_sync",
+]
 
 T = TypeVar("T")
 
 #: The first user message of a scripted conversation when none is given.
 DEFAULT_PROMPT = "Please solve the task and give your final answer."
+
+
+class Episode(NamedTuple):
+    """One scripted episode: interaction kwargs and the assistant replies to play."""
+
+    replies: Sequence[Any]
+    kwargs: Mapping[str, Any] = {}
+    prompt: str = DEFAULT_PROMPT
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -70,9 +93,22 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
 
 class Transcript:
-    """What happened in one scripted episode."""
+    """What happened in one scripted episode.
 
-    __slots__ = ("final_score", "instance_id", "kwargs", "messages", "results")
+    ``end_reason`` is why it ended, as a run's record says it (``terminated``,
+    ``max_assistant_turns``, ``max_user_turns``; ``exhausted`` when the script
+    of :meth:`SessionDriver.play` ran out), or ``None`` while it goes on.
+    """
+
+    __slots__ = (
+        "end_reason",
+        "final_score",
+        "instance_id",
+        "kwargs",
+        "messages",
+        "results",
+        "user_turns",
+    )
 
     def __init__(self, instance_id: str, kwargs: Mapping[str, Any]) -> None:
         self.instance_id = instance_id
@@ -80,6 +116,8 @@ class Transcript:
         self.messages: list[dict[str, Any]] = []
         self.results: list[InteractionResult] = []
         self.final_score: float | None = None
+        self.user_turns = 0
+        self.end_reason: str | None = None
 
     @property
     def terminated(self) -> bool:
@@ -111,9 +149,12 @@ class ScriptedSession:
     works), not the run's ``InteractionCallError`` wrapper.
     """
 
-    def __init__(self, session: Session, transcript: Transcript) -> None:
+    def __init__(
+        self, session: Session, transcript: Transcript, limits: tuple[int | None, int | None]
+    ) -> None:
         self._session = session
         self.transcript = transcript
+        self._limits = limits
 
     @property
     def interaction(self) -> Any:
@@ -136,13 +177,20 @@ class ScriptedSession:
         """Add an assistant turn with content ``text`` and return the interaction's answer.
 
         ``generate_response`` gets the session's interaction kwargs, as in a run,
-        updated with ``kwargs``. The feedback is appended to :attr:`messages` as
-        a ``user`` turn.
+        updated with ``kwargs``. The rest is the runtime's episode step: the
+        feedback is appended to :attr:`messages` as a ``user`` turn unless the
+        episode ends here, and the transcript's ``end_reason`` says why it did.
         """
+        transcript = self.transcript
         self.messages.append({"role": "assistant", "content": text})
         result = await _plain(self._session.respond(self.messages, **kwargs))
-        self.transcript.results.append(result)
-        self.messages.append({"role": "user", "content": result.content})
+        transcript.results.append(result)
+        end = conclude_turn(
+            result, self.messages, len(transcript.results), transcript.user_turns, *self._limits
+        )
+        transcript.end_reason = end
+        if end is None:
+            transcript.user_turns += 1
         return result
 
     async def score(self, **kwargs: Any) -> float:
@@ -188,16 +236,26 @@ class SessionDriver:
     """Plays scripted conversations against one interaction instance.
 
     ``timeout`` bounds every lifecycle call in seconds (``None``: no bound), so a
-    hung interaction fails a test instead of hanging it.
+    hung interaction fails a test instead of hanging it. ``max_assistant_turns``
+    and ``max_user_turns`` end an episode as ``interactions run`` does (``None``:
+    no limit); the last turn a limit allows is still judged.
     """
 
     def __init__(
-        self, interaction: Any, *, prompt: str = DEFAULT_PROMPT, timeout: float | None = 30.0
+        self,
+        interaction: Any,
+        *,
+        prompt: str = DEFAULT_PROMPT,
+        timeout: float | None = 30.0,
+        max_assistant_turns: int | None = None,
+        max_user_turns: int | None = None,
     ) -> None:
         _check_spec(interaction)
         self.interaction = interaction
         self.prompt = prompt
         self.timeout = timeout
+        self.max_assistant_turns = max_assistant_turns
+        self.max_user_turns = max_user_turns
 
     @asynccontextmanager
     async def session(
@@ -213,7 +271,8 @@ class SessionDriver:
         transcript = Transcript(iid, kwargs)
         transcript.messages.append({"role": "user", "content": prompt or self.prompt})
         try:
-            yield ScriptedSession(session, transcript)
+            limits = (self.max_assistant_turns, self.max_user_turns)
+            yield ScriptedSession(session, transcript, limits)
         except BaseException:
             await session.finalize()  # the error on its way out is the one raised
             raise
@@ -229,15 +288,17 @@ class SessionDriver:
         prompt: str | None = None,
         **kwargs: Any,
     ) -> Transcript:
-        """Play one episode: each reply in turn until the interaction terminates.
+        """Play one episode: each reply in turn until the episode ends.
 
         Returns the :class:`Transcript`, with ``final_score`` from ``calculate_score``.
         """
         async with self.session(instance_id, prompt=prompt, **kwargs) as session:
             for text in replies:
-                result = await session.reply(text)
-                if result.should_terminate:
+                await session.reply(text)
+                if session.transcript.end_reason is not None:
                     break
+            else:
+                session.transcript.end_reason = EXHAUSTED
             await session.score()
         return session.transcript
 

@@ -7,7 +7,7 @@ import time
 import uuid
 
 from interactions_core.testing import check_interaction
-from interactions_core.testing._check_blocking import BLOCKING_LIMIT, LoopWatch
+from interactions_core.testing._rules import BLOCKING_LIMIT, LoopWatch
 
 
 async def test_the_watch_measures_how_long_the_loop_was_held() -> None:

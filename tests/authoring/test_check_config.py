@@ -9,7 +9,7 @@ from checker_fakes import ExactConfig, ExactInteraction, VerlStyleInteraction, a
 
 from interactions_core import BaseInteraction, ConfigError, InteractionResult
 from interactions_core.testing import check_interaction
-from interactions_core.testing._check_config import UNKNOWN_OPTION
+from interactions_core.testing._rules import UNKNOWN_OPTION
 
 
 class IgnoresSchemaInteraction(BaseInteraction):

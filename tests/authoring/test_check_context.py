@@ -10,14 +10,14 @@ import pytest
 from checker_fakes import ExactInteraction
 
 from interactions_core.testing import ConformanceReport, Episode
-from interactions_core.testing._context import (
+from interactions_core.testing._rules import (
     CheckContext,
+    Target,
     bounded,
     describe_exc,
     new_id,
     short,
 )
-from interactions_core.testing.target import Target
 
 
 def context(obj: Any = None, timeout: float | None = 1.0) -> CheckContext:

@@ -10,7 +10,7 @@ from checker_fakes import ExactInteraction
 from interactions_core import InteractionResult, InteractionsError
 from interactions_core.errors import ConformanceError
 from interactions_core.testing import check_interaction
-from interactions_core.testing._check_messages import odd_conversations
+from interactions_core.testing._rules_play import odd_conversations
 
 
 class CrashOnNoneInteraction(ExactInteraction):

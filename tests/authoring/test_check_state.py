@@ -7,7 +7,7 @@ from typing import Any
 from checker_fakes import ExactInteraction, VerlStyleInteraction, assert_reported
 
 from interactions_core.testing import check_interaction
-from interactions_core.testing._check_state import holding, open_sessions, sizes
+from interactions_core.testing._rules_play import holding, open_sessions, sizes
 
 
 class LeakyInteraction(VerlStyleInteraction):

@@ -1,16 +1,17 @@
-"""Playing one scripted episode (``_play.py``): through ``Session``, raw values kept, traced."""
+"""Playing one scripted episode (``_rules_play.play``): through ``Session`` and the
+runtime's episode step, raw values kept, traced."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from checker_fakes import ExactInteraction, VerlStyleInteraction
 
 from interactions_core import InteractionResult
-from interactions_core.testing import ConformanceReport, Episode
-from interactions_core.testing._context import CheckContext
-from interactions_core.testing._play import play
-from interactions_core.testing.target import Target
+from interactions_core.testing import ConformanceReport, Episode, _rules_play, acheck_interaction
+from interactions_core.testing._rules import CheckContext, Target
+from interactions_core.testing._rules_play import play
 
 
 def context(cls: type) -> CheckContext:
@@ -91,3 +92,33 @@ async def test_the_interaction_kwargs_reach_every_call() -> None:
     ctx = context(Records)
     await play(ctx, ctx.instance(), Episode(["7"], {"ground_truth": "7"}), 1)
     assert seen == [("turn", "7"), ("score", "7")]
+
+
+async def test_the_checker_plays_the_runtimes_step_and_appends_no_feedback_after_the_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ends: list[tuple[str | None, dict[str, Any]]] = []
+    shared = _rules_play.conclude_turn
+
+    def watched(result: Any, messages: list[dict[str, Any]], *args: Any) -> str | None:
+        end = shared(result, messages, *args)
+        ends.append((end, messages[-1]))
+        return end
+
+    monkeypatch.setattr(_rules_play, "conclude_turn", watched)
+    ctx = context(ExactInteraction)
+    episode = Episode(["#### 3", "#### 7", "#### 9"], {"ground_truth": "7"})
+    _, trace = await play(ctx, ctx.instance(), episode, 1)
+    assert len(trace) == 3  # two judged turns and the score: the third reply is never played
+    assert ends == [
+        (None, {"role": "user", "content": "try again"}),
+        ("terminated", {"role": "assistant", "content": "#### 7"}),
+    ]
+    ends.clear()
+    other = Episode(["#### 1", "#### 2"], {"ground_truth": "2"})
+    report = await acheck_interaction(ExactInteraction, episodes=[episode, other])
+    assert report.ok
+    # every episode of every check, the interleaved ones too, stops at its end
+    assert all(m["role"] == "assistant" for end, m in ends if end is not None)
+    assert all(m["role"] == "user" for end, m in ends if end is None)
+    assert any(end == "terminated" for end, _ in ends)

@@ -36,9 +36,38 @@ async def test_play_stops_when_the_interaction_terminates() -> None:
     assert transcript.final_score == 2.0
     assert transcript.scores == [0.5, 0.5]
     roles = [m["role"] for m in transcript.messages]
-    assert roles == ["user", "assistant", "user", "assistant", "user"]
-    assert transcript.messages[-1]["content"] == "seen 2"
+    # the runtime's episode step: no feedback is appended after the end
+    assert roles == ["user", "assistant", "user", "assistant"]
+    assert transcript.messages[-1]["content"] == "b"
+    assert transcript.results[-1].content == "seen 2"
+    assert transcript.end_reason == "terminated"
     assert driver.interaction.open_sessions == 0
+
+
+@pytest.mark.parametrize(
+    ("limits", "reason", "turns", "user_turns"),
+    [
+        ({"max_assistant_turns": 2}, "max_assistant_turns", 2, 1),
+        ({"max_user_turns": 1}, "max_user_turns", 2, 1),
+        ({"max_user_turns": 3, "max_assistant_turns": 3}, "max_assistant_turns", 3, 2),
+    ],
+)
+async def test_the_driver_ends_at_the_runs_limits_with_the_last_turn_judged(
+    limits: dict[str, int], reason: str, turns: int, user_turns: int
+) -> None:
+    driver = SessionDriver(Countdown({}), **limits)
+    transcript = await driver.play(["a", "b", "c", "d"], turns=10)
+    assert transcript.end_reason == reason
+    assert transcript.turns == turns and transcript.user_turns == user_turns
+    assert len(transcript.scores) == turns  # the last turn the limit allows is judged
+    assert transcript.messages[-1]["role"] == "assistant"
+    assert transcript.final_score == float(turns)
+
+
+async def test_a_script_that_runs_out_is_exhausted() -> None:
+    transcript = await SessionDriver(Countdown({})).play(["a"], turns=5)
+    assert transcript.end_reason == "exhausted"
+    assert transcript.messages[-1] == {"role": "user", "content": "seen 1"}
 
 
 async def test_script_running_out_is_not_termination() -> None:
