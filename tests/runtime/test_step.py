@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+import types
+from pathlib import Path
 from typing import Any
 
 import pytest
 from runtime_fakes import Recorder, sample
 
+from interactions_core.cli import main
 from interactions_core.result import InteractionResult
 from interactions_core.runtime import END_REASONS, EpisodeLoop, ReplayPolicy
 from interactions_core.runtime.step import (
@@ -121,3 +125,19 @@ async def test_serve_honours_max_user_turns() -> None:
 def test_serve_refuses_a_bad_max_user_turns() -> None:
     with pytest.raises(ValueError, match="max_user_turns"):
         Hub({"rec": Recorder()}, max_user_turns=0)
+
+
+def test_interactions_serve_passes_max_user_turns_to_the_hub(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import interactions_core.cli.serve as serve_command
+
+    served: list[Hub] = []
+    fake_app = types.ModuleType("interactions_core.serve.app")
+    fake_app.run = lambda hub, *args: served.append(hub)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "interactions_core.serve.app", fake_app)
+    monkeypatch.setattr(serve_command, "_require_openenv", lambda: None)
+    config = tmp_path / "c.yaml"
+    config.write_text("interaction:\n  - name: gsm8k\n")
+    assert main(["serve", str(config), "--max-turns", "3", "--max-user-turns", "1"]) == 0
+    assert (served[0].max_turns, served[0].max_user_turns) == (3, 1)
