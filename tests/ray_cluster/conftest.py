@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 from cluster_support import GSM8K_CONFIG, KEYS, RAY_ENVIRONMENT, SHARED_DATA
-from suites import requires
+from suites import importable, requires
 
 pytest_pycollect_makemodule = requires("ray", modules=("ray",))
 
-# Before Ray is imported (it reads them at import), and inherited by subprocesses.
-os.environ.update(RAY_ENVIRONMENT)
-os.environ.pop("RAY_ADDRESS", None)
+if importable("ray"):
+    # Before Ray is imported (it reads them at import), and inherited by subprocesses.
+    os.environ.update(RAY_ENVIRONMENT)
+    os.environ.pop("RAY_ADDRESS", None)
 
 if TYPE_CHECKING:
     from ray.cluster_utils import Cluster

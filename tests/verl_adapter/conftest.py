@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from suites import requires
+from suites import importable, requires
 
 HERE = Path(__file__).resolve().parent
 
 pytest_pycollect_makemodule = requires("verl", modules=("verl",))
-sys.path.insert(0, str(HERE))
+if importable("verl"):
+    sys.path.insert(0, str(HERE))
 
 
 @pytest.fixture(scope="session")
