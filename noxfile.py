@@ -30,6 +30,9 @@ HEAVY_ENVS = Path(
     os.environ.get("INTERACTIONS_HEAVY_ENVS")
     or Path.home() / ".cache" / "interactions-core" / "heavy-envs"
 )
+#: Set for the heavy suites' pytest runs: a test file whose stack is missing fails there
+#: instead of being skipped as it is in a plain local ``pytest`` (see tests/suites.py).
+STRICT = {"INTERACTIONS_REQUIRE_SUITES": "1"}
 #: The interpreter of heavy environments: torch's CPU build for it is what pip finds first.
 HEAVY_PYTHON = "python3.11"
 #: The project itself, installed editable into every heavy environment on every run.
@@ -123,7 +126,7 @@ def verl(session: nox.Session, verl: str) -> None:
         [["torch==2.13.0"], [f"verl=={verl}", *VERL_UNDECLARED]],
     )
     session.run(str(python), "-m", "pytest", "tests/verl_adapter", "-p", "no:cacheprovider",
-                *session.posargs, external=True)  # fmt: skip
+                *session.posargs, external=True, env=STRICT)  # fmt: skip
 
 
 #: The last verl release that ships verl/interactions, for the drop-in's tests.
@@ -145,6 +148,7 @@ def verl_legacy(session: nox.Session) -> None:
     env = {
         "INTERACTIONS_VERL_LEGACY_WHEEL": str(wheel),
         "INTERACTIONS_VERL_LEGACY_SDIST": str(sdist),
+        **STRICT,
     }
     session.run(str(python), "-m", "pytest", "tests/verl_legacy", "-p", "no:cacheprovider",
                 *session.posargs, external=True, env=env)  # fmt: skip
@@ -181,7 +185,7 @@ def ray(session: nox.Session) -> None:
         "-q",
         *session.posargs,
         external=True,
-        env={"INTERACTIONS_REQUIRE_RAY": "1"},
+        env=STRICT,
     )
     session.run(str(python), "benchmarks/bench_ray.py", "--quick", external=True)
 
@@ -206,7 +210,8 @@ def serve(session: nox.Session) -> None:
     ``nox -s serve -- -k capacity`` passes arguments to pytest.
     """
     python = heavy_env(session, "serve", [OPENENV_PINS])
-    session.run(str(python), "-m", "pytest", "tests/serve", "-q", *session.posargs, external=True)
+    session.run(str(python), "-m", "pytest", "tests/serve", "-q", *session.posargs,
+                external=True, env=STRICT)  # fmt: skip
     session.run(str(python), "benchmarks/bench_serve.py", "--quick", external=True)
 
 
@@ -214,7 +219,8 @@ def serve(session: nox.Session) -> None:
 def trl(session: nox.Session) -> None:
     """Two GRPO steps on CPU through `interactions_core.compat.trl`, in-process and served."""
     python = heavy_env(session, "trl", TRL_STEPS)
-    session.run(str(python), "-m", "pytest", "tests/trl", "-q", *session.posargs, external=True)
+    session.run(str(python), "-m", "pytest", "tests/trl", "-q", *session.posargs,
+                external=True, env=STRICT)  # fmt: skip
 
 
 #: The site's tools: MkDocs, and mkdocstrings with its Python handler for docs/api.md

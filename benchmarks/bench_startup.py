@@ -1,7 +1,10 @@
 """CLI start-up: a warm ``interactions list`` against ``python -c pass``.
 
 Both run with the same interpreter and environment (an isolated, pre-warmed
-index cache), alternately. Goal: at most 1.5x a bare interpreter start.
+index cache), alternately. Goal: at most 3x a bare interpreter start. That is
+well below what a person notices, with the CLI written on the standard libraries
+(``argparse``, ``json``, ``packaging``) rather than hand-made replacements of them:
+past that point clarity is worth more than milliseconds.
 
 ``interactions`` is the console script pip writes. Its imports are not the
 project's: pip before 25 wrote a wrapper that imports ``re`` (about half a
@@ -16,7 +19,7 @@ from pathlib import Path
 
 from _common import PYTHON, Row, alternate, clean_env, interactions_command, run_once, scratch
 
-GOAL = 1.5
+GOAL = 3.0
 REPRODUCE = "python benchmarks/run.py --only startup"
 WARM = "CLI start-up: warm `interactions list` / `python -c pass`"
 OVER_WRAPPER = "CLI start-up: warm `interactions list` / the console script's own imports alone"

@@ -4,12 +4,14 @@ A session is ``start_interaction`` (with a ground truth), a wrong turn, a right
 turn and ``finalize_interaction``. The same sessions are driven, inside one
 event loop, through the bundled ``interactions_gsm8k.Gsm8kInteraction`` and
 through the minimal verl-style class of ``_verl_style.py``; batches alternate
-and the ratio of the medians is reported. Goal: at most 1.05x.
+and the ratio of the medians is reported. Goal: at most 1.3x.
 
-The bundled class is written the way ``docs/writing-plugins.md`` teaches
-(``new_session`` / ``respond`` / ``score`` on ``SessionInteraction``); the
-benchmark refuses to run if it overrides a lifecycle method, so the figure is
-what any plugin author gets, not a private fast path.
+The goal is on the bundled class, which must be written the way
+``docs/writing-plugins.md`` teaches: ``new_session`` / ``respond`` / ``score`` on
+``SessionInteraction``, each turn answered with an ``InteractionResult``. The
+benchmark refuses to run if it overrides a lifecycle method, and the row fails if
+its turns do not return an ``InteractionResult``, so the figure is what any plugin
+author gets, not a private fast path.
 
 Through the public runtime: the same sessions driven by ``EpisodeLoop`` against
 calling the instance directly. Goal: at most 1.10x.
@@ -28,18 +30,14 @@ from collections.abc import Callable
 from _common import Row, alternate_calls
 from _verl_style import VerlStyleGsm8k
 
-GOAL = 1.05
+GOAL = 1.3
 RUNTIME_GOAL = 1.10
 SESSIONS = 2000
 REPRODUCE = "python benchmarks/run.py --only turn"
 SESSION = "Per session: documented-style `Gsm8kInteraction` / minimal verl-style class"
-TYPED = (
-    "Per session, each turn's result built as an `InteractionResult` instead of a plain tuple: "
-    "documented-style / minimal verl-style class"
-)
 EPISODE = "Per episode: runtime `EpisodeLoop` (replay) / direct calls on the instance"
 #: The rows this module reports, in order (the docs' table is checked against them).
-ROWS = (SESSION, TYPED, EPISODE)
+ROWS = (SESSION, EPISODE)
 
 WRONG = [
     {"role": "user", "content": "Natalia sold clips to 48 of her friends... How many in all?"},
@@ -126,7 +124,7 @@ def runtime_rows(repeats: int, n: int) -> list[Row]:
 
 def documented_style(cls: type) -> type:
     """``cls`` itself, after checking it uses only the documented session API."""
-    from interactions_core.base import SessionInteraction
+    from interactions_core import SessionInteraction
 
     lifecycle = (
         "start_interaction",
@@ -140,43 +138,40 @@ def documented_style(cls: type) -> type:
     return cls
 
 
-def typed_results(cls: type) -> type:
-    """``cls`` answering each turn with an ``InteractionResult`` built from its plain tuple."""
-    from interactions_core import InteractionResult
+def turn_result(cls: type) -> object:
+    """What one turn of a session of ``cls`` returns (the right answer)."""
+    interaction = cls({"name": "gsm8k"})
 
-    plain = cls.respond
+    async def one_turn() -> object:
+        await interaction.start_interaction("probe", ground_truth="72")
+        try:
+            return await interaction.generate_response("probe", RIGHT)
+        finally:
+            await interaction.finalize_interaction("probe")
 
-    class Typed(cls):  # type: ignore[valid-type,misc]
-        def respond(
-            self, state: object, messages: list[dict[str, object]], **kwargs: object
-        ) -> object:
-            done, content, score, _ = plain(self, state, messages)
-            return InteractionResult(done, content, score)
-
-    return documented_style(Typed)
+    return asyncio.run(one_turn())
 
 
 def run(repeats: int) -> list[Row]:
     from interactions_gsm8k import Gsm8kInteraction
 
+    from interactions_core import InteractionResult
+
     documented_style(Gsm8kInteraction)
     n = SESSIONS
     # The same session ids on both sides: their hashes decide how the dicts probe.
     verl = direct_timer(VerlStyleGsm8k({"name": "gsm8k"}), n, "session")
-    rows = []
-    for title, cls, goal in (
-        (SESSION, Gsm8kInteraction, GOAL),
-        (TYPED, typed_results(Gsm8kInteraction), None),
-    ):
-        ours = direct_timer(cls({"name": "gsm8k"}), n, "session")
-        timed = alternate_calls(ours, verl, repeats=repeats * 2)
-        detail = (
-            f"{timed.a / n * 1e6:.2f} us / {timed.b / n * 1e6:.2f} us per session "
-            f"(start, wrong turn, right turn, finalize; CPU time, medians of {timed.runs} "
-            f"batches of {n:,})"
-        )
-        if goal is None:
-            rows.append(Row.report(title, timed.ratio, detail, REPRODUCE))
-        else:
-            rows.append(Row.at_most(title, goal, timed.ratio, detail, REPRODUCE))
-    return rows + runtime_rows(repeats, n)
+    ours = direct_timer(Gsm8kInteraction({"name": "gsm8k"}), n, "session")
+    timed = alternate_calls(ours, verl, repeats=repeats * 2)
+    detail = (
+        f"{timed.a / n * 1e6:.2f} us / {timed.b / n * 1e6:.2f} us per session "
+        f"(start, wrong turn, right turn, finalize; CPU time, medians of {timed.runs} "
+        f"batches of {n:,})"
+    )
+    row = Row.at_most(SESSION, GOAL, timed.ratio, detail, REPRODUCE)
+    returned = turn_result(Gsm8kInteraction)
+    if not isinstance(returned, InteractionResult):
+        # Not the documented way: the figure would flatter what plugin authors get.
+        row.passed = False
+        row.detail += f"; FAIL: a turn returns {type(returned).__name__}, not InteractionResult"
+    return [row, *runtime_rows(repeats, n)]

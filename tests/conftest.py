@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import textwrap
 from collections.abc import Callable
@@ -72,21 +71,6 @@ def forget_modules():
     for name in set(sys.modules) - before:
         if name.startswith(("acme", "tmp_", "fake_", "broken_", "hooky", "verlish")):
             del sys.modules[name]
-
-
-def _ray_importable() -> bool:
-    import importlib.util
-
-    spec = importlib.util.find_spec("ray")
-    return spec is not None and bool(spec.origin) and spec.origin != "namespace"
-
-
-#: tests/ray_cluster needs Ray, which the plain test install does not have: the nox
-#: session ``ray`` (run by .ci/run) runs them in an environment with Ray. With
-#: INTERACTIONS_REQUIRE_RAY=1 a missing Ray fails the collection instead.
-collect_ignore = (
-    [] if _ray_importable() or os.environ.get("INTERACTIONS_REQUIRE_RAY") else ["ray_cluster"]
-)
 
 
 #: The entry-point group of interactions, and a plugin with a config schema for the

@@ -1,15 +1,13 @@
-"""Server tests need OpenEnv; without it (plain ``python -m pytest``) they are not collected.
+"""The server tests need OpenEnv and uvicorn; the hub and episode tests need only the core.
 
-``nox -s serve`` installs the pinned OpenEnv stack and runs them (CI does too).
-The hub and episode tests need nothing beyond the core and always run.
+``nox -s serve`` installs the pinned OpenEnv stack and runs them all (CI does too);
+without it, a plain ``python -m pytest`` reports ``test_server*.py`` as skipped.
 """
 
 from __future__ import annotations
 
-import importlib.util
+from suites import requires
 
-collect_ignore_glob = (
-    ["test_server*.py"]
-    if importlib.util.find_spec("openenv") is None or importlib.util.find_spec("uvicorn") is None
-    else []
+pytest_pycollect_makemodule = requires(
+    "serve", modules=("openenv", "uvicorn"), files="test_server*.py"
 )

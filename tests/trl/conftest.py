@@ -1,14 +1,10 @@
-"""The GRPO tests need TRL and torch; ``nox -s trl`` installs them (CI runs it).
+"""The GRPO tests need TRL, torch and OpenEnv; ``nox -s trl`` installs them (CI runs it).
 
-Without them (plain ``python -m pytest``) these files are not collected.
+Without them (a plain ``python -m pytest``) these files are reported as skipped.
 """
 
 from __future__ import annotations
 
-import importlib.util
+from suites import requires
 
-collect_ignore_glob = (
-    ["test_*.py"]
-    if any(importlib.util.find_spec(m) is None for m in ("trl", "torch", "openenv"))
-    else []
-)
+pytest_pycollect_makemodule = requires("trl", modules=("trl", "torch", "openenv"))

@@ -1,24 +1,22 @@
-"""verl integration tests: collected only where verl is installed (``nox -s verl``).
+"""verl integration tests: they run where verl is installed (``nox -s verl``).
 
-The core's own test run has no verl (it brings torch and Ray), so there this
-folder is not collected at all; ``.ci/run`` runs ``nox -s verl``, which installs
-each supported verl release in its own virtualenv and runs these tests there.
+The core's own test run has no verl (it brings torch and Ray), so there these files
+are reported as skipped; ``.ci/run`` runs ``nox -s verl``, which installs each
+supported verl release in its own virtualenv and runs these tests there.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
+from suites import importable, requires
 
 HERE = Path(__file__).resolve().parent
 
-_spec = importlib.util.find_spec("verl")
-if _spec is None or _spec.origin is None:  # not installed (or only a namespace folder)
-    collect_ignore_glob = ["*.py"]
-else:
+pytest_pycollect_makemodule = requires("verl", modules=("verl",))
+if importable("verl"):
     sys.path.insert(0, str(HERE))
 
 

@@ -4,7 +4,7 @@ That session downloads verl 0.7.1's wheel and source distribution from the packa
 index and names them in ``INTERACTIONS_VERL_LEGACY_WHEEL`` and
 ``INTERACTIONS_VERL_LEGACY_SDIST``; verl's code and tests are read from there at
 test time and never copied into this repository. Without those variables (the
-core's own test run) this folder is not collected.
+core's own test run) these files are reported as skipped.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from suites import requires
 
 WHEEL_VAR = "INTERACTIONS_VERL_LEGACY_WHEEL"
 SDIST_VAR = "INTERACTIONS_VERL_LEGACY_SDIST"
 
-if not (os.environ.get(WHEEL_VAR) and os.environ.get(SDIST_VAR)):
-    collect_ignore_glob = ["*.py"]
+pytest_pycollect_makemodule = requires("verl_legacy", env=(WHEEL_VAR, SDIST_VAR))
 
 
 @pytest.fixture(scope="session")
