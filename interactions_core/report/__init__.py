@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 
+from .._files import write_atomically
 from .collect import RecordsError, RunData, read_records
 from .page import render
 
@@ -29,16 +30,9 @@ def write_report(
     """
     data = render(runs, title=title).encode("utf-8")
     target = os.fspath(path)
-    temporary = f"{target}.tmp-{os.getpid()}"
     try:
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-        os.replace(temporary, target)
+        write_atomically(target, data)
     except OSError as exc:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
         raise RecordsError(f"cannot write the report {target}: {exc.strerror or exc}") from None
     return len(data)
 

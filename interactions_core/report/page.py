@@ -75,6 +75,8 @@ def _run_sections(i: int, run: RunData, kept: Kept, prefix: str) -> list[str]:
         parts.append(f"<h2>{prefix}Unreadable lines ({run.bad_lines:,})</h2><ul>")
         parts.extend(f"<li>{escape(b)}</li>" for b in run.bad_examples)
         parts.append("</ul>")
+    if run.torn_line:
+        parts.append(f'<p class="note">{escape(run.torn_line)}</p>')
     total = run.stats.total
     parts.append(
         f"<h2>{prefix}Errored episodes</h2>"
