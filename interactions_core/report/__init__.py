@@ -2,10 +2,11 @@
 
 ``interactions report RECORDS... -o report.html`` and ``interactions run ...
 --report report.html`` both end here. :mod:`.collect` reads records in one
-pass with bounded memory; :mod:`.page` lays out the page from the tables
-(:mod:`.tables`), the plots (:mod:`.charts`, drawn by :mod:`.svg`) and the
-inline stylesheet and script (:mod:`.assets`), writing every figure the one way
-:mod:`.markup` does. See ``docs/report.md``.
+pass with bounded memory (through the one records reader,
+:mod:`interactions_core.runtime.records`); :mod:`.page` lays out the page, its
+tables, stylesheet and script; :mod:`.figures` writes every number the one way
+and draws the plots as SVG. The page is written whole (never half a report).
+See ``docs/report.md``.
 """
 
 from __future__ import annotations
