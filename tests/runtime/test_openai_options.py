@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from interactions_core.runtime.policies._openai_options import (
+from interactions_core.runtime.policies.openai import (
     Endpoint,
     check_limits,
     credentials,

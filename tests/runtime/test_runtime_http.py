@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from interactions_core.runtime import PolicyError
-from interactions_core.runtime.policies._http import ConnectionPool, ProtocolError
+from interactions_core.runtime.policies.http import ConnectionPool, ProtocolError
 from interactions_core.runtime.policies.openai import OpenAIPolicy
 
 Handler = Callable[[socket.socket, int], None]

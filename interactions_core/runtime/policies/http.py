@@ -18,10 +18,19 @@ callers do by hand).
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ConnectionPool", "ProtocolError", "Response"]
+__all__ = [
+    "TRANSIENT",
+    "ConnectionPool",
+    "ProtocolError",
+    "Response",
+    "Retries",
+    "connection_cap",
+    "read_retry_after",
+]
 
 #: Exceptions that mean the request may succeed if it is sent again.
 TRANSIENT: tuple[type[BaseException], ...] = (
@@ -266,3 +275,47 @@ async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
             return b"".join(parts)
         parts.append(await reader.readexactly(size))
         await reader.readexactly(2)  # the chunk's CRLF
+
+
+def connection_cap() -> int | None:
+    """How many connections the process can afford: its open-file limit less a margin.
+
+    ``--concurrency 4000`` under the common default ``ulimit -n`` of 1024 would
+    otherwise fail requests with "Too many open files"; at the cap, requests
+    wait for a connection instead. ``None``: no limit is known (or none is set).
+    """
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Unix
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    return max(8, soft - 64)  # files, the event loop's own descriptors, the output...
+
+
+def read_retry_after(response: Response) -> float | None:
+    """The server's ``Retry-After`` in seconds, when it gave a number."""
+    after = response.header("retry-after")
+    try:
+        return float(after) if after else None
+    except ValueError:
+        return None
+
+
+class Retries:
+    """How often a request that may succeed when sent again is retried, and how far apart."""
+
+    __slots__ = ("backoff", "count", "max_backoff")
+
+    def __init__(self, count: int, backoff: float, max_backoff: float) -> None:
+        self.count = count  # retries after the first attempt
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds before the next attempt: the server's word, else exponential with jitter."""
+        if retry_after is not None:
+            return min(retry_after, self.max_backoff)
+        base = min(self.backoff * (2**attempt), self.max_backoff)
+        return base * (0.5 + random.random() / 2)
