@@ -10,13 +10,19 @@ run time: argparse is only touched when the parser is built.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING, Any, Protocol
+
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Sequence
-    from typing import Any
 
-__all__ = ["Arg", "Command", "flag"]
+__all__ = ["Arg", "Command", "Subparsers", "flag"]
+
+
+class Subparsers(Protocol):
+    """What ``ArgumentParser.add_subparsers()`` returns, as far as a command uses it."""
+
+    def add_parser(self, name: str, **options: Any) -> argparse.ArgumentParser: ...
 
 
 class Arg:
@@ -72,7 +78,7 @@ class Command:
         self.subcommands = subcommands
 
     def add_to(
-        self, subparsers: argparse._SubParsersAction, run: Callable[[argparse.Namespace], int]
+        self, subparsers: Subparsers, run: Callable[[argparse.Namespace], int]
     ) -> argparse.ArgumentParser:
         """Add this command to ``subparsers``; ``run`` runs it (or its subcommands)."""
         parser = subparsers.add_parser(self.name, help=self.help, description=self.description)

@@ -10,10 +10,10 @@ argparse ``type=`` callables: a bad value becomes argparse's own usage error.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from ._command import Arg
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import TypeVar

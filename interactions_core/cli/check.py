@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from ._command import Command, flag
 from ._options import config_file
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 

@@ -5,9 +5,10 @@ See ``docs/report.md``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._command import Arg, Command, flag
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
