@@ -261,12 +261,9 @@ async def test_large_replies_whole(serve: Callable[[Handler], RawServer]) -> Non
     assert await ask(serve(handler).url, times=2) == [text, text]
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
-async def test_https_with_certificate_verification(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """TLS to a server whose certificate the client trusts through SSL_CERT_FILE."""
-    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+def tls_server_context(folder: Path) -> tuple[Path, ssl.SSLContext]:
+    """A self-signed certificate for 127.0.0.1 (made by ``openssl``) and a server context."""
+    key, cert = folder / "key.pem", folder / "cert.pem"
     subprocess.run(
         [
             *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
@@ -278,6 +275,15 @@ async def test_https_with_certificate_verification(
     )
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
+    return cert, context
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+async def test_https_with_certificate_verification(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TLS to a server whose certificate the client trusts through SSL_CERT_FILE."""
+    cert, context = tls_server_context(tmp_path)
 
     def handler(conn: socket.socket, _: int) -> None:
         with context.wrap_socket(conn, server_side=True) as tls:
@@ -416,18 +422,7 @@ async def test_no_proxy_connects_directly(
 async def test_https_goes_through_a_connect_tunnel(
     tmp_path: Path, proxy: TinyProxy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(
-        [
-            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
-            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"),
-            *("-addext", "subjectAltName=IP:127.0.0.1"),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
+    cert, context = tls_server_context(tmp_path)
 
     def handler(conn: socket.socket, number: int) -> None:
         with context.wrap_socket(conn, server_side=True) as tls:
