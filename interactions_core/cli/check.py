@@ -5,8 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from ._command import Command, flag
-from ._options import config_file
+from ._command import Command, config_file, flag
 
 if TYPE_CHECKING:
     import argparse

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._command import Arg, Command, flag
-from ._options import positive_int
+from ._command import Arg, Command, flag, positive_int
 
 #: The command's own options. They may also follow BUILDER, among the builder's
 #: options: :func:`_split` picks them out there by these same declarations.

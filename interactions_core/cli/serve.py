@@ -8,8 +8,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from ._command import Arg, Command
-from ._options import config_file, default_interaction, positive_int, timeout
+from ._command import Arg, Command, config_file, default_interaction, positive_int, timeout
 
 if TYPE_CHECKING:
     import argparse
