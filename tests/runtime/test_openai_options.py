@@ -1,4 +1,4 @@
-"""``_openai_options``: the openai policy's options, checked before any request."""
+"""The openai policy's options, checked before any request."""
 
 from __future__ import annotations
 
