@@ -455,3 +455,13 @@ async def test_a_refused_tunnel_is_a_clear_error(monkeypatch: pytest.MonkeyPatch
             await ask("https://example.invalid/v1", retries=0)
     finally:
         refusing.close()
+
+
+def test_a_proxy_the_client_cannot_use_fails_when_the_policy_is_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "socks5://127.0.0.1:1080")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with pytest.raises(ValueError, match=r"only http:// proxies are supported"):
+        OpenAIPolicy(model="m", base_url="https://example.invalid/v1")

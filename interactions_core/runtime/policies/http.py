@@ -76,7 +76,10 @@ class Proxy:
 
         parts = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
         if parts.scheme != "http" or not parts.hostname:
-            raise ValueError(f"only http:// proxies are supported, not {url!r}")
+            raise ValueError(
+                f"only http:// proxies are supported, not {url!r} (set by HTTPS_PROXY or "
+                "HTTP_PROXY; NO_PROXY lists the hosts reached directly)"
+            )
         self.host = parts.hostname
         self.port = parts.port or 80
         self.authorization: str | None = None

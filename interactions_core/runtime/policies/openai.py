@@ -43,7 +43,14 @@ from typing import Any
 
 from ..errors import PolicyError
 from .base import Policy
-from .http import TRANSIENT, ConnectionPool, Retries, connection_cap, read_retry_after
+from .http import (
+    TRANSIENT,
+    ConnectionPool,
+    Retries,
+    connection_cap,
+    proxy_for,
+    read_retry_after,
+)
 
 __all__ = ["DEFAULT_KEY_ENV", "ChatClient", "Endpoint", "EpisodeUsage", "OpenAIPolicy"]
 
@@ -104,6 +111,7 @@ class Endpoint:
         self.url = urllib.parse.urlunsplit((url.scheme, url.netloc, path, "", ""))
         #: The ``Host`` header: the URL's authority without any ``user:password@``.
         self.netloc = url.netloc.rpartition("@")[2]
+        proxy_for(self.scheme, host)  # a proxy this client cannot use fails here, not per request
 
 
 def credentials(api_key_env: str | None) -> tuple[dict[str, str], str | None]:
