@@ -1,4 +1,4 @@
-"""Subcommands declared as data (cli/_command.py) and the options they share (cli/_options.py)."""
+"""Subcommands declared as data, and the options they share (both cli/_command.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ import io
 import pytest
 
 from interactions_core.cli import COMMANDS, build_parser, main
-from interactions_core.cli._command import Arg, Command, flag
-from interactions_core.cli._options import (
+from interactions_core.cli._command import (
+    Arg,
+    Command,
     config_file,
     default_interaction,
     finite_number,
+    flag,
     positive_int,
     positive_seconds,
     timeout,

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Sequence
@@ -43,46 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _ListArgs:
-    """What argparse would build for ``list`` or ``list --json``."""
-
-    __slots__ = ("all", "check", "command", "distribution", "json", "patterns")
-
-    def __init__(self, json: bool) -> None:
-        self.command = "list"
-        self.json = json
-        self.check = False
-        self.patterns: list[str] = []
-        self.distribution = None
-        self.all = False
-
-
-def _fast_list(args: list[str]) -> _ListArgs | None:
-    """The arguments of ``list`` / ``list --json``, or ``None`` for anything else.
-
-    ``interactions list`` is the command users and scripts run most, and argparse
-    (with the ``re``, ``gettext`` and ``shutil`` it imports) costs more than
-    the rest of a warm listing together; so these two exact forms skip it. Every
-    other command line, including abbreviations and ``--help``, goes to argparse.
-    """
-    if args == ["list"]:
-        return _ListArgs(json=False)
-    if args == ["list", "--json"]:
-        return _ListArgs(json=True)
-    return None
-
-
-def _compact_warnings(*, now: bool) -> None:
+def _compact_warnings() -> None:
     """Show the framework's warnings as one readable line, not Python's source listing.
 
-    With ``now=False`` (the warm ``list`` path) the ``warnings`` module is not
-    imported for this; :func:`~interactions_core.errors.warn` installs the display
-    before the first framework warning.
+    Installed before any plugin code runs, so the first warning already reads so.
     """
     from ..errors import compact_warnings
-
-    if now:
-        import warnings  # noqa: F401 - so the display is installed before any plugin code runs
 
     compact_warnings()
 
@@ -96,13 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the process exit code."""
     # not list(): importing the "list" subcommand binds that name in this package
     args_list = [*(sys.argv[1:] if argv is None else argv)]
-    fast = _fast_list(args_list)
-    if fast is not None:
-        from ._listing import run
-
-        _compact_warnings(now=False)
-        return _dispatch(run, fast)
-    _compact_warnings(now=True)
+    _compact_warnings()
     parser = build_parser()
     args = parser.parse_args(args_list)
     if not getattr(args, "command", None):
@@ -144,7 +104,7 @@ def _raise_interrupted(signum: int, frame: object) -> None:
     raise Interrupted()
 
 
-def _dispatch(run: Callable[[argparse.Namespace], int], args: object) -> int:
+def _dispatch(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run a subcommand, turning every failure into a message and an exit code."""
     try:
         with _user_interrupts():
@@ -152,8 +112,8 @@ def _dispatch(run: Callable[[argparse.Namespace], int], args: object) -> int:
                 from ._output import json_output
 
                 with json_output():
-                    return int(run(args) or 0)  # type: ignore[arg-type]
-            return int(run(args) or 0)  # type: ignore[arg-type]
+                    return int(run(args) or 0)
+            return int(run(args) or 0)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     except BrokenPipeError:

@@ -4,19 +4,43 @@ Each subcommand module states its command once, as a :class:`Command` named
 ``COMMAND`` beside its ``run(args) -> int``; ``build_parser`` hands both to
 :meth:`Command.add_to`. The ``add_parser`` / ``add_argument`` /
 ``set_defaults`` calls are therefore written here only, and a module reads as
-what its command takes rather than as argparse plumbing. Nothing is imported at
-run time: argparse is only touched when the parser is built.
+what its command takes rather than as argparse plumbing.
+
+The options more than one subcommand takes are declared here once too:
+``run`` and ``serve`` both take a config, ``--timeout`` and
+``--default-interaction``; ``run``, ``serve`` and ``data`` count things that
+must be at least 1. So the flag, the metavar and the error a user sees for a
+bad value are the same in every command. The checks are argparse ``type=``
+callables: a bad value becomes argparse's own usage error.
 """
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import argparse
-    from collections.abc import Callable, Sequence
-    from typing import Any
+import argparse
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
-__all__ = ["Arg", "Command", "flag"]
+N = TypeVar("N", int, float)
+
+__all__ = [
+    "Arg",
+    "Command",
+    "Subparsers",
+    "config_file",
+    "default_interaction",
+    "finite_number",
+    "flag",
+    "positive_int",
+    "positive_seconds",
+    "timeout",
+    "wait_seconds",
+]
+
+
+class Subparsers(Protocol):
+    """What ``ArgumentParser.add_subparsers()`` returns, as far as a command uses it."""
+
+    def add_parser(self, name: str, **options: Any) -> argparse.ArgumentParser: ...
 
 
 class Arg:
@@ -72,7 +96,7 @@ class Command:
         self.subcommands = subcommands
 
     def add_to(
-        self, subparsers: argparse._SubParsersAction, run: Callable[[argparse.Namespace], int]
+        self, subparsers: Subparsers, run: Callable[[argparse.Namespace], int]
     ) -> argparse.ArgumentParser:
         """Add this command to ``subparsers``; ``run`` runs it (or its subcommands)."""
         parser = subparsers.add_parser(self.name, help=self.help, description=self.description)
@@ -96,3 +120,75 @@ class _PrintHelp:
     def __call__(self, args: argparse.Namespace) -> int:
         self.parser.print_help()
         return 2
+
+
+# -- options several commands share -------------------------------------------
+
+
+def _parsed(text: str, convert: Callable[[str], N], what: str) -> N:
+    try:
+        return convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+
+
+def positive_int(text: str) -> int:
+    """A count: an integer of at least 1 (``--concurrency``, ``--limit``, ...)."""
+    value = _parsed(text, int, "an integer")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _seconds(text: str, what: str) -> float:
+    value = _parsed(text, float, what)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """A duration in seconds, more than zero (the ``--timeout`` of a call)."""
+    return _seconds(text, "a number")
+
+
+def wait_seconds(text: str) -> float:
+    """Like :func:`positive_seconds`, for a wait (``ray check --timeout``)."""
+    return _seconds(text, "a number of seconds")
+
+
+def finite_number(text: str) -> float:
+    """Any finite number (a score threshold): not ``nan``, not ``inf``."""
+    import math
+
+    value = _parsed(text, float, "a number")
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, not {text}")
+    return value
+
+
+def config_file(help: str, *, optional: bool = False) -> Arg:
+    """The ``CONFIG`` positional: the interactions config (YAML)."""
+    if optional:
+        return Arg("config", metavar="CONFIG", nargs="?", help=help)
+    return Arg("config", metavar="CONFIG", help=help)
+
+
+def timeout(outcome: str) -> Arg:
+    """``--timeout SECONDS``: the bound on each interaction call, and what a timeout does."""
+    return Arg(
+        "--timeout",
+        type=positive_seconds,
+        metavar="SECONDS",
+        help=f"bound on each interaction call; {outcome}",
+    )
+
+
+def default_interaction(what: str) -> Arg:
+    """``--default-interaction NAME`` for the ``what`` (samples, resets) that name none."""
+    return Arg(
+        "--default-interaction",
+        metavar="NAME",
+        help=f"interaction for {what} whose interaction_kwargs has no name (overrides the "
+        "config's 'default:')",
+    )

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
@@ -49,57 +49,7 @@ class json_output:
 
 
 def print_json(data: Any) -> None:
-    """Print ``data`` exactly as ``json.dumps(data, indent=2)`` would.
+    """Print ``data`` as ``json.dumps(data, indent=2)`` (unknown types as their ``str``)."""
+    import json
 
-    Listing output (lists of flat mappings of plain strings) is encoded here
-    directly: the ``json`` module imports ``re`` and ``enum``, which would cost a
-    warm ``interactions list --json`` more than everything else it does. Anything
-    else goes to ``json`` itself.
-    """
-    text = _simple_json(data)
-    if text is None:
-        import json
-
-        text = json.dumps(data, indent=2, default=str)
-    (_json_stream or sys.stdout).write(text + "\n")
-
-
-_SCALARS = {None: "null", True: "true", False: "false"}
-
-
-def _simple_string(value: str) -> str | None:
-    # Printable ASCII without quote or backslash needs no escaping at all.
-    if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
-        return f'"{value}"'
-    return None
-
-
-def _simple_json(data: Any) -> str | None:
-    """``json.dumps(data, indent=2)`` for a list of flat str/None/bool mappings, else None."""
-    if type(data) is not list:
-        return None
-    if not data:
-        return "[]"
-    items = []
-    for row in data:
-        if type(row) is not dict:
-            return None
-        if not row:
-            items.append("  {}")
-            continue
-        fields = []
-        for key, value in row.items():
-            if type(key) is not str:
-                return None
-            name = _simple_string(key)
-            if type(value) is str:
-                text = _simple_string(value)
-            elif value is None or type(value) is bool:
-                text = _SCALARS[value]
-            else:
-                return None
-            if name is None or text is None:
-                return None
-            fields.append(f"    {name}: {text}")
-        items.append("  {\n" + ",\n".join(fields) + "\n  }")
-    return "[\n" + ",\n".join(items) + "\n]"
+    (_json_stream or sys.stdout).write(json.dumps(data, indent=2, default=str) + "\n")

@@ -56,7 +56,7 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 def _fingerprints(args: argparse.Namespace) -> tuple[str, str | None]:
     """The hash of the settings that shape an episode, and of the data (``None``: not a file)."""
-    from ..runtime.resume import config_hash, data_hash
+    from ..runtime.records import config_hash, data_hash
     from ._run_setup import policy_options
 
     options = {
@@ -75,7 +75,7 @@ def resume_state(args: argparse.Namespace) -> Resume | None:
     ``None`` when there is no ``--output`` (nothing to stamp, nothing to resume).
     """
     from ..errors import ConfigError
-    from ..runtime.resume import read_records
+    from ..runtime.records import read_records
 
     _check_flags(args)
     if not args.output:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-from ._command import Command, flag
-from ._options import config_file
+from ._command import Command, config_file, flag
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 

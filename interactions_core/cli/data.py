@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._command import Arg, Command, flag
-from ._options import positive_int
+from ._command import Arg, Command, flag, positive_int
 
 #: The command's own options. They may also follow BUILDER, among the builder's
 #: options: :func:`_split` picks them out there by these same declarations.
@@ -124,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
 
     from ..errors import ConfigError, InteractionsError
     from ..runtime.builders import get_builder, parse_cli_options, run_builder
-    from ..runtime.writers import refuse_existing, write_rows
+    from ..runtime.datasets import write_rows
+    from ..runtime.writers import refuse_existing
 
     if not args.builder:
         return _list(args.json)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._command import Arg, Command
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ._command import Arg, Command, flag
-from ._options import wait_seconds
+from ._command import Arg, Command, flag, wait_seconds
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -5,9 +5,10 @@ See ``docs/report.md``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._command import Arg, Command, flag
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
@@ -64,4 +65,6 @@ def run(args: argparse.Namespace) -> int:
     for r in runs:
         if r.bad_lines:
             sys.stderr.write(f"note: {r.label}: {r.bad_lines} unreadable line(s) skipped\n")
+        if r.torn_line:
+            sys.stderr.write(f"note: {r.torn_line}\n")
     return 0

@@ -11,8 +11,16 @@ for the reference and worked examples.
 
 from __future__ import annotations
 
-from ._command import Arg, Command, flag
-from ._options import config_file, default_interaction, finite_number, positive_int, timeout
+from ._command import (
+    Arg,
+    Command,
+    config_file,
+    default_interaction,
+    finite_number,
+    flag,
+    positive_int,
+    timeout,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -6,11 +6,10 @@ See ``docs/serve.md`` for the protocol, the observation fields and the failure b
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-from ._command import Arg, Command
-from ._options import config_file, default_interaction, positive_int, timeout
+from ._command import Arg, Command, config_file, default_interaction, positive_int, timeout
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 

@@ -2,10 +2,11 @@
 
 ``interactions report RECORDS... -o report.html`` and ``interactions run ...
 --report report.html`` both end here. :mod:`.collect` reads records in one
-pass with bounded memory; :mod:`.page` lays out the page from the tables
-(:mod:`.tables`), the plots (:mod:`.charts`, drawn by :mod:`.svg`) and the
-inline stylesheet and script (:mod:`.assets`), writing every figure the one way
-:mod:`.markup` does. See ``docs/report.md``.
+pass with bounded memory (through the one records reader,
+:mod:`interactions_core.runtime.records`); :mod:`.page` lays out the page, its
+tables, stylesheet and script; :mod:`.figures` writes every number the one way
+and draws the plots as SVG. The page is written whole (never half a report).
+See ``docs/report.md``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 
+from .._files import write_atomically
 from .collect import RecordsError, RunData, read_records
 from .page import render
 
@@ -29,16 +31,9 @@ def write_report(
     """
     data = render(runs, title=title).encode("utf-8")
     target = os.fspath(path)
-    temporary = f"{target}.tmp-{os.getpid()}"
     try:
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-        os.replace(temporary, target)
+        write_atomically(target, data)
     except OSError as exc:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
         raise RecordsError(f"cannot write the report {target}: {exc.strerror or exc}") from None
     return len(data)
 

@@ -2,7 +2,7 @@
 
 A records file (``interactions run --output``) can hold 100,000 episodes with
 whole conversations, far more than a page should carry. :class:`RunData` keeps
-the run's figures as counters (:class:`~interactions_core.runtime.summary_stats.SummaryStats`),
+the run's figures as counters (:class:`~interactions_core.runtime.summary.SummaryStats`),
 one float per episode for the duration plot, and only a bounded set of
 conversations: the errored episodes first seen, the lowest final scores, and a
 uniform random sample (reservoir sampling with a fixed seed, so the same file
@@ -21,7 +21,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import InteractionsError
-from ..runtime.summary_stats import SummaryStats
+from ..runtime.records import BadLine, iter_records
+from ..runtime.summary import SummaryStats
 
 __all__ = ["RecordsError", "RunData", "read_records"]
 
@@ -91,6 +92,16 @@ class RunData:
         self.seen = 0
         self.bad_lines = 0
         self.bad_examples: list[str] = []
+        self.torn_line: str | None = None  # the note on a torn last line, if any
+
+    def note_bad_line(self, line: BadLine) -> None:
+        """Count an unreadable line (a torn last line is only noted, not counted)."""
+        if line.torn:
+            self.torn_line = str(line)
+            return
+        self.bad_lines += 1
+        if len(self.bad_examples) < BAD_LINES_SHOWN:
+            self.bad_examples.append(str(line))
 
     def add(self, record: Mapping[str, Any]) -> None:
         """Count one record and keep its conversation if it is one the report shows."""
@@ -159,10 +170,12 @@ def _label(path: str, taken: set[str]) -> str:
 def read_records(paths: Iterable[str]) -> list[RunData]:
     """Read each records file into a :class:`RunData` (one per file, in order).
 
-    Blank lines are ignored; a line that is not a JSON object is counted as
-    unreadable and shown in the report. A file with no record at all, or
-    whose first record lacks the record's fields, is refused: it is most
-    likely the dataset (``--data``) rather than the ``--output`` file.
+    Lines are read by :func:`~interactions_core.runtime.records.iter_records`:
+    blank lines are ignored, a torn last line is noted, and any other line that
+    is not a JSON object is counted as unreadable and shown in the report. A
+    file with no record at all, or whose first record lacks the record's
+    fields, is refused: it is most likely the dataset (``--data``) rather than
+    the ``--output`` file.
     """
     runs: list[RunData] = []
     taken: set[str] = set()
@@ -176,20 +189,9 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
                 "interactions run --output)"
             ) from None
         with handle:
-            loads = json.loads
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = loads(line)
-                except ValueError as exc:
-                    record, problem = None, f"not JSON ({exc})"
-                else:
-                    problem = "not a JSON object"
-                if not isinstance(record, dict):
-                    run.bad_lines += 1
-                    if len(run.bad_examples) < BAD_LINES_SHOWN:
-                        run.bad_examples.append(f"{path}:{number}: {problem}")
+            for number, record in iter_records(handle, path):
+                if isinstance(record, BadLine):
+                    run.note_bad_line(record)
                     continue
                 if not run.seen and "end_reason" not in record:
                     raise RecordsError(

@@ -32,7 +32,7 @@ Example::
 
 from __future__ import annotations
 
-from .datasets import SampleReader
+from .datasets import SampleReader, write_rows
 from .episode import EpisodeLoop
 from .errors import DatasetError, InteractionCallError, PolicyError, SampleError
 from .observers import Observers
@@ -41,7 +41,7 @@ from .policies.replay import ReplayPolicy
 from .record import END_REASONS, EpisodeRecord
 from .runner import Runner, RunSummary, run_episodes
 from .session import Session, SessionTracker
-from .writers import LineWriter, write_rows
+from .writers import LineWriter
 
 __all__ = [
     "END_REASONS",

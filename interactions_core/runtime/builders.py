@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._contribution import Contribution
 from .._naming import suggest
@@ -39,7 +39,6 @@ from ..errors import (
     UnknownBuilderError,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..plugins import Registration
 

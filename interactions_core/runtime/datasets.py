@@ -16,7 +16,10 @@ A bad row (invalid JSON, not an object, a missing or malformed ``prompt``,
 (row number for parquet). By default it is skipped and counted; with
 ``strict=True`` the first one raises :class:`~interactions_core.runtime.errors.DatasetError`.
 
-Writing (records, traces, ``interactions data`` output) is
+:func:`write_rows` writes a dataset (``interactions data``) in one piece: under
+a temporary name next to its destination, moved into place only when
+complete, so a builder that fails half-way never leaves a partial file that a
+later run would read as the whole dataset. Records and traces are
 :mod:`interactions_core.runtime.writers`.
 """
 
@@ -28,12 +31,14 @@ import math
 import os
 import stat
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from .._files import replacing
 from .errors import DatasetError
+from .writers import LineWriter, is_special_file, refuse_existing
 
-__all__ = ["BadRow", "SampleReader", "check_row", "data_format"]
+__all__ = ["BadRow", "SampleReader", "check_row", "data_format", "write_rows"]
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -261,3 +266,65 @@ class SampleReader:
                 return
             self.rows += 1
             yield row
+
+
+def write_rows(
+    rows: Iterable[Mapping[str, Any]],
+    path: str | os.PathLike[str],
+    *,
+    format: str | None = None,
+    overwrite: bool = False,
+    strict: bool = True,
+) -> int:
+    """Write sample rows as JSONL or parquet; return how many were written.
+
+    Every row is checked with :func:`check_row` (``strict``: the first bad one
+    raises :class:`DatasetError` naming its position). The file is written under
+    a temporary name and moved into place when complete, so a failing builder
+    never leaves a partial file.
+    """
+    refuse_existing(path, overwrite)
+    fmt = data_format(path, format)
+    checked = _checked(rows, strict)
+    if is_special_file(path):  # /dev/null: write to it directly, never replace it
+        return _write(fmt, os.fspath(path), checked)
+    try:
+        with replacing(path, overwrite=overwrite) as tmp:
+            return _write(fmt, tmp, checked)
+    except FileExistsError:
+        refuse_existing(path, False)
+        raise
+    except DatasetError:
+        raise
+    except OSError as exc:
+        raise DatasetError(f"cannot write {os.fspath(path)}: {exc.strerror or exc}") from None
+
+
+def _checked(rows: Iterable[Mapping[str, Any]], strict: bool) -> Iterator[Mapping[str, Any]]:
+    """``rows``, raising at the first invalid one when ``strict``."""
+    for number, row in enumerate(rows, start=1):
+        problem = check_row(row) if strict else None
+        if problem is None and strict:
+            found = non_finite_field(row)
+            if found is not None:
+                problem = f"field {found[0]} is {found[1]}, which JSON cannot hold"
+        if problem is not None:
+            raise DatasetError(f"row {number} produced by the builder is invalid: {problem}")
+        yield row
+
+
+def _write(fmt: str, path: str, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Write ``rows`` to ``path`` in format ``fmt`` (``jsonl`` or ``parquet``); the count."""
+    if fmt == "jsonl":
+        count = 0
+        with LineWriter(path, overwrite=True) as writer:
+            for row in rows:
+                writer.write(row)
+                count += 1
+        return count
+    pq = _import_parquet()
+    import pyarrow as pa
+
+    table = pa.Table.from_pylist([dict(r) for r in rows])
+    pq.write_table(table, path)
+    return int(table.num_rows)

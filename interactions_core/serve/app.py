@@ -22,6 +22,7 @@ import functools
 import logging
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from .environment import InteractionAction, InteractionEnvironment, InteractionObservation
@@ -137,61 +138,66 @@ class _QuietClose:
             pass
 
 
-def _server_class(hub: Hub) -> Any:
-    import contextlib
+class _Drain:
+    """A drain in front of uvicorn's graceful shutdown, started by the first stop signal.
+
+    On the first SIGTERM/SIGINT the hub stops admitting episodes and the steps in
+    flight are answered (up to ``DRAIN_WAIT`` seconds); then the server is asked
+    to exit (``should_exit``, uvicorn's public switch), it closes the connections
+    and the lifespan shutdown finalizes the sessions still open. A second signal
+    shuts down at once (``force_exit``). A drained server exits 0.
+    """
+
+    def __init__(self, hub: Hub, server: Any) -> None:
+        self.hub = hub
+        self.server = server
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.draining = False
+
+    async def take_signals(self) -> None:
+        """Lifespan start-up: from now on the stop signals drain (see :func:`_on_stop_signals`)."""
+        self.loop = asyncio.get_running_loop()
+        _on_stop_signals(self.stop)
+
+    def stop(self) -> None:
+        """A stop signal arrived (called in the main thread, between two bytecodes)."""
+        loop = self.loop
+        if self.draining or loop is None:
+            self.server.force_exit = self.draining
+            self.server.should_exit = True
+            return
+        self.draining = True
+        log.info(
+            "shutting down: refusing new episodes, finishing %d step(s) in flight", self.hub.busy
+        )
+        loop.call_soon_threadsafe(lambda: self.hub.spawn(self._drain_then_exit()))
+
+    async def _drain_then_exit(self) -> None:
+        if not await self.hub.wait_idle(DRAIN_WAIT):
+            log.warning("%d step(s) still in flight after %g s", self.hub.busy, DRAIN_WAIT)
+        self.server.should_exit = True
+
+
+# -- stop signals ------------------------------------------------------------
+
+
+def _on_stop_signals(stop: Callable[[], None]) -> None:
+    """Call ``stop()`` on SIGINT and SIGTERM (from the main thread only).
+
+    Installed once the server has started, so these handlers take over from the
+    ones ``uvicorn.Server.serve`` sets up for its own run; uvicorn puts back the
+    handlers from before the run when it returns.
+    """
     import signal
     import threading
 
-    import uvicorn
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stop())
 
-    class Server(uvicorn.Server):
-        """uvicorn's server with a drain in front of its graceful shutdown.
 
-        On the first SIGTERM/SIGINT the hub stops admitting episodes and the
-        steps in flight are answered (up to ``DRAIN_WAIT`` seconds) before uvicorn
-        closes the connections; the lifespan shutdown then finalizes the sessions
-        still open. A second signal shuts down at once. uvicorn would re-raise the
-        signal once shut down (the process dying by it); a drained server exits 0.
-        """
-
-        loop: asyncio.AbstractEventLoop | None = None
-        draining = False
-
-        async def serve(self, sockets: Any = None) -> None:
-            self.loop = asyncio.get_running_loop()
-            await super().serve(sockets=sockets)
-
-        def handle_exit(self, sig: int, frame: Any) -> None:
-            loop = self.loop
-            if self.draining or loop is None:
-                super().handle_exit(sig, frame)
-                return
-            self.draining = True
-            log.info(
-                "shutting down: refusing new episodes, finishing %d step(s) in flight", hub.busy
-            )
-
-            async def drain_then_exit() -> None:
-                if not await hub.wait_idle(DRAIN_WAIT):
-                    log.warning("%d step(s) still in flight after %g s", hub.busy, DRAIN_WAIT)
-                super(Server, self).handle_exit(sig, frame)
-
-            loop.call_soon_threadsafe(lambda: hub.spawn(drain_then_exit()))
-
-        @contextlib.contextmanager
-        def capture_signals(self) -> Any:
-            if threading.current_thread() is not threading.main_thread():
-                yield
-                return
-            signals = (signal.SIGINT, signal.SIGTERM)
-            previous = {sig: signal.signal(sig, self.handle_exit) for sig in signals}
-            try:
-                yield
-            finally:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
-
-    return Server
+# ---------------------------------------------------------------------------
 
 
 def run(hub: Hub, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
@@ -203,13 +209,15 @@ def run(hub: Hub, host: str = "127.0.0.1", port: int = 8000, log_level: str = "i
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     log.info("listening on http://%s:%d (OpenEnv WebSocket at /ws)", shown, bound)
+    app = create_app(hub)
     config = uvicorn.Config(
-        _QuietClose(create_app(hub)),
+        _QuietClose(app),
         log_level=log_level,
         lifespan="on",
         timeout_graceful_shutdown=30,
     )
-    server = _server_class(hub)(config)
+    server = uvicorn.Server(config)
+    app.router.on_startup.append(_Drain(hub, server).take_signals)
     try:
         server.run(sockets=[sock])
     finally:

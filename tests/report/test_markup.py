@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from interactions_core.report.markup import num, pct, seconds, table
+from interactions_core.report.figures import num, pct, seconds, table
 
 
 @pytest.mark.parametrize(

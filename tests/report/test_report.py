@@ -13,7 +13,7 @@ import pytest
 from interactions_core.cli import main
 from interactions_core.report import read_records, render
 from interactions_core.report.collect import SAMPLE_KEPT, WORST_KEPT, RecordsError, RunData
-from interactions_core.report.svg import _nice_max, bar_chart, line_chart
+from interactions_core.report.figures import _nice_max, bar_chart, line_chart
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CONFIG = str(ROOT / "examples" / "config.yaml")

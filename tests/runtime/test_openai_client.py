@@ -1,11 +1,11 @@
-"""``_openai_client`` and ``_openai_usage``: retry delays, the connection cap, accounting."""
+"""The openai client's retry delays, the connection cap, and its accounting."""
 
 from __future__ import annotations
 
 import resource
 
-from interactions_core.runtime.policies._openai_client import Retries, connection_cap
-from interactions_core.runtime.policies._openai_usage import EpisodeUsage
+from interactions_core.runtime.policies.http import Retries, connection_cap
+from interactions_core.runtime.policies.openai import EpisodeUsage
 
 
 def test_retry_delays_double_with_jitter_up_to_the_maximum() -> None:

@@ -1,4 +1,4 @@
-"""``_openai_options``: the openai policy's options, checked before any request."""
+"""The openai policy's options, checked before any request."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from interactions_core.runtime.policies._openai_options import (
+from interactions_core.runtime.policies.openai import (
     Endpoint,
     check_limits,
     credentials,

@@ -1,4 +1,4 @@
-"""``_openai_wire``: the request body and what a response's bytes mean."""
+"""The openai policy's wire format: the request body and what a response's bytes mean."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from interactions_core.runtime.errors import PolicyError
-from interactions_core.runtime.policies._openai_wire import (
+from interactions_core.runtime.policies.openai import (
     encode_request,
     parse_reply,
     snippet,

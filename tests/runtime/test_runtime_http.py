@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from interactions_core.runtime import PolicyError
-from interactions_core.runtime.policies._http import ConnectionPool, ProtocolError
+from interactions_core.runtime.policies.http import ConnectionPool, ProtocolError
 from interactions_core.runtime.policies.openai import OpenAIPolicy
 
 Handler = Callable[[socket.socket, int], None]
@@ -261,12 +261,9 @@ async def test_large_replies_whole(serve: Callable[[Handler], RawServer]) -> Non
     assert await ask(serve(handler).url, times=2) == [text, text]
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
-async def test_https_with_certificate_verification(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """TLS to a server whose certificate the client trusts through SSL_CERT_FILE."""
-    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+def tls_server_context(folder: Path) -> tuple[Path, ssl.SSLContext]:
+    """A self-signed certificate for 127.0.0.1 (made by ``openssl``) and a server context."""
+    key, cert = folder / "key.pem", folder / "cert.pem"
     subprocess.run(
         [
             *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
@@ -278,6 +275,15 @@ async def test_https_with_certificate_verification(
     )
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
+    return cert, context
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+async def test_https_with_certificate_verification(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TLS to a server whose certificate the client trusts through SSL_CERT_FILE."""
+    cert, context = tls_server_context(tmp_path)
 
     def handler(conn: socket.socket, _: int) -> None:
         with context.wrap_socket(conn, server_side=True) as tls:
@@ -318,3 +324,144 @@ async def test_a_connect_that_hangs_times_out() -> None:
         for filler in fillers:
             filler.close()
         listener.close()
+
+
+# -- proxies -----------------------------------------------------------------
+
+
+def _pipe(source: socket.socket, target: socket.socket) -> None:
+    try:
+        while chunk := source.recv(65536):
+            target.sendall(chunk)
+    except OSError:
+        pass
+    finally:
+        try:
+            target.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+
+class TinyProxy(RawServer):
+    """An HTTP proxy: ``CONNECT`` tunnels, absolute-URI requests relayed; heads recorded."""
+
+    def __init__(self, refuse: bool = False) -> None:
+        self.heads: list[str] = []
+        self.refuse = refuse
+        super().__init__(self._relay)
+        self.address = self.url.removesuffix("/v1")
+
+    def _relay(self, conn: socket.socket, _: int) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return
+            data += chunk
+        head, _, rest = data.partition(b"\r\n\r\n")
+        self.heads.append(head.decode("latin-1"))
+        method, target, _version = head.split(b"\r\n", 1)[0].split(b" ")
+        if self.refuse:
+            conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+            return
+        if method == b"CONNECT":
+            host, port = target.decode().rsplit(":", 1)
+            upstream = socket.create_connection((host, int(port)))
+            conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        else:
+            host_port, _, path = target.decode().removeprefix("http://").partition("/")
+            host, port = host_port.rsplit(":", 1)
+            upstream = socket.create_connection((host, int(port)))
+            first, _, others = head.partition(b"\r\n")
+            origin_form = first.replace(target, b"/" + path.encode())
+            upstream.sendall(origin_form + b"\r\n" + others + b"\r\n\r\n" + rest)
+        with upstream:
+            back = threading.Thread(target=_pipe, args=(upstream, conn), daemon=True)
+            back.start()
+            _pipe(conn, upstream)
+            back.join()
+
+
+def _answer(conn: socket.socket, _: int) -> None:
+    while read_request(conn):
+        data = body("via proxy")
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
+
+
+@pytest.fixture
+def proxy() -> Iterator[TinyProxy]:
+    server = TinyProxy()
+    yield server
+    server.close()
+
+
+async def test_http_goes_through_http_proxy_in_absolute_form(
+    serve: Callable[[Handler], RawServer], proxy: TinyProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    origin = serve(_answer)
+    monkeypatch.setenv("HTTP_PROXY", proxy.address.replace("http://", "http://me:s%40cret@"))
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert await ask(origin.url, times=2) == ["via proxy", "via proxy"]
+    (head,) = proxy.heads  # one kept-alive connection through the proxy
+    assert head.startswith(f"POST {origin.url}/chat/completions HTTP/1.1\r\n")
+    assert "Proxy-Authorization: Basic bWU6c0BjcmV0" in head  # me:s@cret
+
+
+async def test_no_proxy_connects_directly(
+    serve: Callable[[Handler], RawServer], proxy: TinyProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    origin = serve(_answer)
+    monkeypatch.setenv("http_proxy", proxy.address)
+    monkeypatch.setenv("no_proxy", "localhost,127.0.0.1")
+    assert await ask(origin.url) == ["via proxy"]
+    assert proxy.heads == []
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+async def test_https_goes_through_a_connect_tunnel(
+    tmp_path: Path, proxy: TinyProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cert, context = tls_server_context(tmp_path)
+
+    def handler(conn: socket.socket, number: int) -> None:
+        with context.wrap_socket(conn, server_side=True) as tls:
+            _answer(tls, number)  # type: ignore[arg-type]
+
+    server = RawServer(handler)
+    try:
+        url = server.url.replace("http://", "https://")
+        port = url.split(":")[2].split("/")[0]
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        monkeypatch.setenv("HTTPS_PROXY", proxy.address)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        assert await ask(url, times=2) == ["via proxy", "via proxy"]
+        (head,) = proxy.heads
+        assert head.startswith(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n")
+    finally:
+        server.close()
+
+
+async def test_a_refused_tunnel_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    refusing = TinyProxy(refuse=True)
+    try:
+        monkeypatch.setenv("HTTPS_PROXY", refusing.address)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        with pytest.raises(
+            PolicyError, match=r"refused the tunnel to example\.invalid:443 \(HTTP 403\)"
+        ):
+            await ask("https://example.invalid/v1", retries=0)
+    finally:
+        refusing.close()
+
+
+def test_a_proxy_the_client_cannot_use_fails_when_the_policy_is_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "socks5://127.0.0.1:1080")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with pytest.raises(ValueError, match=r"only http:// proxies are supported"):
+        OpenAIPolicy(model="m", base_url="https://example.invalid/v1")

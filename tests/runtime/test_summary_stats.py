@@ -13,7 +13,7 @@ import pytest
 
 from interactions_core.cli import main
 from interactions_core.cli._progress import Progress, duration
-from interactions_core.runtime.summary_stats import NO_INTERACTION, SummaryStats
+from interactions_core.runtime.summary import NO_INTERACTION, SummaryStats
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CONFIG = str(ROOT / "examples" / "config.yaml")

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from interactions_core.runtime.datasets import write_rows
 from interactions_core.runtime.errors import DatasetError
 from interactions_core.runtime.writers import (
     LineWriter,
     is_special_file,
     refuse_existing,
     same_file,
-    write_rows,
 )
 
 

@@ -13,15 +13,40 @@ encoding or a body ending at connection close; ``1xx`` interim responses
 skipped; ``http`` and ``https``. A connection the server closed while idle is
 detected and replaced once per request, transparently (as ``http.client``
 callers do by hand).
+
+Proxies are honoured as users expect from ``curl`` or ``requests``:
+``HTTPS_PROXY`` / ``HTTP_PROXY`` (or their lower-case forms) name an
+``http://`` proxy, ``NO_PROXY`` lists the hosts reached directly (read with
+:func:`urllib.request.getproxies` and :func:`urllib.request.proxy_bypass`). An
+``http`` request goes to the proxy in absolute form (``POST http://host/path``);
+an ``https`` one goes through a ``CONNECT`` tunnel, with TLS to the server
+itself. Credentials in the proxy URL are sent as ``Proxy-Authorization``.
+
+What any client on this transport needs is here too: how many connections the
+process can afford (:func:`connection_cap`), and retries with backoff
+(:class:`Retries`, honouring ``Retry-After``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import random
+import socket
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ConnectionPool", "ProtocolError", "Response"]
+__all__ = [
+    "TRANSIENT",
+    "ConnectionPool",
+    "ProtocolError",
+    "Proxy",
+    "Response",
+    "Retries",
+    "connection_cap",
+    "proxy_for",
+    "read_retry_after",
+]
 
 #: Exceptions that mean the request may succeed if it is sent again.
 TRANSIENT: tuple[type[BaseException], ...] = (
@@ -39,6 +64,54 @@ class ProtocolError(OSError):
 
 _Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 _STALE = (ConnectionResetError, BrokenPipeError, asyncio.IncompleteReadError)
+
+
+class Proxy:
+    """An ``http://`` proxy: where to connect, and the ``Proxy-Authorization`` to send."""
+
+    __slots__ = ("authorization", "host", "port")
+
+    def __init__(self, url: str) -> None:
+        import urllib.parse
+
+        parts = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
+        if parts.scheme != "http" or not parts.hostname:
+            raise ValueError(
+                f"only http:// proxies are supported, not {url!r} (set by HTTPS_PROXY or "
+                "HTTP_PROXY; NO_PROXY lists the hosts reached directly)"
+            )
+        self.host = parts.hostname
+        self.port = parts.port or 80
+        self.authorization: str | None = None
+        if parts.username is not None:
+            import base64
+
+            user = urllib.parse.unquote(parts.username)
+            password = urllib.parse.unquote(parts.password or "")
+            token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+            self.authorization = f"Basic {token}"
+
+
+def proxy_for(scheme: str, host: str) -> Proxy | None:
+    """The proxy the environment names for ``scheme://host``, or ``None`` to connect directly.
+
+    ``urllib`` is consulted only when some ``*_proxy`` variable is set, so a run
+    without proxies does not pay for importing it.
+    """
+    if not any(name.lower().endswith("_proxy") for name in os.environ):
+        return None
+    import urllib.request
+
+    url = urllib.request.getproxies().get(scheme)
+    if not url or urllib.request.proxy_bypass(host):
+        return None
+    return Proxy(url)
+
+
+def _authority(host: str, port: int, default: int) -> str:
+    """``host[:port]`` as written in a URL (IPv6 addresses in brackets)."""
+    shown = f"[{host}]" if ":" in host else host
+    return shown if port == default else f"{shown}:{port}"
 
 
 class ConnectionPool:
@@ -71,9 +144,17 @@ class ConnectionPool:
     ) -> None:
         self.https = scheme == "https"
         self.host = host
-        self.port = port or (443 if self.https else 80)
+        default = 443 if self.https else 80
+        self.port = port or default
         self.timeout = timeout
-        lines = [f"POST {path} HTTP/1.1", f"Host: {netloc or host}"]
+        self.proxy = proxy_for(scheme, host)
+        authority = netloc or _authority(host, self.port, default)
+        target = path
+        if self.proxy is not None and not self.https:
+            target = f"http://{authority}{path}"  # a proxy is sent the absolute URI
+        lines = [f"POST {target} HTTP/1.1", f"Host: {authority}"]
+        if self.proxy is not None and self.proxy.authorization and not self.https:
+            lines.append(f"Proxy-Authorization: {self.proxy.authorization}")
         lines += [f"{k}: {v}" for k, v in headers.items()]
         self._head = ("\r\n".join(lines) + "\r\nContent-Length: ").encode("latin-1")
         self._idle: list[_Stream] = []
@@ -92,13 +173,50 @@ class ConnectionPool:
 
                 self._ssl = ssl_module.create_default_context()
             ssl = self._ssl
+        proxy = self.proxy
+        if proxy is None:
+            opening = asyncio.open_connection(self.host, self.port, ssl=ssl, limit=_MAX_HEAD)
+        elif ssl is None:
+            opening = asyncio.open_connection(proxy.host, proxy.port, limit=_MAX_HEAD)
+        else:
+            opening = self._open_tunnel(proxy, ssl)
         try:
-            return await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, ssl=ssl, limit=_MAX_HEAD),
-                self.timeout,
-            )
+            return await asyncio.wait_for(opening, self.timeout)
         except asyncio.TimeoutError:
             raise TimeoutError(f"no connection within {self.timeout:g} s") from None
+
+    async def _open_tunnel(self, proxy: Proxy, ssl: Any) -> _Stream:
+        """A TLS connection to the server through the proxy's ``CONNECT`` tunnel."""
+        loop = asyncio.get_running_loop()
+        infos = await loop.getaddrinfo(proxy.host, proxy.port, type=socket.SOCK_STREAM)
+        family, kind, protocol, _, address = infos[0]
+        sock = socket.socket(family, kind, protocol)
+        try:
+            sock.setblocking(False)
+            await loop.sock_connect(sock, address)
+            target = _authority(self.host, self.port, -1)
+            lines = [f"CONNECT {target} HTTP/1.1", f"Host: {target}"]
+            if proxy.authorization:
+                lines.append(f"Proxy-Authorization: {proxy.authorization}")
+            await loop.sock_sendall(sock, ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = await loop.sock_recv(sock, 4096)
+                if not chunk or len(head) > _MAX_HEAD:
+                    raise ProtocolError(f"the proxy {proxy.host}:{proxy.port} closed the tunnel")
+                head += chunk
+            status = _parse_head(head).status
+            if status != 200:
+                raise ProtocolError(
+                    f"the proxy {proxy.host}:{proxy.port} refused the tunnel to {target} "
+                    f"(HTTP {status})"
+                )
+            return await asyncio.open_connection(
+                sock=sock, ssl=ssl, server_hostname=self.host, limit=_MAX_HEAD
+            )
+        except BaseException:
+            sock.close()
+            raise
 
     def _borrow(self) -> _Stream | None:
         idle = self._idle
@@ -266,3 +384,47 @@ async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
             return b"".join(parts)
         parts.append(await reader.readexactly(size))
         await reader.readexactly(2)  # the chunk's CRLF
+
+
+def connection_cap() -> int | None:
+    """How many connections the process can afford: its open-file limit less a margin.
+
+    ``--concurrency 4000`` under the common default ``ulimit -n`` of 1024 would
+    otherwise fail requests with "Too many open files"; at the cap, requests
+    wait for a connection instead. ``None``: no limit is known (or none is set).
+    """
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Unix
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    return max(8, soft - 64)  # files, the event loop's own descriptors, the output...
+
+
+def read_retry_after(response: Response) -> float | None:
+    """The server's ``Retry-After`` in seconds, when it gave a number."""
+    after = response.header("retry-after")
+    try:
+        return float(after) if after else None
+    except ValueError:
+        return None
+
+
+class Retries:
+    """How often a request that may succeed when sent again is retried, and how far apart."""
+
+    __slots__ = ("backoff", "count", "max_backoff")
+
+    def __init__(self, count: int, backoff: float, max_backoff: float) -> None:
+        self.count = count  # retries after the first attempt
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds before the next attempt: the server's word, else exponential with jitter."""
+        if retry_after is not None:
+            return min(retry_after, self.max_backoff)
+        base = min(self.backoff * (2**attempt), self.max_backoff)
+        return base * (0.5 + random.random() / 2)

@@ -1,9 +1,16 @@
-"""Appending JSON lines to a file whole, for records and traces.
+"""Writing output files: whether a path may be written, and JSON lines written whole.
 
-A line is only ever written whole: lines are buffered and handed to the OS in
+Every output of the CLI (records, traces, reports, datasets) first asks
+whether its path may be written (:func:`refuse_existing`, :func:`is_special_file`,
+:func:`same_file`), so a run never destroys a file it was not told to replace,
+and ``/dev/null`` or a named pipe is written as it is.
+
+Records and traces are appended as JSON lines by :class:`LineWriter`. A line
+is only ever written whole: lines are buffered and handed to the OS in
 complete batches, at least once a second, so a crash never leaves half a line;
-continuing a file cuts off the partial last line an earlier crash may have
-left; and an existing file is never overwritten unless asked.
+continuing a file cuts off the torn last line an earlier crash may have left
+(the rule :mod:`.records` reads by); and an existing file is never overwritten
+unless asked. Datasets, written in one piece, are :func:`.datasets.write_rows`.
 """
 
 from __future__ import annotations
@@ -11,15 +18,16 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import DatasetError
-from ._targets import is_special_file, refuse_existing
+from .._files import lock_fd
+from .errors import DatasetError
 
-__all__ = ["LineWriter"]
+__all__ = ["LineWriter", "is_special_file", "is_whole_record", "refuse_existing", "same_file"]
 
 
 class LineWriter:
@@ -140,7 +148,7 @@ class LineWriter:
         self._flush()
 
     def _flush_periodically(self) -> None:
-        from ..watchdog import keep_signals_off_this_thread
+        from .watchdog import keep_signals_off_this_thread
 
         keep_signals_off_this_thread()
         stop = self._stop
@@ -224,25 +232,34 @@ class LineWriter:
         self.close()
 
 
+def is_whole_record(line: bytes) -> bool:
+    """Whether ``line`` (without its newline) parses as one JSON object."""
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+
+
 def _lock_exclusively(fd: int, path: str) -> None:
-    """Lock ``fd`` for this writer, or refuse: another process is writing ``path``."""
-    try:
-        import fcntl
-    except ImportError:  # no flock on this platform: one writer is then up to the user
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    """Lock ``fd`` for this writer, or refuse: another process is writing ``path``.
+
+    Where locks do not exist (no ``fcntl``, a file system without them), one
+    writer per file is up to the user.
+    """
+    if lock_fd(fd) is False:
         raise DatasetError(
             f"{path} is being written by another process (another interactions run?); "
             "wait for it to finish or choose another file"
-        ) from None
-    except OSError:  # a file system without locks: go on unlocked
-        return
+        )
 
 
 def _cut_partial_line(fd: int) -> int:
-    """Truncate ``fd`` after its last newline (a crash mid-write); return the new size."""
+    """Make ``fd`` end with a whole line; return its new size.
+
+    A last line without a newline is a torn write (a crash mid-write) unless
+    it is a whole JSON object: a torn line is cut off, a whole one is ended
+    with its newline. :mod:`.records` reads a file by the same rule.
+    """
     size = os.fstat(fd).st_size
     end = size
     while end > 0:
@@ -253,8 +270,12 @@ def _cut_partial_line(fd: int) -> int:
             end = end - chunk + cut + 1
             break
         end -= chunk
-    if end != size:
-        os.ftruncate(fd, end)
+    if end == size:
+        return end
+    if is_whole_record(os.pread(fd, size - end, end)):
+        os.write(fd, b"\n")  # the file is open for appending
+        return size + 1
+    os.ftruncate(fd, end)
     return end
 
 
@@ -267,3 +288,37 @@ def _finite(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [_finite(v) for v in obj]
     return obj
+
+
+def refuse_existing(
+    path: str | os.PathLike[str], overwrite: bool, flag: str = "--overwrite"
+) -> None:
+    """Raise :class:`DatasetError` when ``path`` exists and ``overwrite`` is false.
+
+    Only regular files (and directories, which can never be written) are refused:
+    a device such as ``/dev/null`` or a named pipe is written to as it is.
+    """
+    if os.path.isdir(path):
+        raise DatasetError(f"{os.fspath(path)} is a directory; give a file name to write")
+    if not overwrite and os.path.lexists(path) and not is_special_file(path):
+        raise DatasetError(
+            f"{os.fspath(path)} already exists; refusing to overwrite it "
+            f"(choose another file, or pass {flag})"
+        )
+
+
+def is_special_file(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` exists and is neither a regular file nor a directory (``/dev/null``)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether ``a`` and ``b`` name the same file (``os.path.samefile`` when both exist)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return os.path.realpath(a) == os.path.realpath(b)

@@ -1,0 +1,137 @@
+"""Writing a file whole and locking a file: the two file-system idioms, once.
+
+Every file the project writes in one piece (a dataset, a report, the index
+cache) must never be seen half-written, even when the process is killed while
+writing; and every file that only one process may write at a time (a records
+file, the cache's build lock) is guarded by an advisory lock. Both idioms have
+sharp edges (temporary files in the same folder so the rename stays atomic,
+``fsync`` before the rename, platforms without ``fcntl``), so they live here
+once and the callers keep only their own error messages.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["lock", "lock_fd", "replacing", "temporary_next_to", "write_atomically"]
+
+
+def temporary_next_to(path: str | os.PathLike[str]) -> str:
+    """Create an empty file beside ``path`` and return its name.
+
+    The name is unpredictable and the file is created exclusively, so nothing
+    planted in advance (a symbolic link) can be written through; it gets the
+    permissions a plain ``open()`` would give. Being in the same folder, it can
+    be renamed onto ``path`` atomically. Raises :class:`OSError` when the
+    folder cannot be written.
+    """
+    folder, base = os.path.split(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=folder)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+    finally:
+        os.close(fd)
+    return tmp
+
+
+@contextmanager
+def replacing(path: str | os.PathLike[str], *, overwrite: bool = True) -> Iterator[str]:
+    """Yield a temporary file name to write; on success move it onto ``path``.
+
+    The finished file is flushed to disk (``fsync``) and then renamed into
+    place, so a reader sees the old file or the whole new one, never a part.
+    With ``overwrite=False`` the move fails with :class:`FileExistsError` when
+    ``path`` exists by then. Whatever happens, the temporary file is gone
+    afterwards.
+    """
+    target = os.fspath(path)
+    tmp = temporary_next_to(target)
+    try:
+        yield tmp
+        _sync(tmp)
+        _publish(tmp, target, overwrite)
+    finally:
+        if os.path.lexists(tmp):
+            os.remove(tmp)
+
+
+def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` whole (see :func:`replacing`); raises :class:`OSError`."""
+    with replacing(path) as tmp, open(tmp, "wb") as handle:
+        handle.write(data)
+
+
+def _sync(path: str) -> None:
+    """Flush ``path``'s data to the disk before it is renamed into place."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError:  # a file system or device that cannot sync: the rename still holds
+        pass
+    finally:
+        os.close(fd)
+
+
+def _publish(tmp: str, path: str, overwrite: bool) -> None:
+    """Move the finished ``tmp`` onto ``path`` atomically, never clobbering unless asked."""
+    if overwrite:
+        os.replace(tmp, path)
+        return
+    try:
+        os.link(tmp, path)  # atomic, and fails if ``path`` appeared meanwhile
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links on this file system
+        if os.path.lexists(path):
+            raise FileExistsError(path) from None
+        os.replace(tmp, path)
+
+
+def lock_fd(fd: int, timeout: float = 0.0) -> bool | None:
+    """Take an exclusive advisory lock (``flock``) on the open file ``fd``.
+
+    Returns ``True`` once the lock is held; ``False`` when another process still
+    holds it after ``timeout`` seconds (``0``: do not wait); ``None`` when this
+    platform or file system has no such locks, in which case the caller goes
+    on unlocked. Closing ``fd`` releases the lock.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            pass
+        except OSError:  # a file system without locks
+            return None
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
+
+
+@contextmanager
+def lock(path: str | os.PathLike[str], timeout: float = 0.0) -> Iterator[bool | None]:
+    """Hold an exclusive lock on the file ``path`` (created if missing) for the block.
+
+    Yields what :func:`lock_fd` returns (``True`` held, ``False`` busy after
+    ``timeout``, ``None`` locks unsupported); the block runs in every case and
+    decides what a busy lock means. Raises :class:`OSError` when the file
+    cannot be opened.
+    """
+    fd = os.open(os.fspath(path), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        yield lock_fd(fd, timeout)
+    finally:
+        os.close(fd)
