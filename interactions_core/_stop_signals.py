@@ -29,6 +29,11 @@ __all__ = ["StopSignals"]
 STOP_SIGNALS = (_signal.SIGINT, _signal.SIGTERM)
 
 
+def _default(sig: int) -> Any:
+    """The handler Python starts with: ``KeyboardInterrupt`` for SIGINT, else ``SIG_DFL``."""
+    return _signal.default_int_handler if sig == _signal.SIGINT else _signal.SIG_DFL
+
+
 def _stop_now(signum: int) -> None:
     """The default for a second signal: leave at once, wherever the program is."""
     from .errors import Interrupted
@@ -90,9 +95,8 @@ class StopSignals:
         """Install the handlers (main thread only); return ``self``."""
         for sig in self.signals:
             try:
-                current = _signal.getsignal(sig)
-                if self.keep_custom and current not in (_signal.default_int_handler, 0):
-                    continue  # 0 is SIG_DFL
+                if self.keep_custom and _signal.getsignal(sig) != _default(sig):
+                    continue
                 self.previous[sig] = _signal.signal(sig, self.handle)
             except (ValueError, OSError):  # not the main thread
                 pass

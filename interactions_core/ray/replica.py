@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InteractionsError
+from ..runtime.options import check_positive_int
 from ._routing import ReplicaState
 from .errors import RayUnavailableError, cause_text
 
@@ -114,8 +115,7 @@ _OWN_OPTIONS = {"CPU": "num_cpus", "GPU": "num_gpus", "memory": "memory"}
 def check_sizes(**sizes: Any) -> None:
     """Each size must be a positive integer (``True`` is not one)."""
     for label, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{label} must be a positive integer, not {value!r}")
+        check_positive_int(label, value)
 
 
 def actor_options(

@@ -18,13 +18,18 @@ import attrs
 
 from .stats import PASS_SCORE
 
-__all__ = ["RunOptions", "positive_int"]
+__all__ = ["RunOptions", "check_positive_int", "positive_int"]
+
+
+def check_positive_int(name: str, value: Any) -> None:
+    """Refuse ``value`` unless it is an ``int`` of at least 1 (``bool`` is refused)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, not {value!r}")
 
 
 def positive_int(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    """An attrs validator: ``value`` is an ``int`` of at least 1 (``bool`` is refused)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{attribute.name} must be a positive integer, not {value!r}")
+    """An attrs validator: :func:`check_positive_int` on the attribute."""
+    check_positive_int(attribute.name, value)
 
 
 def _limit(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:

@@ -138,10 +138,6 @@ class _QuietClose:
 
 
 def _server_class(hub: Hub) -> Any:
-    import contextlib
-    import signal
-    import threading
-
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -178,18 +174,13 @@ def _server_class(hub: Hub) -> Any:
 
             loop.call_soon_threadsafe(lambda: hub.spawn(drain_then_exit()))
 
-        @contextlib.contextmanager
         def capture_signals(self) -> Any:
-            if threading.current_thread() is not threading.main_thread():
-                yield
-                return
-            signals = (signal.SIGINT, signal.SIGTERM)
-            previous = {sig: signal.signal(sig, self.handle_exit) for sig in signals}
-            try:
-                yield
-            finally:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
+            from .._stop_signals import StopSignals
+
+            def on_signal(signum: int) -> None:
+                self.handle_exit(signum, None)
+
+            return StopSignals(on_signal, on_signal)
 
     return Server
 
