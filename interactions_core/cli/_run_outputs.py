@@ -117,7 +117,7 @@ def open_outputs(args: argparse.Namespace, inputs: RunInputs) -> RunOutputs:
 
 def _open_files(args: argparse.Namespace) -> tuple[Any, Any]:
     """Open ``--output`` and ``--trace``; when one fails, the other is not left behind."""
-    from ..runtime.trace import TraceWriter
+    from ..runtime.observers import TraceWriter
     from ..runtime.writers import LineWriter
 
     appending = bool(args.resume)

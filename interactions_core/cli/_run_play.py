@@ -125,7 +125,7 @@ class LocalRun:
 
         if self.outputs.trace is None:
             return contextlib.nullcontext()
-        from ..runtime.trace import tracing
+        from ..runtime.observers import tracing
 
         return tracing(self.inputs.registry, self.outputs.trace)
 
