@@ -82,6 +82,7 @@ class RunSettings:
 
     @property
     def repeat(self) -> int:
+        """Episodes per sample (``options.repeat``): the driver expands them, not the workers."""
         return self.options.repeat
 
     def key(self) -> str:
