@@ -9,7 +9,7 @@ episodes that finished are in the summary and in ``--output``.
 
 :class:`LocalRun` plays in this process: the runner on an event loop, with a
 watchdog that notices plugin calls that block the event loop (and, after a stop
-signal, breaks them), so they are reported at the end. :func:`play_sharded`
+signal, breaks them), so they are reported at the end. :class:`ShardedRun`
 turns the arguments into a sharded run
 (:func:`~interactions_core.ray.shard.run_sharded`): it refuses what cannot run on
 workers (``--trace``, ``--policy human``), chooses the cluster, and removes the
@@ -22,14 +22,14 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Container, Iterable, Mapping
+    from collections.abc import Container, Mapping
     from typing import Any
 
     from ..runtime.options import RunOptions
     from ._run_outputs import RunOutputs
     from ._run_setup import RunInputs
 
-__all__ = ["LocalRun", "Played", "play_sharded", "run_options"]
+__all__ = ["LocalRun", "Played", "ShardedRun", "run_options"]
 
 
 class Played:
@@ -159,40 +159,49 @@ def _stop_at_once(signum: int) -> None:
 # -- the --ray branch ---------------------------------------------------------------
 
 
-def play_sharded(
-    args: Any,
-    source: Iterable[Mapping[str, Any]],
-    default: str | None,
-    policy_options: Mapping[str, Any],
-    output: Any = None,
-    progress: Any = None,
-    skip: Container[tuple[int, int]] | None = None,
-    stopped: list[int] | None = None,
-) -> Played:
-    """The ``--ray`` branch of ``interactions run``: settings from the arguments, then shard.
+class ShardedRun:
+    """Play ``inputs`` into ``outputs`` on Ray workers; ``stopped[0]`` as in :class:`LocalRun`.
 
-    ``output`` is the run's record sink (the same one a local run writes
-    through, which stamps records for ``--resume``); ``skip`` holds the
-    ``(index, repeat)`` keys a resumed run does not play again; ``stopped[0]``
-    receives 128 + the number of a stop signal, as in the local branch. No
-    session is left open (the workers finalize each one before returning its
-    record).
+    The records go through the same record sink a local run writes through
+    (which stamps them for ``--resume``); no session is left open (the workers
+    finalize each one before returning its record).
     """
-    from ..ray.shard import run_sharded
-    from ._run_outputs import RecordHandler
 
-    settings = _settings(args, default, policy_options)
-    on_record = RecordHandler(output, progress)
-    address = _cluster_address(args.ray)
-    try:
-        summary = run_sharded(
-            source, settings, address=address, on_record=on_record, skip=skip, stopped=stopped
-        )
-    except BaseException:
-        if not args.resume:
-            _remove_if_unused(getattr(output, "output", None))
-        raise
-    return Played(summary, 0)
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        inputs: RunInputs,
+        outputs: RunOutputs,
+        stopped: list[int],
+    ) -> None:
+        self.args = args
+        self.inputs = inputs
+        self.outputs = outputs
+        self.stopped = stopped
+
+    def play(self, skip: Container[tuple[int, int]] | None) -> Played:
+        """Shard the run; ``skip``: the episodes ``--resume`` does not replay."""
+        from ..ray.shard import run_sharded
+        from ._run_outputs import RecordHandler
+        from ._run_setup import policy_options
+
+        args = self.args
+        settings = _settings(args, self.inputs.default, policy_options(args))
+        on_record = RecordHandler(self.outputs.sink, self.outputs.progress)
+        try:
+            summary = run_sharded(
+                self.inputs.samples(),
+                settings,
+                address=_cluster_address(args.ray),
+                on_record=on_record,
+                skip=skip,
+                stopped=self.stopped,
+            )
+        except BaseException:
+            if not args.resume:
+                _remove_if_unused(self.outputs.output)
+            raise
+        return Played(summary, 0)
 
 
 def _settings(args: Any, default: str | None, policy_options: Mapping[str, Any]) -> Any:

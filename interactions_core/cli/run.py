@@ -153,22 +153,11 @@ def _play(
     args: argparse.Namespace, inputs: RunInputs, outputs: RunOutputs, stopped: list[int]
 ) -> Played:
     """Every episode not already in a resumed ``--output``: locally, or sharded with ``--ray``."""
-    from ._run_play import LocalRun, play_sharded
-    from ._run_setup import policy_options
+    from ._run_play import LocalRun, ShardedRun
 
     skip = outputs.resume.done if outputs.resume is not None else None
-    if args.ray is None:
-        return LocalRun(args, inputs, outputs, stopped).play(skip)
-    return play_sharded(
-        args,
-        inputs.samples(),
-        inputs.default,
-        policy_options(args),
-        outputs.sink,
-        outputs.progress,
-        skip,
-        stopped,
-    )
+    branch = LocalRun if args.ray is None else ShardedRun
+    return branch(args, inputs, outputs, stopped).play(skip)
 
 
 def list_policies(as_json: bool) -> int:

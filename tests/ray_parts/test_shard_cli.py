@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from interactions_core.cli import _run_play as _shard_cli
-from interactions_core.cli._run_play import play_sharded
+from interactions_core.cli._run_play import Played, ShardedRun
 from interactions_core.errors import ConfigError
 
 
@@ -32,9 +32,21 @@ def _args(**overrides: Any) -> argparse.Namespace:
         "pass_score": 1.0,
         "ray": "",
         "resume": False,
+        "policy_option": [],
+        "model": None,
+        "base_url": None,
     }
     values.update(overrides)
     return argparse.Namespace(**values)
+
+
+def play_sharded(
+    args: argparse.Namespace, samples: list[Any], skip: set[tuple[int, int]] | None = None
+) -> Played:
+    """The --ray branch as ``interactions run`` calls it, without files."""
+    inputs = argparse.Namespace(samples=lambda: samples, default=None)
+    outputs = argparse.Namespace(sink=None, progress=None, output=None)
+    return ShardedRun(args, inputs, outputs, [0]).play(skip)  # type: ignore[arg-type]
 
 
 def test_the_ray_package_never_imports_the_cli() -> None:
@@ -48,7 +60,7 @@ def test_the_ray_package_never_imports_the_cli() -> None:
 
 def test_options_no_worker_can_honour_are_refused_together() -> None:
     with pytest.raises(ConfigError) as info:
-        play_sharded(_args(trace="t.jsonl", policy="human"), [], None, {})
+        play_sharded(_args(trace="t.jsonl", policy="human"), [])
     text = str(info.value)
     assert "--trace is not supported with --ray yet" in text
     assert "--policy human needs this terminal; it cannot run on Ray workers" in text
@@ -57,7 +69,7 @@ def test_options_no_worker_can_honour_are_refused_together() -> None:
 def test_a_run_with_nothing_left_to_play_needs_no_cluster() -> None:
     samples = [{"id": "a"}, {"id": "b"}]
     done = {(0, 0), (0, 1), (1, 0), (1, 1)}
-    played = play_sharded(_args(ray="203.0.113.1:1"), samples, None, {}, skip=done)
+    played = play_sharded(_args(ray="203.0.113.1:1"), samples, done)
     summary = played.summary
     assert played.still_open == 0 and summary.groups.repeat == 2 and summary.records is None
 
