@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from interactions_core import ConfigError, load_config, load_interactions
+from interactions_core.cli.ray import render
 from interactions_core.ray.consistency import ClusterReport, NodeSnapshot, discover_here
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -179,11 +180,10 @@ def test_report_lists_every_kind_of_difference() -> None:
     }
     text = report.format()
     assert "2 nodes differ" in text and "abababab@10.0.0.7" in text and "efefefef@10.0.0.7" in text
-    assert text.splitlines()[1].split() == [
-        "NODE",
-        "INTERACTION",
-        "DIFFERENCE",
-        "DRIVER",
-        "NODE",
-        "VALUE",
-    ]
+    assert "  abababab@10.0.0.7: gsm8k (interactions-gsm8k): status: driver ok, node broken" in text
+    assert text.endswith(ClusterReport.ADVICE)
+    # interactions ray check prints the same rows as a table
+    table = render(report).splitlines()
+    assert table[0] == text.splitlines()[0]
+    assert table[1].split() == ["NODE", "INTERACTION", "DIFFERENCE", "DRIVER", "NODE", "VALUE"]
+    assert len(table) == 2 + len(report.differences) + 1

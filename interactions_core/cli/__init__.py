@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Sequence
 
+    from .._stop_signals import StopSignals
+
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 #: Subcommand modules, in the order ``--help`` lists them.
@@ -71,34 +73,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _dispatch(args.run, args)
 
 
-class _user_interrupts:
+def _user_interrupts() -> StopSignals:
     """Ctrl-C raises :class:`~interactions_core.errors.Interrupted` while a command runs.
 
     So a ``KeyboardInterrupt`` raised by plugin code (at import, in a call) can be
-    told from the user's, and reported as that plugin's fault.
+    told from the user's, and reported as that plugin's fault. A SIGINT handler
+    someone else installed is left alone.
     """
+    from .._stop_signals import STOP_SIGNALS, StopSignals
 
-    def __enter__(self) -> None:
-        # ``_signal`` is the C module behind ``signal``, already loaded by the
-        # interpreter; ``signal`` itself would import ``enum`` (and with it
-        # functools and collections) on the path of every ``interactions list``.
-        import _signal
-
-        self._previous = None
-        try:
-            if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
-                self._previous = _signal.signal(_signal.SIGINT, _raise_interrupted)
-        except (ValueError, OSError):  # not the main thread
-            pass
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._previous is not None:
-            import _signal
-
-            _signal.signal(_signal.SIGINT, self._previous)
+    return StopSignals(_raise_interrupted, signals=STOP_SIGNALS[:1], keep_custom=True)
 
 
-def _raise_interrupted(signum: int, frame: object) -> None:
+def _raise_interrupted(signum: int) -> None:
     from ..errors import Interrupted
 
     raise Interrupted()

@@ -4,23 +4,42 @@ Local and sharded (``--ray``) runs hand each finished episode record to the
 same :class:`RecordHandler`, so their files, reports and progress bars are the
 same. The files are opened together and closed together, and a file this run
 created is removed again when opening the next one fails.
+
+``--resume``: every record a run writes to ``--output`` is stamped with a hash
+of the run's settings and one of its data. ``--resume`` reads the file back,
+refuses records made from other settings or other data, plays only the samples
+without a record (``--retry-errors``: errored ones too) and adds the earlier
+records to the summary (:class:`Resume`), so it covers the whole dataset.
+
+The progress bar (:class:`Progress`) is one line on standard error, shown only
+when standard error is a terminal, the policy does not talk to the user
+(``human`` reads the same terminal) and ``--no-progress`` is not given.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from typing import Any
+    from typing import Any, TextIO
 
-    from ._progress import Progress
-    from ._resume import Resume
     from ._run_setup import RunInputs
 
-__all__ = ["RecordHandler", "RecordSink", "RunOutputs", "open_outputs"]
+__all__ = [
+    "Progress",
+    "RecordHandler",
+    "RecordSink",
+    "Resume",
+    "RunOutputs",
+    "duration",
+    "open_outputs",
+    "progress_bar",
+    "resume_state",
+]
 
 
 class RecordSink:
@@ -83,9 +102,6 @@ class RunOutputs:
 
 def open_outputs(args: argparse.Namespace, inputs: RunInputs) -> RunOutputs:
     """The progress bar, the ``--resume`` state, then the files, in that order."""
-    from ._progress import progress_bar
-    from ._resume import resume_state
-
     progress = progress_bar(args, inputs.reader, inputs.policy)
     resume = resume_state(args)
     output, trace = _open_files(args)
@@ -101,7 +117,7 @@ def open_outputs(args: argparse.Namespace, inputs: RunInputs) -> RunOutputs:
 
 def _open_files(args: argparse.Namespace) -> tuple[Any, Any]:
     """Open ``--output`` and ``--trace``; when one fails, the other is not left behind."""
-    from ..runtime.trace import TraceWriter
+    from ..runtime.observers import TraceWriter
     from ..runtime.writers import LineWriter
 
     appending = bool(args.resume)
@@ -133,3 +149,150 @@ def _discard(opened: list[Any], created: list[str]) -> None:
             os.remove(path)
         except OSError:
             pass
+
+
+# -- --resume -------------------------------------------------------------------
+
+
+class Resume:
+    """The records already in ``--output`` (``--resume``) and this run's fingerprints."""
+
+    def __init__(self, state: Any, stamp: dict[str, Any], retry_errors: bool) -> None:
+        self.state = state
+        self.stamp = stamp
+        self.done = state.done(retry_errors) if state is not None else set()
+        self.resumed = 0
+
+    def complete(self, summary: Any) -> None:
+        """Add the earlier records not played again, so the summary covers the dataset."""
+        if self.state is None:
+            return
+        played = summary.episodes
+        for key, record in self.state.records.items():
+            if key in self.done:
+                summary.add(record)
+        self.resumed = summary.episodes - played
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """``--retry-errors`` implies ``--resume``, which needs ``--output`` and not ``--overwrite``."""
+    from ..errors import ConfigError
+
+    if args.retry_errors:
+        args.resume = True
+    if args.resume:
+        if not args.output:
+            raise ConfigError(["--resume needs --output FILE (the records of the run to continue)"])
+        if args.overwrite:
+            raise ConfigError(
+                ["--resume continues --output and --overwrite replaces it: choose one"]
+            )
+
+
+def _fingerprints(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The hash of the settings that shape an episode, and of the data (``None``: not a file)."""
+    from ..runtime.records import config_hash, data_hash
+    from ._run_setup import policy_options
+
+    options = {
+        "policy": args.policy,
+        "policy_options": policy_options(args),
+        "max_assistant_turns": args.max_assistant_turns,
+        "max_user_turns": args.max_user_turns,
+        "default_interaction": args.default_interaction,
+    }
+    return config_hash(args.config, options), data_hash(args.data)
+
+
+def resume_state(args: argparse.Namespace) -> Resume | None:
+    """Fingerprint this run; with ``--resume``, read what ``--output`` already holds.
+
+    ``None`` when there is no ``--output`` (nothing to stamp, nothing to resume).
+    """
+    from ..errors import ConfigError
+    from ..runtime.records import read_records
+
+    _check_flags(args)
+    if not args.output:
+        return None
+    config, data = _fingerprints(args)
+    stamp = {"config_hash": config, "data_hash": data}
+    if not args.resume:
+        return Resume(None, stamp, False)
+    if data is None:
+        raise ConfigError(
+            [
+                "--resume needs --data to be a regular file (it checks that the records were "
+                "made from the same data), not standard input or a pipe"
+            ]
+        )
+    state = read_records(args.output, config, data)
+    if state.unmarked:
+        sys.stderr.write(
+            f"interactions: warning: {state.unmarked} record(s) in {args.output} carry no "
+            "config or data fingerprint (an older version wrote them); they are trusted "
+            "to belong to this run\n"
+        )
+    return Resume(state, stamp, args.retry_errors)
+
+
+# -- the progress bar ----------------------------------------------------------
+
+
+def duration(seconds: float) -> str:
+    """``42s``, ``3m05s`` or ``2h07m``: an estimate, so no finer than it needs to be."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s // 60 % 60:02d}m"
+
+
+class Progress:
+    """A one-line progress bar on a terminal stream, redrawn at most 10 times a second."""
+
+    def __init__(self, stream: TextIO, total: int | None) -> None:
+        import time
+
+        self.stream = stream
+        self.total = total
+        self.clock = time.monotonic
+        self.started = self.clock()
+        self.next_draw = 0.0
+
+    def update(self, done: int, errors: int, force: bool = False) -> None:
+        now = self.clock()
+        if not force and now < self.next_draw:
+            return
+        self.next_draw = now + 0.1
+        elapsed = max(now - self.started, 1e-9)
+        rate = done / elapsed
+        if self.total:
+            frac = min(done / self.total, 1.0)
+            filled = int(frac * 24)
+            bar = f"[{'#' * filled}{'.' * (24 - filled)}] {done}/{self.total}"
+        else:
+            bar = f"{done} episodes"
+        eta = ""
+        if self.total and done and self.total > done:
+            eta = f"  ETA {duration((self.total - done) / rate)}"
+        self.stream.write(f"\r{bar}  {rate:,.0f}/s  errors {errors}{eta}\x1b[K")
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("\r\x1b[K")
+        self.stream.flush()
+
+
+def progress_bar(args: argparse.Namespace, reader: Any, policy: Any) -> Progress | None:
+    """The bar for this run, or ``None`` when it is not to be shown.
+
+    Its total counts episodes (samples times ``--repeat``); counting the samples
+    reads the data once more, which is why it is done only for a terminal.
+    """
+    if args.no_progress or getattr(policy, "interactive", False) or not sys.stderr.isatty():
+        return None
+    total = reader.count()
+    samples_total = min(total, args.limit) if args.limit else total
+    return Progress(sys.stderr, samples_total * args.repeat)

@@ -7,6 +7,7 @@ from ._command import Arg, Command, flag, wait_seconds
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
 _CHECK = Command(
     "check",
@@ -55,5 +56,14 @@ def run(args: argparse.Namespace) -> int:
 
         print_json(report.as_dict())
     else:
-        print(report.format())
+        print(render(report))
     return 1 if report.differences else 0
+
+
+def render(report: Any) -> str:
+    """A cluster report (``ClusterReport``) as text, its differences as a table."""
+    if report.consistent:
+        return str(report.headline())
+    from ._output import table
+
+    return "\n".join([report.headline(), table(report.COLUMNS, report.rows()), report.ADVICE])

@@ -1,15 +1,24 @@
 """``interactions run``: play episodes of a dataset and print a summary.
 
-This module declares the command and reads as the steps of a run; each step
-lives in its own module: ``_run_setup`` (arguments to samples, interactions
-and policy), ``_run_outputs`` (records, trace, report, progress bar, with
-``_resume`` for ``--resume``), ``_local_run`` (the event loop and the stop
-signals; ``--ray`` shards through ``interactions_core.ray.shard`` instead) and
-``_run_end`` (the summary, the messages and the exit code). See ``docs/run.md``
-for the reference and worked examples.
+This module declares the command and reads as the steps of a run:
+``_run_setup`` (arguments to samples, interactions and policy),
+``_run_outputs`` (records, trace, report, progress bar, ``--resume``),
+``_run_play`` (playing here, with the event loop and the stop signals, or on
+Ray workers with ``--ray``), then the end of the run, here: the summary, what
+the user should know, and the exit code. See ``docs/run.md`` for the
+reference and worked examples.
+
+The end of a run: the summary goes to standard output (text, or one JSON
+object with ``--json``) so it can be piped; everything else goes to standard
+error, in a fixed order: bad rows, samples that ran without their interaction,
+plugin calls that blocked the event loop, then either the stop or the errors.
+The exit code is 0, 1 when any episode errored, or 130 / 143 after Ctrl-C /
+SIGTERM.
 """
 
 from __future__ import annotations
+
+import sys
 
 from ._command import (
     Arg,
@@ -25,9 +34,10 @@ from ._command import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
-    from ._run_end import Played
     from ._run_outputs import RunOutputs
+    from ._run_play import Played
     from ._run_setup import RunInputs
 
 #: The config, the samples and how they are read; the policy.
@@ -133,10 +143,7 @@ COMMAND = Command(
 def run(args: argparse.Namespace) -> int:
     """Check, open the outputs, play (here or on Ray), close, then report; the exit code."""
     if args.list_policies:
-        from ._policies import list_policies
-
         return list_policies(args.json)
-    from ._run_end import finish
     from ._run_outputs import open_outputs
     from ._run_setup import prepare
 
@@ -154,23 +161,138 @@ def _play(
     args: argparse.Namespace, inputs: RunInputs, outputs: RunOutputs, stopped: list[int]
 ) -> Played:
     """Every episode not already in a resumed ``--output``: locally, or sharded with ``--ray``."""
-    from ._local_run import LocalRun
-    from ._run_end import Played
+    from ._run_play import LocalRun, ShardedRun
 
     skip = outputs.resume.done if outputs.resume is not None else None
-    if args.ray is None:
-        return LocalRun(args, inputs, outputs, stopped).play(skip)
-    from ..ray.shard import run_from_cli
-    from ._run_setup import policy_options
+    branch = LocalRun if args.ray is None else ShardedRun
+    return branch(args, inputs, outputs, stopped).play(skip)
 
-    summary, still_open = run_from_cli(
-        args,
-        inputs.samples(),
-        inputs.default,
-        policy_options(args),
-        outputs.sink,
-        outputs.progress,
-        skip,
-        stopped,
+
+def list_policies(as_json: bool) -> int:
+    """Print every policy (name, distribution, kind, target, status); exit code 0."""
+    from ..registry import get_registry
+    from ..runtime.policies import list_policies as policies
+
+    rows = [p.as_dict() for p in policies(get_registry())]
+    if as_json:
+        from ._output import print_json
+
+        print_json(rows)
+        return 0
+    from ._output import table
+
+    headers = ("name", "distribution", "kind", "target", "status")
+    print(table(headers, [[str(r[h] or "") for h in headers] for r in rows]))
+    problems = [r for r in rows if r["error"]]
+    if problems:
+        print()
+        for r in problems:
+            print(f"{r['name']} ({r['distribution']}): {r['status']}: {r['error']}")
+    return 0
+
+
+# -- the end of a run -----------------------------------------------------------
+
+
+def finish(
+    args: argparse.Namespace, inputs: RunInputs, outputs: RunOutputs, played: Played, stopped: int
+) -> int:
+    """Complete and print the summary, write the report, tell stderr; return the exit code.
+
+    ``stopped`` is 128 + the number of the stop signal received, or 0.
+    """
+    summary = played.summary
+    if outputs.resume is not None:
+        _complete_resumed(args, outputs.resume, summary)
+    summary.skipped_rows = inputs.reader.skipped
+    if outputs.report is not None and outputs.report.seen:
+        from ..report import write_report
+
+        write_report([outputs.report], args.report)
+    _print_summary(args, summary, played.watchdog)
+    _tell_bad_rows(inputs.reader)
+    if inputs.unrouted:
+        sys.stderr.write(
+            f"note: no CONFIG was given, so {inputs.unrouted} sample(s) with interaction_kwargs "
+            "ran as single-turn episodes without their interaction\n"
+        )
+    if played.watchdog is not None:
+        _tell_blocking(played.watchdog)
+    if summary.interrupted or stopped:
+        return _tell_stop(args, summary, played.still_open, stopped)
+    if summary.errors:
+        _tell_errors(args, summary)
+        return 1
+    return 0
+
+
+def _complete_resumed(args: argparse.Namespace, resume: Any, summary: Any) -> None:
+    """A resumed run's summary covers the earlier records too; say how many there were."""
+    resume.complete(summary)
+    if resume.state is not None:
+        sys.stderr.write(
+            f"interactions: resumed {args.output}: {resume.resumed} episode(s) from earlier "
+            f"runs, {summary.episodes - resume.resumed} played now\n"
+        )
+
+
+def _print_summary(args: argparse.Namespace, summary: Any, watchdog: Any) -> None:
+    if not args.json:
+        print(summary.format())
+        return
+    from ._output import print_json
+
+    document = summary.as_dict()
+    if watchdog is not None and watchdog.blocks:  # plugin methods that blocked the event loop
+        document["blocking"] = {
+            name: {"times": times, "longest_s": round(longest, 3)}
+            for name, (times, longest) in sorted(watchdog.blocks.items())
+        }
+    print_json(document)
+
+
+def _tell_bad_rows(reader: Any) -> None:
+    """The first ten rows of the data that were skipped, and how many more."""
+    if not reader.bad_rows:
+        return
+    err = sys.stderr
+    err.write(f"skipped {reader.skipped} bad row{'s' if reader.skipped != 1 else ''}:\n")
+    for bad in reader.bad_rows[:10]:
+        err.write(f"  {bad}\n")
+    if reader.skipped > 10:
+        err.write(f"  ... and {reader.skipped - 10} more\n")
+
+
+def _tell_blocking(watchdog: Any) -> None:
+    for line in watchdog.report():
+        sys.stderr.write(f"interactions: warning: {line}\n")
+    if watchdog.blocks:
+        from ..runtime.watchdog import BLOCKING_ADVICE
+
+        sys.stderr.write(f"  ({BLOCKING_ADVICE})\n")
+
+
+def _tell_stop(args: argparse.Namespace, summary: Any, still_open: int, stopped: int) -> int:
+    """How far an interrupted run got, and how to continue it; the exit code."""
+    where = f"; records are in {args.output}" if args.output else ""
+    how = "terminated" if stopped == 143 else "interrupted"
+    sys.stderr.write(
+        f"interactions: {how} after {summary.episodes} episode(s); open sessions "
+        f"finalized ({still_open} left open){where}\n"
     )
-    return Played(summary, still_open)
+    if args.output:
+        sys.stderr.write("  (continue with the same command and --resume)\n")
+    return stopped or 130
+
+
+def _tell_errors(args: argparse.Namespace, summary: Any) -> None:
+    """How many episodes errored, and the examples the summary keeps."""
+    sys.stderr.write(
+        f"interactions: {summary.errors} of {summary.episodes} episode(s) errored"
+        + (f" (records with 'errors' in {args.output})" if args.output else "")
+        + ":\n"
+    )
+    for example in summary.error_examples:
+        sys.stderr.write(
+            f"  sample {example['sample_id']!r}: {example['where']}: {example['message']}\n"
+        )

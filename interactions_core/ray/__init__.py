@@ -14,12 +14,12 @@ package does not import Ray; each function imports it when called, so
   (``interactions run --ray``).
 
 Where things live: ``pool`` (the pool object) over ``_routing`` (sticky
-sessions, load), ``_health`` (dead and restarted replicas), ``_batching`` and
-``_actors`` (starting replicas); ``replica`` is the actor; ``from_config``
-builds pools from a config. ``shard`` (sharded runs) over ``_shard_plan``
-(chunks), ``_shard_driver`` (the driver loop), ``_shard_worker`` (a worker's
-side), ``_stop_signals`` and ``_shard_cli`` (the ``--ray`` branch of ``run``).
-``consistency`` is the cluster plugin check.
+sessions, load, dead and restarted replicas, batched calls) and ``replica``
+(the actor, and starting replicas); ``from_config`` builds pools from a
+config. ``shard`` is a sharded run: the local runner playing chunks on
+workers (the ``--ray`` branch of ``interactions run`` is in the CLI).
+``consistency`` is the cluster plugin check; ``errors`` holds the errors,
+connecting to a cluster, and the quotes of Ray's error texts.
 
 See ``docs/ray.md``.
 """

@@ -8,19 +8,41 @@ replica with the fewest open sessions plus calls in flight (ties: round robin).
 When a replica's process is gone, its sessions move to the *lost* table: every
 later call of one of them raises :class:`ReplicaLostError`, and finalizing it
 is quiet.
+
+Also here, the two helpers that keep that bookkeeping true:
+
+- :class:`ReplicaHealth` notices a dead or restarted replica and probes it back
+  into service. A pool learns that a replica is gone in two ways: a call to it
+  fails with Ray's actor error (:meth:`ReplicaHealth.mark_dead`), or an answer
+  comes from a new incarnation, i.e. Ray restarted the process
+  (:meth:`ReplicaHealth.seen`). Either way the sessions of the old process are
+  lost. A dead replica is pinged at most every ``probe_interval`` seconds; when
+  it answers it takes new sessions again, and if the *same* process answered (it
+  was only unreachable), the sessions the pool gave up on are finalized there so
+  they do not leak.
+- :class:`CallBatcher`: one replica's calls made in the same event-loop
+  iteration travel in one Ray call. Each Ray call costs a round trip whatever it
+  carries; when many episodes run concurrently, most of a pool's time would go
+  to those round trips. A pool built with ``batch=True`` gives every replica a
+  batcher, which collects the calls issued before the loop next runs (at most
+  ``max_batch``) and sends them through
+  :meth:`~interactions_core.ray.replica.Replica.call_batch`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from typing import Any
 
 from ..errors import SessionError
-from ._batching import CallBatcher
 from .errors import ReplicaLostError
 
-__all__ = ["ReplicaState", "Router"]
+__all__ = ["Call", "CallBatcher", "ReplicaHealth", "ReplicaState", "Router"]
+
+#: ``(method, args, kwargs)`` of one lifecycle call.
+Call = tuple[str, tuple[Any, ...], dict[str, Any]]
 
 #: What a copy of the pool in another process needs of one replica.
 PortableReplica = tuple[Any, str, dict[str, Any], bool, str]
@@ -202,3 +224,108 @@ class Router:
             }
             for s in self.replicas
         ]
+
+
+class ReplicaHealth:
+    """Tracks which replicas are alive and brings dead ones back once they answer."""
+
+    def __init__(self, router: Router, probe_interval: float) -> None:
+        self.router = router
+        self.probe_interval = probe_interval
+
+    def mark_dead(self, state: ReplicaState, reason: str) -> None:
+        """A call to ``state`` failed: it takes no sessions, and its sessions are lost."""
+        if state.alive:
+            state.alive = False
+            state.lost_reason = f"died ({reason})"
+            state.next_probe = time.monotonic() + self.probe_interval
+        self.router.forget_lost_sessions(state, None)
+
+    def seen(self, state: ReplicaState, incarnation: str) -> None:
+        """An answer came from ``incarnation``: a new one means the replica restarted."""
+        if incarnation != state.incarnation:
+            state.incarnation = incarnation
+            state.alive = True
+            self.router.forget_lost_sessions(state, "restarted")
+
+    def probe_dead(self) -> None:
+        """Start a probe of each dead replica whose next probe is due (needs a running loop)."""
+        now = time.monotonic()
+        for state in self.router.replicas:
+            if state.alive or state.probing or now < state.next_probe:
+                continue
+            state.probing = True
+            asyncio.get_running_loop().create_task(self._probe(state))
+
+    async def _probe(self, state: ReplicaState) -> None:
+        try:
+            incarnation, info = await asyncio.wait_for(
+                state.handle.ping.remote(), timeout=max(self.probe_interval, 1.0) * 5
+            )
+        except Exception:
+            state.next_probe = time.monotonic() + self.probe_interval
+        else:
+            state.info = info
+            await self._release_orphans(state, incarnation)
+            if incarnation != state.incarnation:
+                self.seen(state, incarnation)
+            state.alive = True
+            state.lost_reason = ""
+        finally:
+            state.probing = False
+
+    @staticmethod
+    async def _release_orphans(state: ReplicaState, incarnation: str) -> None:
+        """The same process came back (it was unreachable, not dead): release the
+        sessions the pool gave up on, so its interaction does not keep them."""
+        orphans, state.orphans = state.orphans, []
+        for sid, old in orphans:
+            if old == incarnation:
+                try:
+                    await state.handle.call.remote("finalize_interaction", (sid,), {})
+                except Exception:
+                    pass
+
+
+class CallBatcher:
+    """Collects one replica's calls made in the same loop iteration into one Ray call."""
+
+    def __init__(self, handle: Any, max_batch: int, loop: asyncio.AbstractEventLoop) -> None:
+        self.handle = handle
+        self.max_batch = max_batch
+        self.loop = loop
+        self.pending: list[tuple[Call, asyncio.Future[Any]]] = []
+        self.scheduled = False
+
+    def submit(self, call: Call) -> asyncio.Future[Any]:
+        """Queue ``call``; its answer arrives on the returned future."""
+        future = self.loop.create_future()
+        self.pending.append((call, future))
+        if len(self.pending) >= self.max_batch:
+            self.flush()
+        elif not self.scheduled:
+            self.scheduled = True
+            self.loop.call_soon(self.flush)
+        return future
+
+    def flush(self) -> None:
+        """Send everything queued, ``max_batch`` calls per Ray call."""
+        self.scheduled = False
+        while self.pending:
+            batch = self.pending[: self.max_batch]
+            del self.pending[: self.max_batch]
+            ref = self.handle.call_batch.remote([c for c, _ in batch])
+            self.loop.create_task(self._deliver(ref, [f for _, f in batch]))
+
+    @staticmethod
+    async def _deliver(ref: Any, futures: list[asyncio.Future[Any]]) -> None:
+        try:
+            answers = await ref
+        except BaseException as exc:
+            for f in futures:
+                if not f.done():
+                    f.set_exception(exc)
+            return
+        for f, answer in zip(futures, answers, strict=True):
+            if not f.done():
+                f.set_result(answer)

@@ -167,10 +167,16 @@ class ClusterReport:
             "differences": [d.as_dict() for d in self.differences],
         }
 
-    def format(self) -> str:
-        """A readable summary and, when the cluster disagrees, a table of the differences."""
-        from ..cli._output import table
+    #: The columns of :meth:`rows`: a table of the differences (``interactions ray check``).
+    COLUMNS = ("node", "interaction", "difference", "driver", "node value")
+    #: What to do about differences.
+    ADVICE = (
+        "Install the same plugins on every node (or ship them with a runtime_env: "
+        "see docs/ray.md), then check again."
+    )
 
+    def headline(self) -> str:
+        """How many nodes were checked against what, and whether they agree."""
         count = len(self.driver.get("entries", {}))
         nodes = len(self.nodes)
         head = (
@@ -181,14 +187,21 @@ class ClusterReport:
         if self.consistent:
             return f"{head}: consistent"
         odd = len({d.node for d in self.differences})
-        headers = ("node", "interaction", "difference", "driver", "node value")
-        rows = [[d.node, d.name, d.field, d.driver, d.value] for d in self.differences]
-        return (
-            f"{head}: {odd} node{'s' if odd != 1 else ''} differ\n"
-            + table(headers, rows)
-            + "\nInstall the same plugins on every node (or ship them with a runtime_env: "
-            "see docs/ray.md), then check again."
-        )
+        return f"{head}: {odd} node{'s' if odd != 1 else ''} differ"
+
+    def rows(self) -> list[list[str]]:
+        """The differences as rows of :attr:`COLUMNS`, for a table."""
+        return [[d.node, d.name, d.field, d.driver, d.value] for d in self.differences]
+
+    def format(self) -> str:
+        """The headline and, when the cluster disagrees, one line per difference and the advice."""
+        if self.consistent:
+            return self.headline()
+        lines = [
+            f"  {node}: {name}: {field}: driver {driver}, node {value}"
+            for node, name, field, driver, value in self.rows()
+        ]
+        return "\n".join([self.headline(), *lines, self.ADVICE])
 
 
 def check_cluster_plugins(
@@ -205,7 +218,7 @@ def check_cluster_plugins(
     node that does not answer within ``timeout`` seconds, or cannot run the check
     (interactions-core missing there), is a difference too.
     """
-    from ._connect import connect
+    from .errors import connect
 
     ray = connect(address)
     driver = discover_here()
@@ -274,7 +287,7 @@ def ensure_cluster_consistent(
     """
     import json
 
-    from ._connect import connect
+    from .errors import connect
 
     ray = connect(address)
     nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))

@@ -47,7 +47,7 @@ def remote_interactions_from_config(
     start, the pools already started are shut down.
     """
     from ..loader import load_config
-    from ._connect import connect
+    from .errors import connect
 
     loaded = load_config(source, registry=registry)
     connect(address)
@@ -81,7 +81,7 @@ def pool_for_entry(
     ``resources``, ``batch``, ...). The entry's ``replicas:`` wins over ``replicas``.
     """
     from ..loader import load_config
-    from ._connect import connect
+    from .errors import connect
 
     registry = options.pop("registry", None)
     address = options.pop("address", None)
@@ -155,7 +155,7 @@ def shared_pool_for_entry(
     """
     import hashlib
 
-    from ._connect import connect
+    from .errors import connect
 
     ray = connect(None)
     path = os.path.abspath(os.fspath(source))

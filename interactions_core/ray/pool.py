@@ -15,11 +15,11 @@ unchanged, while the work happens in ``replicas`` actors (:mod:`.replica`):
   sessions go to the survivors. Ray restarts the actor (``max_restarts``); the
   pool probes a dead replica at most every ``probe_interval`` seconds and,
   once it answers with a new incarnation, gives it new sessions again. See
-  :mod:`._health`.
+  :mod:`._routing`.
 - **Batching** (``batch=True``): calls for one replica issued in the same event
   loop iteration travel in one Ray call (at most ``max_batch``), which
   amortises Ray's per-call cost when many episodes run concurrently. See
-  :mod:`._batching`.
+  :mod:`._routing`.
 - **Back-pressure.** At most ``max_in_flight`` calls per replica are in flight;
   further callers wait, so nothing queues without bound.
 
@@ -34,12 +34,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InteractionsError
-from ._actors import actor_options, check_sizes, start_replicas, wait_ready
-from ._batching import CallBatcher
-from ._health import ReplicaHealth
-from ._messages import cause_text
-from ._routing import ReplicaState, Router
-from .errors import ReplicaLostError
+from ._routing import CallBatcher, ReplicaHealth, ReplicaState, Router
+from .errors import ReplicaLostError, cause_text
+from .replica import actor_options, check_sizes, start_replicas, wait_ready
 
 __all__ = ["InteractionPool"]
 
@@ -69,7 +66,7 @@ class InteractionPool:
         runtime_env: Mapping[str, Any] | None = None,
         ready_timeout: float = 120.0,
     ) -> None:
-        from ._connect import connect, import_ray
+        from .errors import connect, import_ray
 
         check_sizes(replicas=replicas, max_batch=max_batch, max_in_flight=max_in_flight)
         ray = import_ray()
@@ -260,7 +257,7 @@ class InteractionPool:
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        from ._connect import import_ray
+        from .errors import import_ray
 
         self._configure(
             import_ray(),

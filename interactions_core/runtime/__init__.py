@@ -6,9 +6,9 @@ One concept per module:
 * :mod:`.episode` — :class:`EpisodeLoop` (verl's multi-turn semantics) and
   :class:`EpisodeRecord`;
 * :mod:`.runner` — :class:`Runner` / :func:`run_episodes`: concurrency,
-  cancellation, :class:`RunSummary`;
+  cancellation, :class:`RunSummary`, with the run's options in :mod:`.options`;
 * :mod:`.datasets` — reading samples (JSONL, parquet), bad rows, whole-line writers;
-* :mod:`.trace` — the JSONL trace writer, an observer-hook plugin;
+* :mod:`.observers` — observer hooks, and the JSONL trace writer, the built-in one;
 * :mod:`.policies` — the model side: ``replay``, ``openai``, ``human``, plugins;
 * :mod:`.builders` — dataset builders contributed by plugins.
 

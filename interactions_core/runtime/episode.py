@@ -43,6 +43,7 @@ from typing import Any
 
 from .errors import PolicyError, SampleError
 from .observers import Observers
+from .options import RunOptions
 from .record import EpisodeRecord
 from .samples import choose, interaction_kwargs_of, prompt_of, sample_id_of
 from .session import Session, SessionTracker, call_error, stops_the_run
@@ -74,14 +75,6 @@ def _takes_repeat(start: Callable[..., Any]) -> bool:
     return "repeat" in parameters or any(p.kind == p.VAR_KEYWORD for p in parameters.values())
 
 
-def _positive(name: str, value: int | None) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer or None, not {value!r}")
-    return value
-
-
 class EpisodeLoop:
     """Plays episodes; one loop serves a whole run (it holds no per-episode state).
 
@@ -89,6 +82,8 @@ class EpisodeLoop:
     every episode is single-turn whatever its ``interaction_kwargs``).
     ``default`` names the interaction of samples whose kwargs have no ``name``.
     ``timeout`` bounds every interaction call, in seconds (``None``: no bound).
+    ``options`` (a :class:`~.options.RunOptions`) gives all three and the turn
+    limits at once, in place of the keyword arguments.
     """
 
     def __init__(
@@ -102,20 +97,27 @@ class EpisodeLoop:
         timeout: float | None = None,
         observers: Observers | None = None,
         tracker: SessionTracker | None = None,
+        options: RunOptions | None = None,
     ) -> None:
+        if options is None:
+            options = RunOptions(
+                default=default,
+                max_assistant_turns=max_assistant_turns,
+                max_user_turns=max_user_turns,
+                timeout=timeout,
+            )
+        default = options.default
         if interactions is not None and default is not None and default not in interactions:
             raise ValueError(
                 f"default interaction {default!r} is not one of the configured ones "
                 f"({', '.join(interactions) or 'none'})"
             )
-        if timeout is not None and (isinstance(timeout, bool) or timeout <= 0):
-            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         self.policy = policy
         self.interactions = interactions
         self.default = default
-        self.max_assistant_turns = _positive("max_assistant_turns", max_assistant_turns)
-        self.max_user_turns = _positive("max_user_turns", max_user_turns)
-        self.timeout = timeout
+        self.max_assistant_turns = options.max_assistant_turns
+        self.max_user_turns = options.max_user_turns
+        self.timeout = options.timeout
         self.observers = observers if observers else None
         self.tracker = tracker if tracker is not None else SessionTracker()
         self._reply = policy.reply

@@ -1,13 +1,40 @@
-"""Observer hooks: hook plugins watching sessions start, turns and sessions end."""
+"""Observer hooks: hook plugins watching sessions start, turns and sessions end.
+
+:class:`Observers` holds a run's hook callers, looked up once; an observer's bug
+is recorded in its episode, never fatal (:func:`observe`).
+
+The built-in observer is the JSONL trace (``--trace FILE``): one line per
+session start, turn and session end. :class:`TraceWriter` is an ordinary hook
+plugin: it implements the observer hooks and is registered with the registry's
+plugin host for the duration of a run (:func:`tracing`), so it sees exactly
+what any third-party observer sees. It is a :class:`~.writers.LineWriter`
+(whole lines, opened like ``--output``), and its hooks take their arguments
+from :class:`~interactions_core.hookspecs.PluginSpec` rather than repeating the
+signatures. Lines::
+
+    {"event": "session_start", "time": ..., "interaction": "gsm8k", "instance_id": "...",
+     "kwargs": {...}}
+    {"event": "turn", "time": ..., "interaction": ..., "instance_id": ..., "turn": 1,
+     "assistant": "...", "should_terminate": false, "content": "...", "score": 0.0, "extra": {}}
+    {"event": "session_end", "time": ..., "interaction": ..., "instance_id": ..., "index": 0,
+     "end_reason": "terminated", "turns": 2, "final_score": 1.0, "error": null}
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+import inspect
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from ..hookspecs import PluginSpec, hookimpl
 from .session import stops_the_run
+from .writers import LineWriter
 
-__all__ = ["Observers", "observe"]
+__all__ = ["Observers", "TraceWriter", "observe", "tracing"]
 
 
 class Observers:
@@ -60,3 +87,98 @@ def observe(_record: Any, _hook: str, _caller: Callable[..., Any], /, **kw: Any)
         if stops_the_run(exc):
             raise
         _record.add_error(f"observer {_hook}", exc)
+
+
+# -- the trace: the built-in observer --------------------------------------------
+
+
+def _observer(hook: str, fields: Callable[..., dict[str, Any]]) -> Callable[..., None]:
+    """The implementation of observer ``hook``: one line, ``fields(...)`` after the common keys.
+
+    It takes the hook's arguments exactly as :class:`~interactions_core.hookspecs.PluginSpec`
+    declares them (pluggy reads the names from the wrapped specification), so
+    they are written down once. ``interaction_name`` and ``instance_id`` go in
+    every line; ``fields`` receives the other arguments by name.
+    """
+    spec = getattr(PluginSpec, hook)
+    names = tuple(inspect.signature(spec).parameters)[1:]  # after self
+    event = hook.removeprefix("on_")
+
+    @functools.wraps(spec, updated=())  # sets __wrapped__: the names pluggy passes
+    def observe(self: LineWriter, *args: Any, **kwargs: Any) -> None:
+        given = dict(zip(names, args, strict=False), **kwargs)  # or by name
+        line = {
+            "event": event,
+            "time": time.time(),
+            "interaction": given.pop("interaction_name"),
+            "instance_id": given.pop("instance_id"),
+        }
+        line.update(fields(**given))
+        self.write(line)
+
+    observe.__qualname__ = f"TraceWriter.{hook}"
+    return hookimpl(observe)
+
+
+def _session_start(kwargs: Any) -> dict[str, Any]:
+    return {"kwargs": kwargs}
+
+
+def _turn(turn: int, messages: list[dict[str, Any]], result: Any) -> dict[str, Any]:
+    assistant = None
+    for message in reversed(messages):
+        if message.get("role") == "assistant":
+            assistant = message.get("content")
+            break
+    return {
+        "turn": turn,
+        "assistant": assistant,
+        "should_terminate": result.should_terminate,
+        "content": result.content,
+        "score": result.score,
+        "extra": dict(result.extra) if result.extra else {},
+    }
+
+
+def _session_end(record: Any, error: BaseException | None) -> dict[str, Any]:
+    return {
+        "index": record.index,
+        "end_reason": record.end_reason,
+        "turns": record.turns,
+        "final_score": record.final_score,
+        "error": None if error is None else f"{error.__class__.__name__}: {error}",
+    }
+
+
+class TraceWriter(LineWriter):
+    """A :class:`~.writers.LineWriter` of observer events: the trace (see the module docstring).
+
+    Opened like any line writer (``overwrite``, ``append``, ``autoflush``).
+    """
+
+    on_session_start = _observer("on_session_start", _session_start)
+    on_turn = _observer("on_turn", _turn)
+    on_session_end = _observer("on_session_end", _session_end)
+
+
+@contextmanager
+def tracing(
+    registry: Any, path: str | os.PathLike[str] | TraceWriter, *, overwrite: bool = False
+) -> Iterator[TraceWriter]:
+    """Register a :class:`TraceWriter` with ``registry``'s hook plugins for a block.
+
+    Create the :class:`~interactions_core.runtime.runner.Runner` inside the
+    block (observers are looked up when it is created). The writer (made for
+    ``path``, or the one given) is unregistered and its file flushed and closed
+    on the way out.
+    """
+    writer = path if isinstance(path, TraceWriter) else TraceWriter(path, overwrite=overwrite)
+    host = registry.plugin_host
+    host.register_object(writer, name=f"interactions-core:trace:{id(writer)}")
+    try:
+        yield writer
+    finally:
+        try:
+            host.manager.unregister(writer)
+        finally:
+            writer.close()

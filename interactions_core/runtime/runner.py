@@ -1,74 +1,88 @@
 """Running many episodes: concurrency, cancellation and the run's summary.
 
 :class:`Runner` plays the samples of an iterable with at most ``concurrency``
-worker tasks, so memory holds at most that many live episodes (a worker is
-added only while every worker's episode is waiting): the samples are pulled one
-at a time, each finished record goes to ``on_record``
-(e.g. a line of the output file) and is dropped unless ``keep_records`` is set,
-and :class:`RunSummary` only keeps counters (under ``repeat > 1``, also each
-prompt's final scores, for pass@k; with a policy that reports usage, one
-latency per request, for the percentiles).
+worker tasks (:class:`Workers`), so memory holds at most that many live
+episodes: the samples are pulled one at a time, each finished record goes to
+``on_record`` (e.g. a line of the output file) and is dropped unless
+``keep_records`` is set, and :class:`RunSummary` only keeps counters (under
+``repeat > 1``, also each prompt's final scores, for pass@k; with a policy that
+reports usage, one latency per request, for the percentiles). The options of a
+run are one :class:`~.options.RunOptions`.
+
+A sharded run (``interactions_core.ray``) is this same runner on each worker:
+:meth:`Runner.play` plays a chunk of numbered episodes, and the driver counts
+the records it gets back with :func:`new_summary` and :func:`recorder`, exactly
+as :meth:`Runner.run` counts its own.
 
 :meth:`Runner.cancel` (the CLI binds it to Ctrl-C) stops taking new samples and
 cancels the running episodes; each one finalizes its session on the way out,
 and :meth:`Runner.run` returns the summary marked ``interrupted``.
+
+Why the worker tasks are few: a run of 100,000 samples at ``concurrency=2000``
+must not create 100,000 tasks, nor 2,000 of them when its episodes never wait
+(a replayed conversation against an interaction that computes): a task per
+episode would cost more than the episode. So :class:`Workers` starts with one
+worker and keeps one *spare* scheduled: the spare only runs when every running
+episode is waiting, and then it takes a sample and schedules as many new spares
+as there are workers already (up to ``concurrency``). The pool thus doubles
+while episodes wait and reaches ``concurrency`` after a handful of event-loop
+rounds, and stays at two tasks when they never wait. A failure of the sample
+iterator or of ``on_record`` is *fatal*: it stops the run (the running episodes
+are cancelled and finalize their sessions) and is re-raised.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Container, Iterable, Iterator, Mapping
 from typing import Any
 
 from .episode import EpisodeLoop
 from .observers import Observers
+from .options import RunOptions
 from .record import EpisodeRecord
 from .session import SessionTracker
-from .stats import PASS_SCORE, PromptGroups
+from .stats import PromptGroups
 from .summary import RunSummary
-from .workers import Workers
 
-__all__ = ["RunSummary", "Runner", "run_episodes"]
+__all__ = ["Item", "RunSummary", "Runner", "Workers", "new_summary", "recorder", "run_episodes"]
+
+#: One episode to play: ``(index, repeat, sample)``.
+Item = tuple[int, int, Mapping[str, Any]]
 
 
 class Runner:
     """Plays samples concurrently through one :class:`EpisodeLoop`.
 
-    ``concurrency`` is the number of episodes in flight (capped by the policy's
-    ``max_concurrency``). ``repeat`` plays every sample that many times, as
-    independent episodes numbered by the record's ``repeat`` (0-based), one
-    sample's repeats one after the other; ``pass_score`` is the final score at
-    which an episode counts as passed for pass@k. Observer hooks come from
-    ``registry``'s hook plugins (looked up once; ``observe=False`` skips them)
-    unless ``observers`` is given.
-    Other keyword arguments go to :class:`EpisodeLoop`.
+    ``options`` is the run's :class:`~.options.RunOptions`; its fields may also
+    be given as keyword arguments (``concurrency=8``), which override it.
+    ``concurrency`` is capped by the policy's ``max_concurrency``. ``repeat``
+    plays every sample that many times, as independent episodes numbered by the
+    record's ``repeat`` (0-based), one sample's repeats one after the other;
+    ``pass_score`` is the final score at which an episode counts as passed for
+    pass@k. Observer hooks come from ``registry``'s hook plugins (looked up
+    once; ``observe=False`` skips them) unless ``observers`` is given.
     """
 
     def __init__(
         self,
         policy: Any,
         interactions: Mapping[str, Any] | None = None,
+        options: RunOptions | None = None,
         *,
-        concurrency: int = 16,
-        repeat: int = 1,
-        pass_score: float = PASS_SCORE,
-        default: str | None = None,
-        max_assistant_turns: int | None = None,
-        max_user_turns: int | None = None,
-        timeout: float | None = None,
         registry: Any = None,
         observe: bool = True,
         observers: Observers | None = None,
+        **settings: Any,
     ) -> None:
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ValueError(f"concurrency must be a positive integer, not {concurrency!r}")
-        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
-            raise ValueError(f"repeat must be a positive integer, not {repeat!r}")
-        self.repeat = repeat
-        self.pass_score = pass_score
+        options = options or RunOptions()
+        if settings:
+            options = options.replace(**settings)
+        self.options = options
         cap = getattr(policy, "max_concurrency", None)
-        self.concurrency = min(concurrency, cap) if cap else concurrency
+        self.concurrency = min(options.concurrency, cap) if cap else options.concurrency
         if observers is None and observe:
             if registry is None:
                 from ..registry import get_registry
@@ -77,19 +91,22 @@ class Runner:
             observers = Observers.from_registry(registry)
         self.tracker = SessionTracker()
         self.loop = EpisodeLoop(
-            policy,
-            interactions,
-            default=default,
-            max_assistant_turns=max_assistant_turns,
-            max_user_turns=max_user_turns,
-            timeout=timeout,
-            observers=observers,
-            tracker=self.tracker,
+            policy, interactions, options=options, observers=observers, tracker=self.tracker
         )
         self._workers: Workers | None = None
         self._stopping = False
         self.summary: RunSummary | None = None
         self.loop.stopping = self._is_stopping
+
+    @property
+    def repeat(self) -> int:
+        """Episodes per sample (``options.repeat``)."""
+        return self.options.repeat
+
+    @property
+    def pass_score(self) -> float:
+        """The final score at which an episode passes (``options.pass_score``)."""
+        return self.options.pass_score
 
     def _is_stopping(self) -> bool:
         return self._stopping
@@ -132,24 +149,35 @@ class Runner:
         ``on_record`` or by the samples iterable (a bad row in strict mode) stops
         the run: running episodes are finalized, then the exception propagates.
         """
-        summary = RunSummary()
-        summary.groups = PromptGroups(self.repeat, self.pass_score)
-        self.summary = summary  # readable while the run goes on (e.g. after a hard stop)
-        records: list[EpisodeRecord] | None = [] if keep_records else None
-        summary.records = records
+        episodes = _numbered(samples, self.options.repeat)
+        return await self.play(episodes, on_record=on_record, keep_records=keep_records, skip=skip)
+
+    async def play(
+        self,
+        episodes: Iterable[Item],
+        *,
+        on_record: Callable[[EpisodeRecord], Any] | None = None,
+        keep_records: bool = False,
+        skip: Container[tuple[int, int]] | None = None,
+    ) -> RunSummary:
+        """Play numbered ``(index, repeat, sample)`` episodes; see :meth:`run`.
+
+        The episodes are played as given (no repeats are added): a worker of a
+        sharded run plays its chunk this way.
+        """
+        summary = self.summary = new_summary(self.options, keep_records)
         self._stopping = False
-        workers = Workers(
+        workers = self._workers = Workers(
             self.loop.run,
-            _recorder(summary, records, on_record),
+            recorder(summary, on_record),
             concurrency=self.concurrency,
             stopping=self._is_stopping,
             stop=self.cancel,
             skip=skip,
         )
-        self._workers = workers
         started = time.perf_counter()
         try:
-            await workers.run(_numbered(samples, self.repeat))
+            await workers.run(iter(episodes))
         finally:
             summary.elapsed_s = time.perf_counter() - started
             summary.requests_in_flight_max = getattr(self.loop.policy, "max_in_flight", None)
@@ -158,13 +186,24 @@ class Runner:
         return summary
 
 
-def _recorder(
-    summary: RunSummary,
-    records: list[EpisodeRecord] | None,
-    on_record: Callable[[EpisodeRecord], Any] | None,
+def new_summary(options: RunOptions, keep_records: bool = False) -> RunSummary:
+    """An empty summary counting pass@k as ``options`` say (keeping records if asked).
+
+    It is set as the runner's :attr:`Runner.summary` before the first episode, so
+    it can be read while the run goes on (e.g. after a hard stop).
+    """
+    summary = RunSummary()
+    summary.groups = PromptGroups(options.repeat, options.pass_score)
+    summary.records = [] if keep_records else None
+    return summary
+
+
+def recorder(
+    summary: RunSummary, on_record: Callable[[EpisodeRecord], Any] | None = None
 ) -> Callable[[EpisodeRecord], None]:
     """What happens to each finished record: counted, kept if asked, handed to ``on_record``."""
     count = summary.add
+    records = summary.records
     if records is None and on_record is None:
         return count
 
@@ -178,9 +217,7 @@ def _recorder(
     return done
 
 
-def _numbered(
-    samples: Iterable[Mapping[str, Any]], repeat: int
-) -> Iterator[tuple[int, int, Mapping[str, Any]]]:
+def _numbered(samples: Iterable[Mapping[str, Any]], repeat: int) -> Iterator[Item]:
     """``(index, repeat, sample)`` for every episode to play: a sample's repeats in a row."""
     if repeat == 1:
         return zip(itertools.count(), itertools.repeat(0), samples)  # no Python frame per item
@@ -199,9 +236,9 @@ async def run_episodes(
     """Play ``samples`` with ``policy`` against ``interactions``; return the summary.
 
     The one-call form of :class:`Runner`: ``options`` are its keyword arguments
-    (``concurrency``, ``repeat``, ``pass_score``, ``default``,
-    ``max_assistant_turns``, ``max_user_turns``, ``timeout``, ``registry``,
-    ``observe``). With ``keep_records=True`` the
+    (``options=RunOptions(...)``, or its fields: ``concurrency``, ``repeat``,
+    ``pass_score``, ``default``, ``max_assistant_turns``, ``max_user_turns``,
+    ``timeout``; and ``registry``, ``observe``). With ``keep_records=True`` the
     records are in ``summary.records``. The policy's ``aclose()`` is awaited at
     the end.
     """
@@ -212,3 +249,110 @@ async def run_episodes(
         aclose = getattr(policy, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+class Workers:
+    """Plays ``items`` with at most ``concurrency`` tasks, added only while episodes wait.
+
+    A worker pulls items one at a time from a shared iterator, plays each, and
+    hands the finished record to ``done``; see the module docstring.
+    """
+
+    def __init__(
+        self,
+        play: Callable[[Mapping[str, Any], int, int], Awaitable[EpisodeRecord]],
+        done: Callable[[EpisodeRecord], None],
+        *,
+        concurrency: int,
+        stopping: Callable[[], bool],
+        stop: Callable[[], None],
+        skip: Container[tuple[int, int]] | None = None,
+    ) -> None:
+        self._play = play
+        self._done = done
+        self._cap = concurrency
+        self._stopping = stopping
+        self._stop = stop
+        self._skip = skip
+        self._spares = 0  # workers scheduled that have not started yet
+        self.tasks: list[asyncio.Task[None]] = []
+        #: The first fatal error (the iterator's or ``done``'s), re-raised by :meth:`run`.
+        self.fatal: list[BaseException] = []
+
+    async def run(self, items: Iterator[Item]) -> None:
+        """Play every item; return when every worker has ended."""
+        self._add_workers(items, 1)
+        tasks = self.tasks
+        try:
+            waited = 0
+            while waited < len(tasks):  # workers started meanwhile are waited for next
+                batch = tasks[waited:]
+                waited = len(tasks)
+                # Shielded: a cancellation of the run itself reaches the episodes
+                # through ``stop``, after the stopping flag is set.
+                await asyncio.shield(asyncio.gather(*batch, return_exceptions=True))
+        except asyncio.CancelledError:
+            self._stop()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        if self.fatal:
+            raise self.fatal[0]
+
+    def cancel(self) -> None:
+        """Cancel every worker's episode (they finalize their sessions on the way out)."""
+        for task in self.tasks:
+            task.cancel()
+
+    def _add_workers(self, items: Iterator[Item], n: int) -> None:
+        loop = asyncio.get_running_loop()
+        self._spares += n
+        self.tasks.extend(loop.create_task(self._worker(items)) for _ in range(n))
+
+    def _grow(self, items: Iterator[Item]) -> None:
+        """Schedule new spares, as many as there are workers, when none is left."""
+        if self._spares == 0:
+            room = self._cap - len(self.tasks)
+            if room > 0:
+                self._add_workers(items, min(room, len(self.tasks)))
+
+    def _fail(self, exc: BaseException) -> None:
+        self.fatal.append(exc)
+        self._stop()
+
+    async def _worker(self, items: Iterator[Item]) -> None:
+        self._spares -= 1
+        skip = self._skip
+        while not self._stopping():
+            try:
+                index, repeat, sample = next(items)
+            except StopIteration:
+                return
+            except Exception as exc:
+                self._fail(exc)
+                return
+            if skip is not None and (index, repeat) in skip:
+                continue
+            self._grow(items)
+            record = await self._play_one(sample, index, repeat)
+            try:
+                self._done(record)
+            except Exception as exc:
+                self._fail(exc)
+                return
+
+    async def _play_one(self, sample: Mapping[str, Any], index: int, repeat: int) -> EpisodeRecord:
+        try:
+            return await self._play(sample, index, repeat)
+        except BaseException as exc:
+            if self._stopping() or isinstance(exc, KeyboardInterrupt):
+                raise
+            # The episode loop records every fault itself; this is a last resort
+            # so that no sample can vanish from the summary.
+            task: Any = asyncio.current_task()
+            uncancel = getattr(task, "uncancel", None)  # Python 3.11+
+            if uncancel is not None:
+                while task.cancelling():
+                    uncancel()
+            record = EpisodeRecord(index, index, repeat)
+            record.add_error("episode", exc)
+            return record

@@ -182,19 +182,16 @@ class _Drain:
 
 
 def _on_stop_signals(stop: Callable[[], None]) -> None:
-    """Call ``stop()`` on SIGINT and SIGTERM (from the main thread only).
+    """Call ``stop()`` on SIGINT and SIGTERM, through the one stop-signal handler.
 
     Installed once the server has started, so these handlers take over from the
     ones ``uvicorn.Server.serve`` sets up for its own run; uvicorn puts back the
-    handlers from before the run when it returns.
+    handlers from before the run when it returns. The drain tells a first signal
+    from a second itself (:meth:`_Drain.stop`), so both call ``stop``.
     """
-    import signal
-    import threading
+    from .._stop_signals import StopSignals
 
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda signum, frame: stop())
+    StopSignals(lambda signum: stop(), lambda signum: stop()).install()
 
 
 # ---------------------------------------------------------------------------

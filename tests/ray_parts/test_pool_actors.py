@@ -1,11 +1,11 @@
-"""Starting replicas (interactions_core.ray._actors) and quoting Ray errors (._messages)."""
+"""Starting replicas (interactions_core.ray.replica) and quoting Ray errors (.errors)."""
 
 from __future__ import annotations
 
 import pytest
 
-from interactions_core.ray._actors import actor_options, check_sizes
-from interactions_core.ray._messages import cause_text, one_line
+from interactions_core.ray.errors import cause_text, one_line
+from interactions_core.ray.replica import actor_options, check_sizes
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, 1.5, "2"])

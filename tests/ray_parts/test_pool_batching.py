@@ -1,4 +1,4 @@
-"""Batching (interactions_core.ray._batching): one Ray call per loop iteration and replica."""
+"""Batching (interactions_core.ray._routing): one Ray call per loop iteration and replica."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from local_actors import LocalHandle
 
-from interactions_core.ray._batching import CallBatcher
+from interactions_core.ray._routing import CallBatcher
 
 
 async def test_calls_of_one_loop_iteration_travel_together_in_order() -> None:

@@ -1,4 +1,4 @@
-"""Replica health (interactions_core.ray._health): dead, restarted and probed replicas."""
+"""Replica health (interactions_core.ray._routing): dead, restarted and probed replicas."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import asyncio
 
 from local_actors import LocalHandle
 
-from interactions_core.ray._health import ReplicaHealth
-from interactions_core.ray._routing import ReplicaState, Router
+from interactions_core.ray._routing import ReplicaHealth, ReplicaState, Router
 
 
 def _pool(handle: LocalHandle, interval: float = 0.0) -> tuple[Router, ReplicaHealth]:

@@ -1,4 +1,4 @@
-"""The ``--ray`` branch of ``interactions run`` (interactions_core.ray._shard_cli).
+"""The ``--ray`` branch of ``interactions run`` (interactions_core.cli._run_play).
 
 What happens before a cluster is needed: refused options, the settings built
 from the arguments, the address chosen, records written and counted, and the
@@ -14,10 +14,9 @@ from typing import Any
 
 import pytest
 
+from interactions_core.cli import _run_play as _shard_cli
+from interactions_core.cli._run_play import Played, ShardedRun
 from interactions_core.errors import ConfigError
-from interactions_core.ray import _shard_cli
-from interactions_core.ray._shard_cli import run_from_cli
-from interactions_core.ray.shard import run_from_cli as run_from_cli_where_the_cli_finds_it
 
 
 def _args(**overrides: Any) -> argparse.Namespace:
@@ -33,18 +32,35 @@ def _args(**overrides: Any) -> argparse.Namespace:
         "pass_score": 1.0,
         "ray": "",
         "resume": False,
+        "policy_option": [],
+        "model": None,
+        "base_url": None,
     }
     values.update(overrides)
     return argparse.Namespace(**values)
 
 
-def test_the_cli_imports_the_branch_from_the_shard_module() -> None:
-    assert run_from_cli_where_the_cli_finds_it is run_from_cli
+def play_sharded(
+    args: argparse.Namespace, samples: list[Any], skip: set[tuple[int, int]] | None = None
+) -> Played:
+    """The --ray branch as ``interactions run`` calls it, without files."""
+    inputs = argparse.Namespace(samples=lambda: samples, default=None)
+    outputs = argparse.Namespace(sink=None, progress=None, output=None)
+    return ShardedRun(args, inputs, outputs, [0]).play(skip)  # type: ignore[arg-type]
+
+
+def test_the_ray_package_never_imports_the_cli() -> None:
+    import interactions_core.ray as package
+
+    root = Path(package.__file__).parent
+    for module in root.glob("*.py"):
+        text = module.read_text(encoding="utf-8")
+        assert "..cli" not in text and "interactions_core.cli" not in text, module.name
 
 
 def test_options_no_worker_can_honour_are_refused_together() -> None:
     with pytest.raises(ConfigError) as info:
-        run_from_cli(_args(trace="t.jsonl", policy="human"), [], None, {})
+        play_sharded(_args(trace="t.jsonl", policy="human"), [])
     text = str(info.value)
     assert "--trace is not supported with --ray yet" in text
     assert "--policy human needs this terminal; it cannot run on Ray workers" in text
@@ -53,8 +69,9 @@ def test_options_no_worker_can_honour_are_refused_together() -> None:
 def test_a_run_with_nothing_left_to_play_needs_no_cluster() -> None:
     samples = [{"id": "a"}, {"id": "b"}]
     done = {(0, 0), (0, 1), (1, 0), (1, 1)}
-    summary, still_open = run_from_cli(_args(ray="203.0.113.1:1"), samples, None, {}, skip=done)
-    assert still_open == 0 and summary.groups.repeat == 2 and summary.records is None
+    played = play_sharded(_args(ray="203.0.113.1:1"), samples, done)
+    summary = played.summary
+    assert played.still_open == 0 and summary.groups.repeat == 2 and summary.records is None
 
 
 def test_no_address_means_the_jobs_cluster_or_a_new_local_one(

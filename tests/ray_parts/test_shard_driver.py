@@ -1,4 +1,4 @@
-"""The sharded run's driver loop (interactions_core.ray._shard_driver).
+"""The sharded run's driver loop (interactions_core.ray.shard).
 
 Its ordering and failure rules are plain Python over three Ray calls (``wait``,
 ``get``, ``cancel``); here a scheduler in this process finishes chunks in an
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from interactions_core.ray._shard_driver import ShardDriver, lost_chunk
-from interactions_core.ray._stop_signals import StopOnSignal
+from interactions_core._stop_signals import StopSignals
 from interactions_core.ray.errors import WorkerSetupError
+from interactions_core.ray.shard import ShardDriver, lost_chunk
 
 
 class TaskFailed(Exception):
@@ -32,7 +32,7 @@ class Scheduler:
         self.submitted: list[int] = []
         self.most_in_flight = 0
         self.cancelled: list[int] = []
-        self.stop: StopOnSignal | None = None
+        self.stop: StopSignals | None = None
         self.stop_after = -1
 
     def remote(self, settings_ref: Any, chunk: list[Any]) -> int:
@@ -58,10 +58,10 @@ def _chunks(count: int) -> Any:
     return iter([[(n, 0, {"id": f"q{n}"})] for n in range(count)])
 
 
-def _drive(scheduler: Scheduler, count: int, stop: StopOnSignal | None = None) -> Any:
+def _drive(scheduler: Scheduler, count: int, stop: StopSignals | None = None) -> Any:
     released: list[str] = []
     driver = ShardDriver(scheduler, scheduler, "settings", 3, released.extend)
-    interrupted = driver.run(_chunks(count), stop or StopOnSignal())
+    interrupted = driver.run(_chunks(count), stop or StopSignals())
     return released, interrupted
 
 
@@ -94,7 +94,7 @@ def test_a_worker_that_cannot_set_up_stops_the_run() -> None:
 
 def test_a_stop_cancels_the_running_chunks_and_keeps_the_finished_ones() -> None:
     scheduler = Scheduler()
-    stop = StopOnSignal()
+    stop = StopSignals()
     stop.restore()  # no handlers needed: the scheduler requests the stop
     scheduler.stop, scheduler.stop_after = stop, 3
     released, interrupted = _drive(scheduler, 10, stop)

@@ -1,11 +1,11 @@
-"""Planning a sharded run (interactions_core.ray._shard_plan): episodes, skips, chunks."""
+"""Planning a sharded run (interactions_core.ray.shard): episodes, skips, chunks."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
-from interactions_core.ray._shard_plan import plan_chunks
+from interactions_core.ray.shard import plan_chunks
 
 
 def _keys(chunks: Any) -> list[list[tuple[int, int]]]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from interactions_core.runtime.record import EpisodeRecord
-from interactions_core.runtime.workers import Workers
+from interactions_core.runtime.runner import Workers
 
 
 def items(n: int) -> Iterator[tuple[int, int, Mapping[str, Any]]]:

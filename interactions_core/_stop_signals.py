@@ -1,0 +1,120 @@
+"""The one stop-signal handler: the first Ctrl-C or SIGTERM stops gracefully, a second at once.
+
+Every front end that runs for a while stops the same way: a local run, a
+sharded run on Ray, ``interactions serve`` and the CLI entry itself. SIGTERM is
+what Slurm, Kubernetes and ``docker stop`` send, so it is handled like Ctrl-C.
+:class:`StopSignals` is a context manager that installs the handlers (in the
+main thread only: Python forbids it elsewhere) and puts the previous ones back.
+
+It lives at the package root, not in ``runtime``, because the CLI entry uses
+it around every command, ``interactions list`` included, which must not pay for
+importing the runtime. For the same reason it uses ``_signal``, the C module
+behind :mod:`signal` that the interpreter has already loaded (``signal`` itself
+imports ``enum``).
+"""
+
+from __future__ import annotations
+
+import _signal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import TracebackType
+    from typing import Any
+
+__all__ = ["StopSignals"]
+
+#: SIGINT (Ctrl-C) and SIGTERM: the signals that ask a program to stop.
+STOP_SIGNALS = (_signal.SIGINT, _signal.SIGTERM)
+
+
+def _default(sig: int) -> Any:
+    """The handler Python starts with: ``KeyboardInterrupt`` for SIGINT, else ``SIG_DFL``."""
+    return _signal.default_int_handler if sig == _signal.SIGINT else _signal.SIG_DFL
+
+
+def _stop_now(signum: int) -> None:
+    """The default for a second signal: leave at once, wherever the program is."""
+    from .errors import Interrupted
+
+    raise Interrupted()
+
+
+class StopSignals:
+    """Calls ``first(signum)`` on the first stop signal and ``second(signum)`` on any later one.
+
+    ``first`` defaults to only recording the request (read :attr:`requested`,
+    :attr:`exit_code`); ``second`` defaults to raising
+    :class:`~interactions_core.errors.Interrupted` (a ``KeyboardInterrupt``).
+    ``stopped[0]``, when given, receives 128 + the first signal's number, the
+    exit code of a program stopped by it. With ``keep_custom=True`` a signal
+    whose handler someone else has already replaced is left to that handler.
+    Handlers are installed by ``with`` (or :meth:`install`) and removed on the
+    way out (or by :meth:`restore`).
+    """
+
+    def __init__(
+        self,
+        first: Callable[[int], Any] | None = None,
+        second: Callable[[int], Any] | None = None,
+        *,
+        signals: tuple[int, ...] = STOP_SIGNALS,
+        stopped: list[int] | None = None,
+        keep_custom: bool = False,
+    ) -> None:
+        self.first = first
+        self.second = second or _stop_now
+        self.signals = signals
+        self.stopped = stopped
+        self.keep_custom = keep_custom
+        self.requested = False
+        #: The number of the first stop signal received, 0 before one arrives.
+        self.signum = 0
+        #: The handlers replaced, to put back: signal number -> handler.
+        self.previous: dict[int, Any] = {}
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the first signal's number (130 for Ctrl-C, 143 for SIGTERM), or 0."""
+        return 128 + self.signum if self.signum else 0
+
+    def handle(self, signum: int, frame: Any = None) -> None:
+        """The signal handler; also callable directly, e.g. to simulate a signal."""
+        if self.requested:
+            self.second(signum)
+            return
+        self.requested = True
+        self.signum = signum
+        if self.stopped is not None and not self.stopped[0]:
+            self.stopped[0] = 128 + signum
+        if self.first is not None:
+            self.first(signum)
+
+    def install(self) -> StopSignals:
+        """Install the handlers (main thread only); return ``self``."""
+        for sig in self.signals:
+            try:
+                if self.keep_custom and _signal.getsignal(sig) != _default(sig):
+                    continue
+                self.previous[sig] = _signal.signal(sig, self.handle)
+            except (ValueError, OSError):  # not the main thread
+                pass
+        return self
+
+    def restore(self) -> None:
+        """Put the previous handlers back."""
+        for sig, previous in self.previous.items():
+            _signal.signal(sig, previous)
+        self.previous = {}
+
+    def __enter__(self) -> StopSignals:
+        return self.install()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.restore()

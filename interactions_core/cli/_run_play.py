@@ -1,0 +1,269 @@
+"""Playing the episodes of ``interactions run``: here, or on Ray workers with ``--ray``.
+
+Both branches hand each finished record to the same
+:class:`~._run_outputs.RecordHandler` and stop the same way
+(:class:`~interactions_core._stop_signals.StopSignals`): the first SIGINT or
+SIGTERM stops taking samples and cancels the open episodes, which finalize
+their sessions; a second stops at once, wherever the program is. Either way the
+episodes that finished are in the summary and in ``--output``.
+
+:class:`LocalRun` plays in this process: the runner on an event loop, with a
+watchdog that notices plugin calls that block the event loop (and, after a stop
+signal, breaks them), so they are reported at the end. :class:`ShardedRun`
+turns the arguments into a sharded run
+(:func:`~interactions_core.ray.shard.run_sharded`): it refuses what cannot run on
+workers (``--trace``, ``--policy human``), chooses the cluster, and removes the
+empty ``--output`` of a run that failed before its first record, so the
+corrected command can be rerun as it is.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Container, Mapping
+    from typing import Any
+
+    from ..runtime.options import RunOptions
+    from ._run_outputs import RunOutputs
+    from ._run_setup import RunInputs
+
+__all__ = ["LocalRun", "Played", "ShardedRun", "run_options"]
+
+
+class Played:
+    """What a run leaves for its report: the summary, sessions left open, the watchdog."""
+
+    def __init__(self, summary: Any, still_open: int, watchdog: Any = None) -> None:
+        self.summary = summary
+        self.still_open = still_open
+        #: The local run's ``LoopWatchdog`` (what blocked the event loop); ``None`` with ``--ray``.
+        self.watchdog = watchdog
+
+
+def run_options(args: argparse.Namespace, default: str | None) -> RunOptions:
+    """The run's options from the arguments (``default``: the interaction chosen for samples)."""
+    from ..runtime.options import RunOptions
+
+    return RunOptions(
+        concurrency=args.concurrency,
+        repeat=args.repeat,
+        pass_score=args.pass_score,
+        default=default,
+        max_assistant_turns=args.max_assistant_turns,
+        max_user_turns=args.max_user_turns,
+        timeout=args.timeout,
+    )
+
+
+class LocalRun:
+    """Play ``inputs`` into ``outputs`` here; ``stopped[0]`` gets 128 + a stop signal's number."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        inputs: RunInputs,
+        outputs: RunOutputs,
+        stopped: list[int],
+    ) -> None:
+        self.args = args
+        self.inputs = inputs
+        self.outputs = outputs
+        self.stopped = stopped
+        self.runner: Any = None
+        self.watchdog: Any = None
+
+    def play(self, skip: Container[tuple[int, int]] | None) -> Played:
+        """Run to the end, or to a stop; ``skip``: the episodes ``--resume`` does not replay."""
+        import asyncio
+
+        from ..runtime.errors import RunInterrupted
+
+        try:
+            summary, still_open = asyncio.run(self._main(skip))
+        except RunInterrupted:
+            # A second signal: stopped at once. What finished is flushed by the caller.
+            summary, still_open = self._cut_short()
+        return Played(summary, still_open, self.watchdog)
+
+    async def _main(self, skip: Container[tuple[int, int]] | None) -> tuple[Any, int]:
+        import asyncio
+
+        from .._stop_signals import StopSignals
+        from ..runtime.watchdog import LoopWatchdog
+        from ._run_outputs import RecordHandler
+
+        with self._tracing():
+            runner = self.runner = self._runner()
+            loop = asyncio.get_running_loop()
+            self.watchdog = LoopWatchdog(
+                loop, limit=self.args.timeout, should_break=lambda: bool(self.stopped[0])
+            ).start()
+            on_record = RecordHandler(self.outputs.sink, self.outputs.progress)
+
+            def stop(signum: int) -> None:
+                runner.stop_taking_samples()  # now, even if the loop is blocked
+                loop.call_soon_threadsafe(runner.cancel)
+
+            try:
+                # signal.signal rather than the loop's own signal handlers, so even a
+                # plugin call that blocks the event loop is reached
+                with StopSignals(stop, _stop_at_once, stopped=self.stopped):
+                    source = self.inputs.samples()
+                    summary = await runner.run(source, on_record=on_record, skip=skip)
+                return summary, runner.open_sessions
+            finally:
+                self.watchdog.stop()
+                aclose = getattr(self.inputs.policy, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+
+    def _tracing(self) -> Any:
+        """``--trace``: every session event to the trace file while the run goes on."""
+        import contextlib
+
+        if self.outputs.trace is None:
+            return contextlib.nullcontext()
+        from ..runtime.observers import tracing
+
+        return tracing(self.inputs.registry, self.outputs.trace)
+
+    def _runner(self) -> Any:
+        from ..runtime.runner import Runner
+
+        options = run_options(self.args, self.inputs.default)
+        return Runner(
+            self.inputs.policy, self.inputs.interactions, options, registry=self.inputs.registry
+        )
+
+    def _cut_short(self) -> tuple[Any, int]:
+        """The summary of what finished before a second stop signal, marked interrupted."""
+        runner = self.runner
+        summary = runner.summary if runner is not None else None
+        if summary is None:
+            from ..runtime.runner import RunSummary
+
+            summary = RunSummary()
+        summary.interrupted = True
+        return summary, runner.open_sessions if runner is not None else 0
+
+
+def _stop_at_once(signum: int) -> None:
+    """A second stop signal: :class:`RunInterrupted` leaves even a blocked plugin call."""
+    from ..runtime.errors import RunInterrupted
+
+    raise RunInterrupted()
+
+
+# -- the --ray branch ---------------------------------------------------------------
+
+
+class ShardedRun:
+    """Play ``inputs`` into ``outputs`` on Ray workers; ``stopped[0]`` as in :class:`LocalRun`.
+
+    The records go through the same record sink a local run writes through
+    (which stamps them for ``--resume``); no session is left open (the workers
+    finalize each one before returning its record).
+    """
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        inputs: RunInputs,
+        outputs: RunOutputs,
+        stopped: list[int],
+    ) -> None:
+        self.args = args
+        self.inputs = inputs
+        self.outputs = outputs
+        self.stopped = stopped
+
+    def play(self, skip: Container[tuple[int, int]] | None) -> Played:
+        """Shard the run; ``skip``: the episodes ``--resume`` does not replay."""
+        from ..ray.shard import run_sharded
+        from ._run_outputs import RecordHandler
+        from ._run_setup import policy_options
+
+        args = self.args
+        settings = _settings(args, self.inputs.default, policy_options(args))
+        on_record = RecordHandler(self.outputs.sink, self.outputs.progress)
+        try:
+            summary = run_sharded(
+                self.inputs.samples(),
+                settings,
+                address=_cluster_address(args.ray),
+                on_record=on_record,
+                skip=skip,
+                stopped=self.stopped,
+            )
+        except BaseException:
+            if not args.resume:
+                _remove_if_unused(self.outputs.output)
+            raise
+        return Played(summary, 0)
+
+
+def _settings(args: Any, default: str | None, policy_options: Mapping[str, Any]) -> Any:
+    """The run's settings from the arguments; options no worker can honour are refused."""
+    from ..ray.shard import RunSettings
+
+    _refuse_unsupported(args)
+    config = None
+    if args.config:
+        from .._yaml_reader import read_config_file
+
+        config, _, _ = read_config_file(args.config)
+    return RunSettings(
+        config,
+        policy=args.policy,
+        policy_options=policy_options,
+        options=run_options(args, default),
+    )
+
+
+def _refuse_unsupported(args: Any) -> None:
+    from ..errors import ConfigError
+
+    problems = []
+    if args.trace:
+        problems.append(
+            "--trace is not supported with --ray yet (trace events happen in the workers); "
+            "run without --ray to trace, or use --output for the records"
+        )
+    if args.policy == "human":
+        problems.append("--policy human needs this terminal; it cannot run on Ray workers")
+    if problems:
+        raise ConfigError(problems)
+
+
+def _cluster_address(address: str) -> str:
+    """``--ray``'s value, with no address (or ``local``) resolved to the cluster to use."""
+    if address in ("", "local"):
+        import os
+
+        # $RAY_ADDRESS (set inside a Ray job) names the cluster; else "local" starts a
+        # new one even when a cluster started by 'ray start' runs on this machine
+        address = os.environ.get("RAY_ADDRESS") or "local"
+    return address
+
+
+def _remove_if_unused(writer: Any) -> None:
+    """Remove the new ``--output`` of a run that failed before its first record.
+
+    A cluster that cannot be reached, or a worker that cannot set up the run,
+    stops it before anything is written; without the empty file left behind,
+    the corrected command can be rerun as it is (no ``--overwrite`` needed).
+    Only an empty regular file is removed, never a device such as ``/dev/null``.
+    """
+    import os
+    import stat
+
+    if writer is None or writer.lines:
+        return
+    try:
+        info = os.lstat(writer.path)
+        if stat.S_ISREG(info.st_mode) and info.st_size == 0:
+            os.remove(writer.path)
+    except OSError:
+        pass
