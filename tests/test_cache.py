@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from interactions_core import _cache
-from interactions_core import _discovery as discovery
+from interactions_core import _index
 from interactions_core.registry import Registry
 
 GROUP = "interactions_core.interactions"
@@ -17,7 +16,7 @@ pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 
 def cache_files() -> list[Path]:
-    folder = Path(_cache.cache_dir())
+    folder = Path(_index.cache_dir())
     return sorted(folder.glob("index-*")) if folder.is_dir() else []
 
 
@@ -29,7 +28,7 @@ def forbid_scan(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom() -> list[dict]:
         raise AssertionError("metadata was scanned although the cache is warm")
 
-    monkeypatch.setattr(discovery, "scan", boom)
+    monkeypatch.setattr(_index, "scan", boom)
 
 
 def test_warm_index_is_served_from_the_cache(make_dist, monkeypatch):
@@ -65,9 +64,9 @@ def test_corrupt_cache_is_ignored_and_rewritten(make_dist, monkeypatch):
 
 def test_a_cache_for_another_key_is_never_trusted(make_dist):
     make_dist("acme-tasks", "1", {GROUP: {"acme": "acme_mod:Acme"}})
-    key = _cache.current_key()
-    bogus_key = (*key[:4], tuple(-7 for _ in key[4]))  # same file, other mtimes
-    _cache.store(bogus_key, {"entries": [], "hooks": {}})
+    key = _index.current_key()
+    bogus_key = [*key[:4], [-7 for _ in key[4]]]  # same file, other mtimes
+    _index._store(bogus_key, {"entries": [], "hooks": {}})
     assert "acme" in names()
 
 
@@ -82,7 +81,7 @@ def test_unwritable_cache_degrades_with_one_warning(make_dist, monkeypatch, tmp_
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
-    monkeypatch.setattr(_cache, "_warned", False)
+    monkeypatch.setattr(_index, "_warned", False)
     make_dist("acme-tasks", "1", {GROUP: {"acme": "acme_mod:Acme"}})
     assert "acme" in names()
     assert "acme" in names()
@@ -93,16 +92,16 @@ def test_unwritable_cache_degrades_with_one_warning(make_dist, monkeypatch, tmp_
 def test_writes_are_atomic_and_leave_no_temporary_files(make_dist):
     make_dist("acme-tasks", "1", {GROUP: {"acme": "acme_mod:Acme"}})
     names()
-    folder = Path(_cache.cache_dir())
+    folder = Path(_index.cache_dir())
     assert [p.name for p in folder.iterdir() if p.name.endswith(".tmp")] == []
 
 
 def test_clear_removes_every_index(make_dist):
     make_dist("acme-tasks", "1", {GROUP: {"acme": "acme_mod:Acme"}})
     names()
-    assert _cache.clear() >= 1  # the index, and the hook results when any were learned
+    assert _index.clear() >= 1  # the index, and the hook results when any were learned
     assert cache_files() == []
-    assert not list(Path(_cache.cache_dir()).glob("hooks-*"))
+    assert not list(Path(_index.cache_dir()).glob("hooks-*"))
 
 
 def test_a_busy_working_folder_does_not_invalidate(make_dist, tmp_path, monkeypatch):

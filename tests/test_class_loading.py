@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from interactions_core._selection import Selection
+from interactions_core._names import Selection
 from interactions_core.errors import InteractionValidationError, PluginLoadError
 from interactions_core.registry import Registry
 
@@ -89,7 +89,7 @@ def test_check_reports_a_hanging_import_and_goes_on(site_dir: Path, forget_modul
 def test_the_import_timeout_comes_from_the_environment(
     monkeypatch: pytest.MonkeyPatch, value: Any, expected: float
 ) -> None:
-    from interactions_core._class_loading import import_timeout
+    from interactions_core.registry import default_import_timeout as import_timeout
 
     if value is None:
         monkeypatch.delenv("INTERACTIONS_IMPORT_TIMEOUT", raising=False)

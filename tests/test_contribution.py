@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from interactions_core._contribution import Contribution, mark_conflicts
-from interactions_core.plugins import Registration
+from interactions_core._names import Contribution, mark_conflicts
+from interactions_core._hooks import Registration
 from interactions_core.registry import Entry
 from interactions_core.runtime.builders import BuilderInfo
 from interactions_core.runtime.policies.registry import PolicyInfo

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from interactions_core import __version__
-from interactions_core import _core_versions as versions
-from interactions_core._core_versions import (
+from interactions_core import _classes as versions
+from interactions_core._classes import (
     IncompatibleCoreWarning,
     check_core_requirement,
     core_requirement,
@@ -47,10 +47,12 @@ def _fresh_warnings() -> Any:
         ("0.1.7", "==0.1.*", True),
         ("0.2.0", "==0.1.*", False),
         ("0.2.0", "!=0.1.*", True),
-        ("0.2.0rc1", "<0.2", True),
+        # PEP 440: "<V" excludes V's own pre-releases, ">V" its post-releases
+        ("0.2.0rc1", "<0.2", False),
         ("0.2.0rc1", ">=0.2", False),
         ("0.2.0.dev3", "<0.2.0a1", True),
-        ("0.2.0.post1", ">0.2.0", True),
+        ("0.2.0.post1", ">0.2.0", False),
+        ("0.2.1", ">0.2.0", True),
         ("0.1.0", "", True),
         ("0.1.0", "===0.1.0", True),
         ("0.1.0", ">=banana", None),

@@ -145,8 +145,8 @@ def test_a_corrupt_hook_result_file_is_ignored_and_rewritten(
 ):
     suite_dist(make_dist)
     assert reimported("hooky_suite")
-    [hooks_file] = fresh_cache.rglob("hooks-*.marshal")
-    for garbage in (b"", b"\x00\xff not marshal", hooks_file.read_bytes()[:7]):
+    [hooks_file] = fresh_cache.rglob("hooks-*.json")
+    for garbage in (b"", b"\x00\xff not json", hooks_file.read_bytes()[:7]):
         hooks_file.write_bytes(garbage)
         bump(site_dir)
         make_dist(f"acme-x{len(garbage)}", "1")  # the index is rebuilt: results are needed

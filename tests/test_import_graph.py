@@ -65,7 +65,7 @@ def warm_list_modules() -> list[str]:
 
 def test_warm_list_imports_no_heavy_dependency(warm_list_modules: list[str]) -> None:
     assert _forbidden(warm_list_modules) == []
-    assert "interactions_core.plugins" not in warm_list_modules
+    assert "interactions_core._hooks" not in warm_list_modules
 
 
 def test_warm_list_avoids_what_it_does_not_need(warm_list_modules: list[str]) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from interactions_core._naming import close_matches, suggest, summarize
+from interactions_core._names import close_matches, suggest, summarize
 from interactions_core.cli import main
 from interactions_core.errors import (
     UnknownBuilderError,
@@ -56,7 +56,7 @@ def test_difflib_is_used_in_one_place_only() -> None:
                 names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
                 if "difflib" in names:
                     users.append(path.relative_to(PACKAGE).as_posix())
-    assert users == ["_naming.py"]
+    assert users == ["_names.py"]
 
 
 def test_unknown_interaction_lists_suites_as_one_item(tmp_path, capsys):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from interactions_core._options import check_options, keyword_options
+from interactions_core._classes import check_options, keyword_options
 
 
 def build(*, city: str, days: int = 3, max_rows: int = 10) -> list[Any]:

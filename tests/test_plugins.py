@@ -8,8 +8,9 @@ import pytest
 from core_helpers import PLUGINS, suite_dist
 
 from interactions_core import hookimpl
-from interactions_core._selection import Selection
-from interactions_core.plugins import PluginHost, plugin_id
+from interactions_core._names import Selection
+from interactions_core._hooks import PluginHost
+from interactions_core._index import plugin_id
 from interactions_core.registry import Registry
 
 

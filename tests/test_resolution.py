@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from interactions_core import BaseInteraction
-from interactions_core._selection import Selection
+from interactions_core._names import Selection
 from interactions_core.errors import ConflictError, DisabledError, UnknownInteractionError
 from interactions_core.registry import Registry
 
@@ -76,8 +76,7 @@ def test_an_empty_registry_says_nothing_is_installed() -> None:
 
 def test_builders_resolve_through_the_same_rules() -> None:
     """Conflicts and qualified names read the same for every kind; "unknown" is the kind's."""
-    from interactions_core import _resolution
-    from interactions_core._contribution import Contribution
+    from interactions_core._names import Contribution, resolve
     from interactions_core.errors import UnknownBuilderError
 
     class Builder(Contribution):
@@ -95,20 +94,17 @@ def test_builders_resolve_through_the_same_rules() -> None:
         return UnknownBuilderError("unknown dataset builder 'nope'")
 
     with pytest.raises(ConflictError, match=r"^dataset builder name 'math' is registered by 2"):
-        _resolution.resolve(builders, "math", unknown)
-    assert _resolution.resolve(builders, "acme-b:math", unknown) is builders[1]
-    assert _resolution.resolve(builders, "words", unknown) is builders[2]
+        resolve(builders, "math", unknown)
+    assert resolve(builders, "acme-b:math", unknown) is builders[1]
+    assert resolve(builders, "words", unknown) is builders[2]
     with pytest.raises(UnknownBuilderError):
-        _resolution.resolve(builders, "nope", unknown)
+        resolve(builders, "nope", unknown)
     assert calls == ["unknown"]  # built only when needed
 
 
 def test_the_policy_and_builder_lookups_use_the_one_resolver() -> None:
     import inspect
 
-    from interactions_core.runtime import builders
-    from interactions_core.runtime.policies import registry as policies
-
-    for function in (policies.get_policy_class, builders.get_builder):
-        source = inspect.getsource(function)
-        assert "resolve(" in source and "ConflictError" not in source, function.__name__
+    for method in (Registry.resolve, Registry.policy, Registry.builder):
+        source = inspect.getsource(method)
+        assert "resolve(" in source and "ConflictError" not in source, method.__name__

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from interactions_core._selection import Selection, normalize
+from interactions_core._names import Selection, normalize
 from interactions_core.errors import DisabledError
 from interactions_core.registry import Registry
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from interactions_core import ConfigError, load_config
-from interactions_core._class_paths import load_class_path
+from interactions_core._classes import load_class_path
 from interactions_core.compat.verl import initialize_interactions_from_config
 from interactions_core.errors import DisabledError, TrustError
 from interactions_core.registry import Registry, reset_registry
