@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
 
 from . import _index
 from ._names import (
@@ -51,7 +49,11 @@ from .errors import (
     UnknownPolicyError,
 )
 
+TYPE_CHECKING = False  # not ``typing``: it costs a third of a warm ``interactions list``
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
+
     from ._hooks import PluginHost, Registration
 
 __all__ = [
