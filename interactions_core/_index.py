@@ -350,7 +350,7 @@ def _record(group: str, ep: Any) -> dict[str, Any]:
         error = f"unreadable distribution metadata: {exc.__class__.__name__}: {exc}"
     if error is None:
         error = _validate(group, name, value)
-    record = {
+    record: dict[str, Any] = {
         "group": group,
         "name": name,
         "value": value.replace(" ", ""),
@@ -383,7 +383,7 @@ def hook_key(record: dict[str, Any], requires: list[str]) -> list[object] | None
         mtime = os.stat(path).st_mtime_ns
     except OSError:
         return None
-    deps = []
+    deps: list[list[str | None]] = []
     for name in requires:
         try:
             deps.append([name, version(name)])
@@ -405,7 +405,7 @@ def scan() -> list[dict[str, Any]]:
 # -- the index --------------------------------------------------------------------
 
 
-def load_index(use_cache: bool = True, complete: Callable[[Index], None] | None = None) -> Index:
+def load_index(use_cache: bool = True, complete: Callable[[Index], object] | None = None) -> Index:
     """The index: ``{"entries": [records], "hooks": {plugin id: what it registered}}``.
 
     On a miss, the metadata is scanned and ``complete`` (the catalog learning
@@ -429,7 +429,7 @@ def load_index(use_cache: bool = True, complete: Callable[[Index], None] | None 
     return payload
 
 
-def _build(complete: Callable[[Index], None] | None, known: dict[str, Any] | None) -> Index:
+def _build(complete: Callable[[Index], object] | None, known: dict[str, Any] | None) -> Index:
     """Scan metadata, reuse what hook plugins registered before, let ``complete`` add the rest."""
     payload: Index = {"entries": scan(), "hooks": {}}
     if known:

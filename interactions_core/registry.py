@@ -77,8 +77,16 @@ class Entry(Contribution):
     __slots__ = ("_cls", "defaults", "path", "plugin", "version")
 
     noun = "interaction"
-    listed = ("name", "distribution", "version", "target", "status", "error", "kind")
-    listed += ("qualified_name",)
+    listed: tuple[str, ...] = (
+        "name",
+        "distribution",
+        "version",
+        "target",
+        "status",
+        "error",
+        "kind",
+        "qualified_name",
+    )
 
     def __init__(
         self,
@@ -101,6 +109,28 @@ class Entry(Contribution):
         self.defaults = defaults or {}
         self._cls = cls
 
+    @classmethod
+    def of_record(
+        cls,
+        record: dict[str, Any],
+        name: str | None = None,
+        target: str | None = None,
+        kind: str = "entry-point",
+        error: str | None = None,
+    ) -> Entry:
+        """The entry for an index record: its own entry point, or a name a hook plugin registers."""
+        plugin = _index.plugin_id(record) if kind != "entry-point" else None
+        return cls(
+            record["name"] if name is None else name,
+            record["dist"],
+            record["version"],
+            record["value"] if target is None else target,
+            kind,
+            plugin,
+            record["path"],
+            error,
+        )
+
 
 class PolicyInfo(Contribution):
     """One policy (the model side of an episode) the catalog knows about."""
@@ -109,9 +139,17 @@ class PolicyInfo(Contribution):
 
     noun = "policy"
 
-    def __init__(self, *args: Any, loader: Callable[[], Any], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.loader = loader
+    def __init__(
+        self, name: str, distribution: str, target: str, kind: str, error: str | None
+    ) -> None:
+        super().__init__(name, distribution, target, kind, error)
+        #: Returns the class: an entry point's target is imported when first asked for.
+        self.loader: Callable[[], Any] = self._import_target
+
+    def _import_target(self) -> Any:
+        from ._classes import import_target
+
+        return import_target(self.target)
 
     def load(self) -> Any:
         """The policy class (imported now if needed); :class:`PluginLoadError` when broken."""
@@ -272,10 +310,9 @@ class Registry:
         for record in self._plugin_records():
             cached = self.index["hooks"].get(_index.plugin_id(record)) or {}
             for name, target, description in cached.get("names", []):
-                out.append(
-                    Entry(name, record["dist"], record["version"], target, "hook",
-                          _index.plugin_id(record), record["path"], description=description)
-                )  # fmt: skip
+                entry = Entry.of_record(record, name, target, "hook")
+                entry.description = description
+                out.append(entry)
         return out
 
     def plugin_problems(self) -> list[Entry]:
@@ -288,10 +325,7 @@ class Registry:
             if self._host is not None and pid in self._host.errors:
                 error = self._host.error_message(pid)
             if error:
-                out.append(
-                    Entry(record["name"], record["dist"], record["version"], record["value"],
-                          "plugin", pid, record["path"], error=error)
-                )  # fmt: skip
+                out.append(Entry.of_record(record, kind="plugin", error=error))
         return out
 
     # -- what is there -------------------------------------------------------
@@ -311,7 +345,7 @@ class Registry:
         if self._entries is not None:
             return self._entries
         entries = [
-            Entry(r["name"], r["dist"], r["version"], r["value"], path=r["path"], error=r["error"])
+            Entry.of_record(r, error=r["error"])
             for r in self.index["entries"]
             if r["group"] == _index.INTERACTIONS_GROUP
         ]
@@ -335,19 +369,17 @@ class Registry:
 
     def policies(self) -> list[PolicyInfo]:
         """Every policy: the core's, entry points', and hook plugins'; sorted by name."""
-        from ._classes import import_target
-
         out = [
-            PolicyInfo(r["name"], r["dist"], r["value"], "entry-point", r.get("error"),
-                       loader=lambda value=r["value"]: import_target(value))
+            PolicyInfo(r["name"], r["dist"], r["value"], "entry-point", r.get("error"))
             for r in self.index.get("entries", [])
             if r["group"] == _index.POLICIES_GROUP
-        ]  # fmt: skip
+        ]
         for registrations in self.plugin_host.collect("register_policies").values():
             for reg in registrations:
                 kind = "builtin" if reg.builtin else "hook"
-                out.append(PolicyInfo(reg.name, reg.distribution, reg.target, kind,
-                                      description=reg.description, loader=reg.load))  # fmt: skip
+                info = PolicyInfo(reg.name, reg.distribution, reg.target, kind, None)
+                info.description, info.loader = reg.description, reg.load
+                out.append(info)
         self._exclude(out)
         out.sort(key=lambda p: (p.name, p.distribution))
         mark_conflicts(out, "use a qualified name (--policy {qualified})")

@@ -32,7 +32,7 @@ def test_every_kind_is_a_contribution_with_the_same_fields() -> None:
 
     records = [
         Entry("gsm8k", "interactions-gsm8k", "0.1", "interactions_gsm8k:Gsm8kInteraction"),
-        PolicyInfo("replay", "interactions-core", "m:ReplayPolicy", "builtin", loader=lambda: None),
+        PolicyInfo("replay", "interactions-core", "m:ReplayPolicy", "builtin", None),
         BuilderInfo(Registration("rows", builder, "acme-data:acme_data")),
     ]
     for record in records:
