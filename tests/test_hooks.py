@@ -1,4 +1,4 @@
-"""``plugins.py``: hook plugins asked to register interactions, each isolated from the others."""
+"""``_hooks.py``: hook plugins asked to register interactions, each isolated from the others."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 from core_helpers import PLUGINS, suite_dist
 
 from interactions_core import hookimpl
-from interactions_core._names import Selection
 from interactions_core._hooks import PluginHost
 from interactions_core._index import plugin_id
+from interactions_core._names import Selection
 from interactions_core.registry import Registry
 
 
