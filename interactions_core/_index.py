@@ -319,17 +319,20 @@ def _validate(group: str, name: str, value: str) -> str | None:
 
 
 def _requirements(dist: Any) -> list[str]:
-    """Names of the distributions ``dist`` requires unconditionally (extras left out)."""
-    from packaging.requirements import InvalidRequirement, Requirement
+    """Names of the distributions ``dist`` requires unconditionally (extras left out).
+
+    Only the name matters here (what it resolves to is looked up when the hook
+    key is built): the PEP 508 name that starts the requirement, which spares
+    the cold path the import of a full requirement parser.
+    """
+    import re
 
     names = []
     for line in getattr(dist, "requires", None) or []:
-        try:
-            requirement = Requirement(line)
-        except InvalidRequirement:
-            continue
-        if requirement.marker is None or "extra" not in str(requirement.marker):
-            names.append(requirement.name)
+        requirement, _, marker = line.partition(";")
+        found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+        if found and "extra" not in marker:
+            names.append(found.group(1))
     return names
 
 
