@@ -47,6 +47,7 @@ __all__ = [
     "resolve",
     "suggest",
     "summarize",
+    "unknown_message",
     "warn_unmatched",
 ]
 
@@ -143,8 +144,11 @@ class Contribution:
 
     __slots__ = ("description", "distribution", "error", "kind", "name", "status", "target")
 
-    #: The kind of thing, as messages name it ("interaction", "policy", ...).
+    #: The kind of thing, as messages name it ("interaction", "policy", ...), and its plural.
     noun = "contribution"
+    plural = "contributions"
+    #: The command that lists this kind, for messages.
+    listing = "interactions list"
     #: The attributes :meth:`as_dict` lists, in this order (a listing's JSON row).
     listed: tuple[str, ...] = ("name", "distribution", "target", "kind", "status", "error")
 
@@ -251,6 +255,28 @@ def resolve(contributions: Sequence[C], name: str, unknown: Callable[[], Unknown
             f"{(plugins or [usable[-1].distribution])[-1]})."
         )
     return usable[0]
+
+
+def unknown_message(
+    kind: type[Contribution], name: str, items: Sequence[Contribution], notes: Sequence[str] = ()
+) -> str:
+    """Why ``name`` names no ``kind``: a did-you-mean, what is installed, and what is hidden.
+
+    One wording for every kind; ``notes`` add what only one kind knows (hook
+    plugins never asked, or failed).
+    """
+    known = sorted({c.name for c in items if c.status != "disabled"})
+    message = f"unknown {kind.noun} {name!r}{suggest(name, known, n=3) or '.'}"
+    if known:
+        message += f" Installed ({len(known)}): {summarize(known)}."
+    disabled = sum(1 for c in items if c.status == "disabled")
+    if disabled:
+        what = f"{kind.noun} is" if disabled == 1 else f"{kind.plural} are"
+        message += f" {disabled} installed {what} disabled by {ALLOW_VAR} / {DENY_VAR}."
+    message += "".join(f" {note}" for note in notes)
+    if not known and not disabled and not notes:
+        message += f" No {kind.plural} are installed."
+    return message + f" Install the plugin that provides it, or see '{kind.listing}'."
 
 
 # -- the allow/deny lists ---------------------------------------------------------

@@ -38,8 +38,7 @@ from ._names import (
     mark_conflicts,
     normalize,
     resolve,
-    suggest,
-    summarize,
+    unknown_message,
     warn_unmatched,
 )
 from .errors import (
@@ -77,6 +76,7 @@ class Entry(Contribution):
     __slots__ = ("_cls", "defaults", "path", "plugin", "version")
 
     noun = "interaction"
+    plural = "interactions"
     listed: tuple[str, ...] = (
         "name",
         "distribution",
@@ -138,6 +138,8 @@ class PolicyInfo(Contribution):
     __slots__ = ("loader",)
 
     noun = "policy"
+    plural = "policies"
+    listing = "interactions run --list-policies"
 
     def __init__(
         self, name: str, distribution: str, target: str, kind: str, error: str | None
@@ -172,6 +174,8 @@ class BuilderInfo(Contribution):
     __slots__ = ("builder", "defaults", "plugin")
 
     noun = "dataset builder"
+    plural = "dataset builders"
+    listing = "interactions data"
     listed = ("name", "distribution", "plugin", "description", "options")
 
     def __init__(self, registration: Registration, error: str | None = None) -> None:
@@ -408,12 +412,7 @@ class Registry:
         policies = self.policies()
 
         def unknown() -> UnknownPolicyError:
-            known = sorted({p.name for p in policies if p.status != "disabled"})
-            return UnknownPolicyError(
-                f"unknown policy {name!r}{suggest(name, known)} Available: {', '.join(known)}. "
-                "Plugins add policies through the 'interactions_core.policies' entry-point "
-                "group or the register_policies hook."
-            )
+            return UnknownPolicyError(unknown_message(PolicyInfo, name, policies))
 
         return resolve(policies, name, unknown).load()
 
@@ -422,18 +421,14 @@ class Registry:
         builders = self.builders()
 
         def unknown() -> UnknownBuilderError:
-            known = sorted({b.name for b in builders if b.status != "disabled"})
-            broken = self.plugin_host.errors
-            note = (
-                f" ({len(broken)} hook plugin(s) failed to load: "
-                + "; ".join(f"{pid}: {exc}" for pid, exc in broken.items())
-                + ")"
-                if broken
-                else ""
-            )
-            shown = ", ".join(known) if known else "none installed"
+            failed = self.plugin_host.errors
+            notes = [
+                f"{len(failed)} hook plugin(s) failed to load: "
+                + "; ".join(f"{pid}: {exc}" for pid, exc in failed.items())
+                + "."
+            ]
             return UnknownBuilderError(
-                f"unknown dataset builder {name!r}{suggest(name, known)} Available: {shown}.{note}"
+                unknown_message(BuilderInfo, name, builders, notes if failed else ())
             )
 
         found = resolve(builders, name, unknown)
@@ -442,29 +437,15 @@ class Registry:
         return found
 
     def _unknown(self, name: str) -> str:
-        """Why ``name`` is unknown: a did-you-mean, what is installed, and what is hidden."""
-        entries = self.entries()
-        known = sorted({e.name for e in entries if e.status != "disabled"})
-        message = f"unknown interaction {name!r}{suggest(name, known, n=3) or '.'}"
-        if known:
-            message += f" Installed ({len(known)}): {summarize(known)}."
-        disabled = sum(1 for e in entries if e.status == "disabled")
+        """Why ``name`` names no interaction, with the hook plugins the lists kept from asking."""
         hooks = self.index.get("hooks", {})
         unasked = {r["dist"] for r in self._plugin_records() if _index.plugin_id(r) not in hooks}
-        if disabled:
-            message += (
-                f" {disabled} installed interaction{'s are' if disabled != 1 else ' is'} "
-                "disabled by INTERACTIONS_PLUGINS / INTERACTIONS_DISABLE."
-            )
-        if unasked:
-            message += (
-                f" Hook plugins not consulted because of the allow/deny lists: "
-                f"{', '.join(sorted(unasked))} (allow-list the distribution to use "
-                "the names it registers)."
-            )
-        if not known and not disabled and not unasked:
-            message += " No interactions are installed."
-        return message + " Install the plugin that provides it, or see 'interactions list'."
+        notes = [
+            "Hook plugins not consulted because of the allow/deny lists: "
+            f"{', '.join(sorted(unasked))} (allow-list the distribution to use the names it "
+            "registers)."
+        ]
+        return unknown_message(Entry, name, self.entries(), notes if unasked else ())
 
     # -- give me the class ----------------------------------------------------
 
