@@ -10,13 +10,16 @@ from typing import Any
 import pytest
 from core_helpers import GOOD, by_name
 
+from interactions_core import hookimpl
 from interactions_core._names import Selection
 from interactions_core.errors import (
     ConflictError,
     DisabledError,
     InteractionValidationError,
     PluginLoadError,
+    UnknownBuilderError,
     UnknownInteractionError,
+    UnknownPolicyError,
 )
 from interactions_core.registry import Registry
 
@@ -177,3 +180,69 @@ def test_the_import_timeout_comes_from_the_environment(
     else:
         monkeypatch.setenv("INTERACTIONS_IMPORT_TIMEOUT", value)
     assert import_timeout() == expected
+
+
+# -- every kind through the one catalog -------------------------------------------------
+
+
+class _BuilderPlugin:
+    def __init__(self, distribution: str, *names: str) -> None:
+        self.distribution, self.names = distribution, names
+
+    @hookimpl
+    def register_dataset_builders(self, register: Any) -> None:
+        for name in self.names:
+            register(name, lambda **options: [], description=f"{name} rows")
+
+
+def _with_builders(selection: Selection, *plugins: _BuilderPlugin) -> Registry:
+    registry = Registry.from_classes({}, selection=selection)
+    for plugin in plugins:
+        registry.plugin_host.register_object(plugin, name=f"{plugin.distribution}:hooks")
+    return registry
+
+
+def test_builders_follow_the_conflict_rule_and_the_lists() -> None:
+    a, b = _BuilderPlugin("acme-a", "rows", "words"), _BuilderPlugin("acme-b", "rows")
+    registry = _with_builders(Selection(), a, b)
+    status = {b.qualified: b.status for b in registry.builders()}
+    assert status == {"acme-a:rows": "conflict", "acme-b:rows": "conflict", "acme-a:words": "ok"}
+    with pytest.raises(ConflictError, match="'acme-a:rows' or 'acme-b:rows'"):
+        registry.builder("rows")
+    assert registry.builder("acme-b:rows").distribution == "acme-b"
+    deny = Selection.from_env({"INTERACTIONS_DISABLE": "acme-b"})
+    registry = _with_builders(deny, a, b)
+    assert registry.builder("rows").distribution == "acme-a"
+    with pytest.raises(DisabledError, match="disabled by INTERACTIONS_DISABLE"):
+        registry.builder("acme-b:rows")
+    with pytest.raises(UnknownBuilderError, match=r"^unknown dataset builder 'word'; did you mean"):
+        registry.builder("word")
+
+
+def test_a_disabled_policy_is_reported_as_disabled() -> None:
+    class Plugin:
+        @hookimpl
+        def register_policies(self, register: Any) -> None:
+            register("echo", object)
+
+    deny = Selection.from_env({"INTERACTIONS_DISABLE": "acme-echo"})
+    registry = Registry.from_classes({}, selection=deny)
+    registry.plugin_host.register_object(Plugin(), name="acme-echo:plug")
+    with pytest.raises(DisabledError, match=r"policy 'echo' .* disabled by INTERACTIONS_DISABLE"):
+        registry.policy("echo")
+    with pytest.raises(UnknownPolicyError, match="1 installed policy is disabled"):
+        registry.policy("nothing")
+
+
+def test_create_builds_the_instance_the_loader_way() -> None:
+    from interactions_core import BaseInteraction, InteractionResult
+
+    class Keyword(BaseInteraction):
+        def __init__(self, config: dict[str, Any]) -> None:
+            super().__init__(config)
+
+        async def generate_response(self, instance_id, messages, **kwargs):
+            return InteractionResult(True, "", 1.0)
+
+    registry = Registry.from_classes({"kw": Keyword})
+    assert registry.create("kw", {"x": 1}).config == {"x": 1, "name": "kw"}
