@@ -55,6 +55,7 @@ __all__ = [
     "cache_enabled",
     "clear",
     "current_key",
+    "hook_key",
     "load_index",
     "plugin_id",
     "save_hooks",
@@ -191,7 +192,7 @@ def _load_cached(key: list[object]) -> Index | None:
     if not cache_enabled():
         return None
     stored = _read(_index_file(key))
-    if stored is None or stored.get("key") != json.loads(json.dumps(key)):
+    if stored is None or stored.get("key") != key:
         return None
     payload = stored.get("payload")
     return payload if isinstance(payload, dict) else None
