@@ -113,7 +113,7 @@ class InteractionsConfig:
 
 
 def _did_you_mean(key: str, allowed: tuple[str, ...]) -> str:
-    from ._naming import suggest
+    from ._names import suggest
 
     return suggest(key, allowed, n=1)
 

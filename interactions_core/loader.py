@@ -18,7 +18,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from ._class_paths import load_class_path
+from ._classes import instantiate, load_class_path
 from .base import derive_name
 from .config import ConfigEntry, InteractionsConfig, parse_config
 from .errors import ConfigError, InteractionsError, warn
@@ -66,11 +66,7 @@ class LoadedConfig:
         out: dict[str, Any] = {}
         for r in self.entries:
             try:
-                options = {**r.options, "name": r.name}
-                if _takes_config_keyword(r.cls):
-                    out[r.name] = r.cls(config=options)
-                else:
-                    out[r.name] = r.cls(options)
+                out[r.name] = instantiate(r.cls, {**r.options, "name": r.name})
             except Exception as exc:
                 raise ConfigError(
                     [
@@ -80,16 +76,6 @@ class LoadedConfig:
                     self.source,
                 ) from exc
         return out
-
-
-def _takes_config_keyword(cls: Any) -> bool:
-    import inspect
-
-    try:
-        inspect.signature(cls).bind(config={})
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 def class_for_path(
@@ -219,7 +205,7 @@ def load_config(
         seen[r.name] = entry
         resolved.append(r)
     if config.default is not None and config.default not in seen and not problems:
-        from ._naming import suggest
+        from ._names import suggest
 
         hint = suggest(config.default, seen, n=1)
         line = f"{config.source}:{config.default_line}" if config.default_line else "<config>"

@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from ._naming import suggest
+from ._names import suggest
 from .errors import ConfigError
 
 __all__ = ["FieldInfo", "build_settings", "check_options", "describe", "type_name"]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from ._naming import close_matches
+from ._names import close_matches
 from .base import BaseInteraction, SessionInteraction
 from .errors import InteractionValidationError
 from .spec import InteractionSpec, SessionSpec

@@ -89,7 +89,7 @@ def test_episode_loop_names_the_real_hooks_and_end_reasons() -> None:
 
 
 def test_name_path_names_the_real_entry_point_group() -> None:
-    from interactions_core._discovery import INTERACTIONS_GROUP
+    from interactions_core._index import INTERACTIONS_GROUP
 
     text = labels("name-path.svg")
     assert INTERACTIONS_GROUP in text

@@ -126,6 +126,7 @@ def warm_list_modules() -> list[str]:
 
 def test_a_warm_list_imports_no_plugin_code(warm_list_modules: list[str]) -> None:
     assert _plugin_code(warm_list_modules) == []
+    assert "interactions_core._hooks" not in warm_list_modules
 
 
 def test_a_warm_list_imports_only_the_project_parts_it_needs(

@@ -85,7 +85,7 @@ def select(
     is compared after PEP 503 normalisation (``Interactions_GSM8K`` matches).
     """
     if distribution:
-        from .._selection import normalize
+        from .._names import normalize
 
         wanted = normalize(distribution)
         rows = [r for r in rows if normalize(str(r["distribution"] or "")) == wanted]

@@ -126,7 +126,7 @@ def _default_interaction(name: str, loaded: Any) -> str:
     """``--default-interaction NAME``, checked against the config's interactions."""
     if name in loaded.names:
         return name
-    from .._naming import suggest
+    from .._names import suggest
     from ..errors import ConfigError
 
     hint = suggest(name, loaded.names, n=1)

@@ -20,11 +20,11 @@ COMMAND = Command(
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import _cache
+    from .. import _index
 
     if args.action == "path":
-        print(_cache.cache_dir())
+        print(_index.cache_dir())
     else:
-        removed = _cache.clear()
+        removed = _index.clear()
         print(f"removed {removed} cache file{'s' if removed != 1 else ''}")
     return 0

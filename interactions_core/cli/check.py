@@ -29,7 +29,7 @@ COMMAND = Command(
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from .._class_paths import CLASS_PATHS_VAR
+    from .._classes import CLASS_PATHS_VAR
     from ..errors import ConfigError
     from ..loader import load_config
 

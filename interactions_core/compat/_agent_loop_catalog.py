@@ -73,7 +73,7 @@ class InteractionCatalog:
             return name, found
         if self.config is None:
             return name, self._create_installed(name)
-        from .._naming import suggest
+        from .._names import suggest
 
         hint = suggest(name, self._instances, n=1)
         raise ValueError(

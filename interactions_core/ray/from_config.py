@@ -46,6 +46,7 @@ def remote_interactions_from_config(
     The other options are :class:`InteractionPool`'s. If any pool fails to
     start, the pools already started are shut down.
     """
+    from .._classes import instantiate
     from ..loader import load_config
     from .errors import connect
 
@@ -63,7 +64,8 @@ def remote_interactions_from_config(
     try:
         for resolved in loaded.entries:
             if resolved.entry.replicas is None and replicas is None and only_marked:
-                out[resolved.name] = resolved.cls({**resolved.options, "name": resolved.name})
+                options_ = {**resolved.options, "name": resolved.name}
+                out[resolved.name] = instantiate(resolved.cls, options_)
             else:
                 out[resolved.name] = _pool_of(resolved, replicas, resources, options)
     except BaseException:

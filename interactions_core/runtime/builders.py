@@ -28,19 +28,11 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .._contribution import Contribution
-from .._naming import suggest
-from ..errors import (
-    ConfigError,
-    InteractionsError,
-    PluginLoadError,
-    UnknownBuilderError,
-)
-
-if TYPE_CHECKING:
-    from ..plugins import Registration
+from .._classes import check_options, keyword_options
+from ..errors import ConfigError, InteractionsError, PluginLoadError
+from ..registry import BuilderInfo, Registry, get_registry
 
 __all__ = [
     "BuilderInfo",
@@ -53,85 +45,22 @@ __all__ = [
 ]
 
 
-class BuilderInfo(Contribution):
-    """A dataset builder registered by a hook plugin: its registration, listed."""
+def list_builders(registry: Registry | None = None) -> list[BuilderInfo]:
+    """Every registered builder, sorted by name (hook plugins are imported).
 
-    __slots__ = ("builder", "defaults", "plugin")
-
-    noun = "dataset builder"
-    listed = ("name", "distribution", "plugin", "description", "options")
-
-    def __init__(self, registration: Registration) -> None:
-        builder = registration.obj
-        summary = registration.description
-        if not summary:
-            doc = inspect.getdoc(builder) or ""
-            summary = doc.splitlines()[0] if doc else ""
-        plugin = registration.plugin
-        distribution = plugin.split(":", 1)[0]
-        super().__init__(
-            registration.name, distribution, registration.target, "hook", None, summary
-        )
-        self.builder = builder
-        self.plugin = plugin
-        self.defaults = dict(registration.defaults)  # the registration stays as it was
-
-    @property
-    def options(self) -> dict[str, Any]:
-        """The builder's options with their defaults (``None`` for a required one)."""
-        return {
-            name: (None if p.default is p.empty else p.default)
-            for name, p in builder_options(self.builder).items()
-        }
+    The catalog's list (:meth:`Registry.builders`): the allow/deny lists and the
+    conflict rule apply to builders as to interactions.
+    """
+    return (registry if registry is not None else get_registry()).builders()
 
 
-def list_builders(registry: Any = None) -> list[BuilderInfo]:
-    """Every registered builder, sorted by name (hook plugins are imported)."""
-    from ..registry import get_registry
-
-    registry = registry if registry is not None else get_registry()
-    host = registry.plugin_host
-    out = []
-    for pid, registrations in host.collect("register_dataset_builders").items():
-        for reg in registrations:
-            if not callable(reg.obj):
-                host.errors[pid] = TypeError(f"dataset builder {reg.name!r} is not callable")
-                continue
-            out.append(BuilderInfo(reg))
-    out.sort(key=lambda b: (b.name, b.distribution))
-    return out
-
-
-def get_builder(name: str, registry: Any = None) -> BuilderInfo:
+def get_builder(name: str, registry: Registry | None = None) -> BuilderInfo:
     """The builder called ``name`` (or ``distribution:name``)."""
-    from .._resolution import resolve
-    from ..registry import get_registry
-
-    registry = registry if registry is not None else get_registry()
-    builders = list_builders(registry)
-
-    def unknown() -> UnknownBuilderError:
-        known = sorted({b.name for b in builders})
-        broken = registry.plugin_host.errors
-        note = (
-            f" ({len(broken)} hook plugin(s) failed to load: "
-            + "; ".join(f"{pid}: {exc}" for pid, exc in broken.items())
-            + ")"
-            if broken
-            else ""
-        )
-        shown = ", ".join(known) if known else "none installed"
-        return UnknownBuilderError(
-            f"unknown dataset builder {name!r}{suggest(name, known)} Available: {shown}.{note}"
-        )
-
-    return resolve(builders, name, unknown)
+    return (registry if registry is not None else get_registry()).builder(name)
 
 
 def builder_options(builder: Any) -> dict[str, inspect.Parameter]:
     """The builder's options: its keyword parameters."""
-    from .._options import keyword_options
-
     return keyword_options(builder)
 
 
@@ -193,8 +122,6 @@ def parse_cli_options(args: list[str]) -> dict[str, Any]:
 
 def run_builder(info: BuilderInfo, options: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
     """Call the builder with ``defaults`` then ``options``; check the options first."""
-    from .._options import check_options
-
     accepted = builder_options(info.builder)
     merged = {**info.defaults, **options}
     problems = check_options(

@@ -96,7 +96,7 @@ def choose(
         name = kwargs["name"] = default
     interaction = interactions.get(name) if isinstance(name, str) else None
     if interaction is None:
-        from .._naming import suggest
+        from .._names import suggest
 
         where = "served here" if served else "configured"
         raise error(

@@ -42,7 +42,7 @@ def interaction_registry() -> Callable[..., Any]:
     """
 
     def make(classes: Mapping[str, Any], *, distribution: str | None = None) -> Any:
-        from interactions_core._selection import Selection
+        from interactions_core._names import Selection
         from interactions_core.registry import MEMORY_DISTRIBUTION, Registry
 
         return Registry.from_classes(

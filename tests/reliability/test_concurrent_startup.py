@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from interactions_core import _cache
+from interactions_core import _index
 from interactions_core.registry import Registry
 
 INTERACTIONS = "interactions_core.interactions"
@@ -46,7 +46,7 @@ def register_interactions(register):
 #: Run instead of the CLI to prove the cache is valid: any metadata scan fails the run.
 NO_SCAN = (
     "import sys\n"
-    "import interactions_core._discovery as d\n"
+    "import interactions_core._index as d\n"
     "def scan():\n"
     "    sys.stderr.write('SCANNED\\n'); raise SystemExit(97)\n"
     "d.scan = scan\n"
@@ -129,7 +129,7 @@ def reference(world: dict[str, Path]) -> set[str]:
 
 def assert_cache_valid(world: dict[str, Path], expected: set[str]) -> None:
     assert not list(world["cache"].rglob("*.tmp")), "a temporary file was left behind"
-    files = list((world["cache"] / "interactions-core").glob("index-*.marshal"))
+    files = list((world["cache"] / "interactions-core").glob("index-*.json"))
     assert files, "no index was written"
     proc = subprocess.run(
         [sys.executable, "-c", NO_SCAN],
@@ -172,7 +172,7 @@ def test_stale_cache(world: dict[str, Path], make_dist) -> None:
 def test_corrupt_and_truncated_cache(world: dict[str, Path]) -> None:
     expected = reference(world)
     check_all(start_together(world, 1), expected)
-    [index] = list((world["cache"] / "interactions-core").glob("index-*.marshal"))
+    [index] = list((world["cache"] / "interactions-core").glob("index-*.json"))
     whole = index.read_bytes()
     index.write_bytes(whole[: len(whole) // 2])  # a torn write from a crashed older version
     check_all(start_together(world, WORKERS // 2), expected)
@@ -246,7 +246,7 @@ def test_no_space_in_process(
 ) -> None:
     """``os.replace`` failing with ENOSPC: no cache, one warning, the temporary file removed."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(world["cache"]))
-    monkeypatch.setattr(_cache, "_warned", False)
+    monkeypatch.setattr(_index, "_warned", False)
 
     def no_space(src: str, dst: str) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from interactions_core import ConfigError, load_config
-from interactions_core._class_paths import load_class_path
+from interactions_core._classes import load_class_path
 from interactions_core.compat.verl import initialize_interactions_from_config
 from interactions_core.errors import DisabledError, TrustError
 from interactions_core.registry import Registry, reset_registry
@@ -283,7 +283,8 @@ def test_lists_apply_to_policies(site: Path, tmp_path: Path, value: str) -> None
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"prompt": [{"role": "user", "content": "hi"}]}) + "\n")
     proc = cli(site, "run", "--data", str(data), "--policy", "acme-policy", env=env)
-    assert proc.returncode == 1 and "unknown policy 'acme-policy'" in proc.stderr
+    assert proc.returncode == 1 and "policy 'acme-policy'" in proc.stderr
+    assert "is disabled by INTERACTIONS_DISABLE" in proc.stderr
     assert not imported(site, "acme_policy")
     proc = cli(site, "run", "--data", str(data), "--policy", "acme-policy")  # control
     assert proc.returncode == 0, proc.stderr

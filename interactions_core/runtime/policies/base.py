@@ -73,14 +73,14 @@ class Policy:
 
 def policy_options(cls: type) -> dict[str, inspect.Parameter]:
     """The options ``cls`` accepts: its keyword constructor parameters."""
-    from ..._options import keyword_options
+    from ..._classes import keyword_options
 
     return keyword_options(cls)
 
 
 def create_policy(cls: type, options: Mapping[str, Any] | None = None, *, name: str = "") -> Any:
     """Instantiate policy class ``cls`` with ``options``; teaching errors for bad options."""
-    from ..._options import check_options
+    from ..._classes import check_options
 
     options = dict(options or {})
     label = name or getattr(cls, "name", "") or cls.__name__

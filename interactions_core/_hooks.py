@@ -1,30 +1,40 @@
-"""Hook plugins: distributions in the ``interactions_core.plugins`` group.
+"""The pluggy host: hook plugins, imported on first use, and what they register.
 
-A hook plugin is a module (or object) with pluggy ``@hookimpl`` functions for the
-hooks in :class:`~interactions_core.hookspecs.PluginSpec`. :class:`PluginHost`
-imports them on first use only, one at a time and isolated: a plugin that fails to
-import, or whose hooks do not match the spec (pluggy's ``PluginValidationError``),
-is recorded with its error and the others load normally.
+A hook plugin is a distribution in the ``interactions_core.plugins`` entry-point
+group: a module (or object) with ``@hookimpl`` functions for the hooks of
+:class:`~interactions_core.hookspecs.PluginSpec`. :class:`PluginHost` imports
+them only when a hook is needed, one at a time and isolated: a plugin that
+fails to import, or whose hooks do not match the spec (pluggy's
+``PluginValidationError``), is recorded with its error and the others load
+normally.
 
-``register_*`` hooks are called once per plugin with a ``register`` callable bound
-to that plugin, so every registration is attributed to the distribution that made
-it (needed for conflict messages and the allow/deny lists).
+``register_*`` hooks are called once per plugin with a ``register`` callable
+bound to that plugin, so every registration is attributed to the distribution
+that made it (needed for conflict messages and the allow/deny lists).
+
+The core's own policies are registered the same way: :class:`BuiltinPlugin` is
+a hook implementation the host registers first, as llm does with its default
+plugins. It registers each policy by its ``module:Class`` target, imported when
+the policy is used.
 """
 
 from __future__ import annotations
 
-import importlib
-import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pluggy
 
-from ._discovery import PLUGINS_GROUP
-from ._selection import Selection
-from .hookspecs import PROJECT_NAME, PluginSpec
+from ._classes import CORE_DISTRIBUTION, import_target
+from ._index import PLUGINS_GROUP, plugin_id
+from ._names import Selection
+from .errors import Interrupted
+from .hookspecs import PROJECT_NAME, PluginSpec, hookimpl
 
-__all__ = ["PluginHost", "Registration", "create_manager", "import_target", "plugin_id"]
+__all__ = ["BUILTIN_PLUGIN", "BuiltinPlugin", "PluginHost", "Registration", "create_manager"]
+
+#: The plugin id of the core's own hook implementation.
+BUILTIN_PLUGIN = f"{CORE_DISTRIBUTION}:builtin"
 
 
 def create_manager() -> pluggy.PluginManager:
@@ -34,51 +44,26 @@ def create_manager() -> pluggy.PluginManager:
     return pm
 
 
-class ImportAborted(Exception):
-    """A plugin module raised ``SystemExit``/``KeyboardInterrupt``/... while being imported."""
+class BuiltinPlugin:
+    """The core's own contributions, registered through the hooks like any plugin's."""
 
+    POLICIES = {
+        "replay": "interactions_core.runtime.policies.replay:ReplayPolicy",
+        "openai": "interactions_core.runtime.policies.openai:OpenAIPolicy",
+        "human": "interactions_core.runtime.policies.human:HumanPolicy",
+    }
 
-def import_target(target: str) -> Any:
-    """Import ``module:attr.path`` (or ``module``) with ``importlib.import_module``.
-
-    A failed import leaves nothing behind in ``sys.modules`` (the import system
-    removes a module whose body raised), unlike verl's ``exec_module`` loader.
-    """
-    module_name, _, attr_path = target.partition(":")
-    try:
-        obj: Any = importlib.import_module(module_name.strip())
-    except Exception:
-        raise
-    except BaseException as exc:
-        # SystemExit, KeyboardInterrupt or another BaseException raised by the
-        # module's code is that plugin's fault, not a reason to stop the program.
-        from .errors import Interrupted
-
-        if isinstance(exc, Interrupted):
-            raise
-        raise ImportAborted(
-            f"importing {module_name.strip()} raised {exc.__class__.__name__}"
-            + (f": {exc}" if str(exc) else "")
-        ) from exc
-    for attr in filter(None, attr_path.strip().split(".")):
-        try:
-            obj = getattr(obj, attr)
-        except AttributeError:
-            if not isinstance(obj, types.ModuleType):
-                raise
-            from ._fault import MissingAttributeError
-
-            raise MissingAttributeError(obj, attr, target.strip()) from None
-    return obj
-
-
-def plugin_id(record: dict) -> str:
-    """The identity of a hook plugin: ``distribution:entry-point-name``."""
-    return f"{record['dist']}:{record['name']}"
+    @hookimpl
+    def register_policies(self, register: Callable[..., None]) -> None:
+        for name, target in self.POLICIES.items():
+            register(name, target)
 
 
 class Registration:
-    """One thing a plugin registered through a ``register_*`` hook."""
+    """One thing a plugin registered through a ``register_*`` hook.
+
+    ``obj`` is the object itself, or a ``module:attr`` string imported on use.
+    """
 
     __slots__ = ("defaults", "description", "name", "obj", "plugin")
 
@@ -97,10 +82,24 @@ class Registration:
         self.description = description
 
     @property
+    def distribution(self) -> str:
+        return self.plugin.split(":", 1)[0]
+
+    @property
+    def builtin(self) -> bool:
+        return self.plugin == BUILTIN_PLUGIN
+
+    @property
     def target(self) -> str:
         obj = self.obj
+        if isinstance(obj, str):
+            return obj
         module = getattr(obj, "__module__", "?")
         return f"{module}:{getattr(obj, '__qualname__', type(obj).__name__)}"
+
+    def load(self) -> Any:
+        """The registered object (imported now when it was registered by target)."""
+        return import_target(self.obj) if isinstance(self.obj, str) else self.obj
 
 
 class PluginHost:
@@ -108,7 +107,7 @@ class PluginHost:
 
     def __init__(
         self,
-        records: list[dict],
+        records: Iterable[dict[str, Any]],
         selection: Selection,
         provides: dict[str, tuple[str, ...]] | None = None,
     ) -> None:
@@ -128,9 +127,10 @@ class PluginHost:
 
     @property
     def manager(self) -> pluggy.PluginManager:
-        """The plugin manager with every allowed hook plugin registered."""
+        """The plugin manager with the built-in and every allowed hook plugin registered."""
         if self._pm is None:
             self._pm = create_manager()
+            self._pm.register(BuiltinPlugin(), name=BUILTIN_PLUGIN)
             for pid in self.records:
                 if self.excluded(pid) is None:
                     self._load(pid)
@@ -148,8 +148,7 @@ class PluginHost:
             self.errors[pid] = ValueError(record["error"])
             return
         try:
-            obj = import_target(record["value"])
-            self._pm.register(obj, name=pid)
+            self._pm.register(import_target(record["value"]), name=pid)
         except Exception as exc:
             self.errors[pid] = exc
 
@@ -165,10 +164,8 @@ class PluginHost:
         """
         if hook in self._collected:
             return self._collected[hook]
-        pm = self.manager
         out: dict[str, list[Registration]] = {}
-        caller = getattr(pm.hook, hook)
-        for impl in caller.get_hookimpls():
+        for impl in getattr(self.manager.hook, hook).get_hookimpls():
             pid = impl.plugin_name
             items: list[Registration] = []
 
@@ -186,8 +183,6 @@ class PluginHost:
             try:
                 impl.function(*[{"register": register}[arg] for arg in impl.argnames])
             except BaseException as exc:
-                from .errors import Interrupted
-
                 if isinstance(exc, Interrupted):
                     raise
                 self.errors[pid] = exc

@@ -1,4 +1,4 @@
-"""``plugins.py``: hook plugins asked to register interactions, each isolated from the others."""
+"""``_hooks.py``: hook plugins asked to register interactions, each isolated from the others."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import pytest
 from core_helpers import PLUGINS, suite_dist
 
 from interactions_core import hookimpl
-from interactions_core._selection import Selection
-from interactions_core.plugins import PluginHost, plugin_id
+from interactions_core._hooks import BUILTIN_PLUGIN, PluginHost
+from interactions_core._index import plugin_id
+from interactions_core._names import Selection
 from interactions_core.registry import Registry
 
 
@@ -151,3 +152,22 @@ def test_a_disabled_or_broken_record_is_never_imported() -> None:
     assert "fake_off_mod" not in sys.modules
     assert host.error_message("fake-bad:bad") == "ValueError: malformed"
     assert plugin_id(records[0]) == "fake-off:off"
+
+
+def test_the_core_registers_its_policies_through_the_same_hook() -> None:
+    host = PluginHost([], Selection())
+    registrations = host.collect("register_policies")
+    assert sorted(r.name for r in registrations[BUILTIN_PLUGIN]) == ["human", "openai", "replay"]
+    replay = next(r for r in registrations[BUILTIN_PLUGIN] if r.name == "replay")
+    assert replay.builtin and replay.distribution == "interactions-core"
+    assert replay.target == "interactions_core.runtime.policies.replay:ReplayPolicy"
+    assert replay.load().__name__ == "ReplayPolicy"  # a target string is imported on use
+
+
+def test_the_allow_list_never_hides_the_cores_own_policies() -> None:
+    registry = Registry.from_classes({}, selection=Selection.from_env({"INTERACTIONS_PLUGINS": ""}))
+    assert {p.name: p.status for p in registry.policies()} == {
+        "human": "ok",
+        "openai": "ok",
+        "replay": "ok",
+    }

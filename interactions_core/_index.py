@@ -1,0 +1,487 @@
+"""Discovery: what is installed, read from package metadata and kept in an on-disk index.
+
+:func:`load_index` returns the index of entry points in the groups the core
+knows (interaction classes, hook plugins and policies). Scanning metadata costs
+milliseconds per hundred installed distributions, and importing
+``importlib.metadata`` alone costs several times a bare interpreter start, so
+the index is cached as JSON under ``$XDG_CACHE_HOME/interactions-core/``. On the
+warm path it is read from there, importing no plugin code and not
+``importlib.metadata``; on the cold path it is one metadata scan, then written
+back. ``INTERACTIONS_NO_CACHE=1`` turns the cache off.
+
+The cache is keyed by the interpreter, ``sys.path`` and the state of its
+directories (installing or removing a distribution adds or removes a
+``*.dist-info`` folder, which changes its directory's mtime). The file name is a
+``hashlib`` digest of the key and the full key is stored inside and compared,
+so a collision is only a miss. Writes go through a temporary file and a rename,
+so a reader sees the old file or the new one; anything unreadable is ignored,
+never trusted; an unwritable folder degrades to no cache with one warning.
+
+Each record is a plain dict: ``group``, ``name``, ``value`` (``module:attr``),
+``dist``, ``version``, ``path`` (where the metadata lives) and ``error``
+(``None`` unless the metadata itself is unusable: such an entry is listed as
+broken, the scan goes on). The same distribution found twice on ``sys.path`` is
+one distribution: the first copy wins, as it does for imports.
+
+Hook plugins are the expensive part of a cold index: learning what one
+registers means importing it. What it registered is therefore also remembered
+apart from the index, keyed by the plugin's own distribution and the versions
+of what it requires (:func:`hook_key`): installing an unrelated package
+rebuilds the index from metadata but reuses those results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+
+TYPE_CHECKING = False  # not ``typing``: it costs a third of a warm ``interactions list``
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Index = dict[str, Any]
+
+__all__ = [
+    "GROUPS",
+    "INTERACTIONS_GROUP",
+    "NO_CACHE_VAR",
+    "PLUGINS_GROUP",
+    "POLICIES_GROUP",
+    "BuildLock",
+    "cache_dir",
+    "cache_enabled",
+    "clear",
+    "current_key",
+    "hook_key",
+    "load_index",
+    "plugin_id",
+    "save_hooks",
+    "scan",
+]
+
+INTERACTIONS_GROUP = "interactions_core.interactions"
+PLUGINS_GROUP = "interactions_core.plugins"
+#: Policies (the model side of an episode) are discovered the same way.
+POLICIES_GROUP = "interactions_core.policies"
+GROUPS = (INTERACTIONS_GROUP, PLUGINS_GROUP, POLICIES_GROUP)
+
+#: Bump when the payload layout changes; older files are then ignored.
+FORMAT = 4
+NO_CACHE_VAR = "INTERACTIONS_NO_CACHE"
+LOCK_TIMEOUT_VAR = "INTERACTIONS_LOCK_TIMEOUT"
+#: Longest wait for another process's index build, unless the variable says otherwise.
+LOCK_TIMEOUT = 30.0
+
+_VALUE_PATTERN = r"^\s*[A-Za-z_][\w.]*\s*(:\s*[A-Za-z_][\w.]*\s*)?$"
+
+
+def plugin_id(record: dict[str, Any]) -> str:
+    """The identity of a hook plugin's record: ``distribution:entry-point-name``."""
+    return f"{record['dist']}:{record['name']}"
+
+
+# -- where the cache lives and what it depends on --------------------------------
+
+
+def cache_enabled() -> bool:
+    """Whether the index cache is in use (``INTERACTIONS_NO_CACHE`` not set)."""
+    return os.environ.get(NO_CACHE_VAR, "").strip().lower() not in ("1", "true", "yes", "on")
+
+
+def cache_dir() -> str:
+    """``$XDG_CACHE_HOME/interactions-core`` (default ``~/.cache/interactions-core``)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG spec: a relative path is invalid, ignore it
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "interactions-core")
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path or ".").st_mtime_ns
+    except OSError:
+        return -1
+
+
+def _metadata_names(path: str) -> object:
+    """The metadata folders directly in ``path``: what can change the index there."""
+    try:
+        with os.scandir(path) as it:
+            return sorted(e.name for e in it if e.name.endswith((".dist-info", ".egg-info")))
+    except OSError:
+        return -1
+
+
+def current_key() -> list[object]:
+    """What the index depends on: interpreter, ``sys.path`` and each entry's state.
+
+    An entry's state is its mtime, except for the current directory (``""`` for
+    ``python -c``, the full path for ``python -m``): a working folder changes all
+    the time, so it is keyed by the metadata folders it holds instead, and a busy
+    folder does not turn every run into a cold one.
+    """
+    cwd = os.getcwd()
+    paths = [p or cwd for p in sys.path]
+    state = [_metadata_names(p) if p == cwd else _mtime(p) for p in paths]
+    return [FORMAT, sys.executable, sys.version, paths, state]
+
+
+def _digest(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _index_file(key: list[object]) -> str:
+    return os.path.join(cache_dir(), f"index-{_digest(key[:4])}.json")
+
+
+def _hooks_file() -> str:
+    # One file per Python version, shared by its virtualenvs and by every name of
+    # its executable: each result is keyed by the absolute path of the hook
+    # plugin's metadata, which tells environments apart.
+    return os.path.join(cache_dir(), f"hooks-{_digest([FORMAT, sys.version])}.json")
+
+
+# -- reading and writing ----------------------------------------------------------
+
+_warned = False
+
+
+def _warn(message: str) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        sys.stderr.write(f"interactions-core: warning: {message}; continuing without the cache\n")
+
+
+def _read(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            stored = json.load(fh)
+    except (OSError, ValueError):  # missing, truncated, corrupt
+        return None
+    if not isinstance(stored, dict) or stored.get("format") != FORMAT:
+        return None
+    return stored
+
+
+def _write(path: str, content: dict[str, Any]) -> bool:
+    """Write ``content`` as JSON to ``path`` through a temporary file and a rename."""
+    folder = os.path.dirname(path)
+    tmp = f"{path}.{os.getpid()}.{id(content):x}.tmp"
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"format": FORMAT, **content}, fh, ensure_ascii=False)
+        os.replace(tmp, path)
+        return True
+    except (OSError, ValueError, TypeError) as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        _warn(f"cannot write the index cache in {folder} ({exc.__class__.__name__}: {exc})")
+        return False
+
+
+def _load_cached(key: list[object]) -> Index | None:
+    """The cached index for ``key``, or ``None`` when missing, stale or unreadable."""
+    if not cache_enabled():
+        return None
+    stored = _read(_index_file(key))
+    if stored is None or stored.get("key") != key:
+        return None
+    payload = stored.get("payload")
+    return payload if isinstance(payload, dict) else None
+
+
+def _store(key: list[object], payload: Index) -> bool:
+    if not cache_enabled():
+        return False
+    return _write(_index_file(key), {"key": key, "payload": payload})
+
+
+def _load_hook_results() -> dict[str, Any]:
+    """What hook plugins registered, by the JSON text of their :func:`hook_key`."""
+    if not cache_enabled():
+        return {}
+    stored = _read(_hooks_file())
+    results = stored.get("results") if stored else None
+    return results if isinstance(results, dict) else {}
+
+
+def _store_hook_results(results: dict[str, Any]) -> bool:
+    if not cache_enabled():
+        return False
+    return _write(_hooks_file(), {"results": results})
+
+
+def clear() -> int:
+    """Remove every cached index and hook result; return how many files were removed."""
+    folder = cache_dir()
+    removed = 0
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    for name in names:
+        if name.startswith(("index-", "hooks-")):
+            try:
+                os.unlink(os.path.join(folder, name))
+                removed += 1
+            except OSError:
+                pass
+    return removed
+
+
+class BuildLock:
+    """An exclusive lock on the cache folder while an index is being built.
+
+    When many workers start at once after an install, one of them scans (and runs
+    the hook plugins); the others wait here, then find its index in the cache
+    instead of all paying for the same scan. Best effort: where the folder is
+    unusable or ``fcntl`` does not exist, building goes on unlocked; a holder
+    that keeps it longer than ``$INTERACTIONS_LOCK_TIMEOUT`` seconds (a plugin
+    hanging at import) is reported once and not waited for.
+    """
+
+    def __init__(self) -> None:
+        self._fd: int | None = None
+
+    def __enter__(self) -> BuildLock:
+        if not cache_enabled():
+            return self
+        try:
+            import fcntl
+
+            os.makedirs(cache_dir(), exist_ok=True)
+            fd = os.open(os.path.join(cache_dir(), "build.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        except (ImportError, OSError):
+            return self
+        if self._wait(fcntl, fd):
+            self._fd = fd
+        else:
+            os.close(fd)
+        return self
+
+    @staticmethod
+    def _wait(fcntl: Any, fd: int) -> bool:
+        import time
+
+        text = os.environ.get(LOCK_TIMEOUT_VAR, "").strip()
+        try:
+            limit = float(text) if text else LOCK_TIMEOUT
+        except ValueError:
+            limit = LOCK_TIMEOUT
+        deadline = time.monotonic() + limit
+        pause = 0.005
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                pass
+            except OSError:
+                return False
+            if time.monotonic() >= deadline:
+                sys.stderr.write(
+                    "interactions-core: warning: another interactions process has held the "
+                    f"index lock in {cache_dir()} for over {limit:g} s (a plugin hanging at "
+                    "import?); building the index without waiting "
+                    f"({LOCK_TIMEOUT_VAR} sets the wait)\n"
+                )
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing releases the lock
+            self._fd = None
+
+
+# -- the metadata scan (the cold path) --------------------------------------------
+
+
+def _validate(group: str, name: str, value: str) -> str | None:
+    """What is wrong with an entry point's name or value, or ``None``."""
+    import re
+
+    if not re.match(_VALUE_PATTERN, value):
+        return f"malformed entry point value {value!r}: expected 'module:attribute'"
+    if group != PLUGINS_GROUP and ":" not in value:
+        return f"entry point value {value!r} names a module; expected 'module:Class'"
+    if group != PLUGINS_GROUP and (":" in name or not name.strip()):
+        return f"invalid interaction name {name!r}: names may not be empty or contain ':'"
+    return None
+
+
+def _requirements(dist: Any) -> list[str]:
+    """Names of the distributions ``dist`` requires unconditionally (extras left out).
+
+    Only the name matters here (what it resolves to is looked up when the hook
+    key is built): the PEP 508 name that starts the requirement, which spares
+    the cold path the import of a full requirement parser.
+    """
+    import re
+
+    names = []
+    for line in getattr(dist, "requires", None) or []:
+        requirement, _, marker = line.partition(";")
+        found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+        if found and "extra" not in marker:
+            names.append(found.group(1))
+    return names
+
+
+def _record(group: str, ep: Any) -> dict[str, Any]:
+    name, value = str(getattr(ep, "name", "")), str(getattr(ep, "value", ""))
+    dist = getattr(ep, "dist", None)
+    error = None
+    dist_name, version, path = "", "", ""
+    try:
+        if dist is None:
+            raise LookupError("entry point has no distribution")
+        meta = dist.metadata
+        dist_name, version = meta["Name"] or "", meta["Version"] or ""
+        path = str(getattr(dist, "_path", "") or "")
+        if not dist_name:
+            raise LookupError("distribution metadata has no Name")
+    except Exception as exc:  # unreadable metadata: list it as broken, keep going
+        error = f"unreadable distribution metadata: {exc.__class__.__name__}: {exc}"
+    if error is None:
+        error = _validate(group, name, value)
+    record: dict[str, Any] = {
+        "group": group,
+        "name": name,
+        "value": value.replace(" ", ""),
+        "dist": dist_name,
+        "version": version,
+        "path": path,
+        "error": error,
+    }
+    if group == PLUGINS_GROUP and error is None:
+        record["hook_key"] = hook_key(record, _requirements(dist))
+    return record
+
+
+def hook_key(record: dict[str, Any], requires: list[str]) -> list[object] | None:
+    """What a hook plugin's registrations depend on, or ``None`` when that is unknowable.
+
+    The plugin's identity, where its metadata lives, its version and that
+    folder's mtime (a reinstall or an upgrade changes one of them), and the
+    installed version of each distribution it requires (a suite whose names
+    come from a dependency, or a core upgrade, is asked again). A plugin
+    changed in place without any of these changing (an editable install whose
+    code was edited) needs ``interactions cache clear``.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    path = record["path"]
+    if not path:
+        return None
+    try:
+        mtime = os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+    deps: list[list[str | None]] = []
+    for name in requires:
+        try:
+            deps.append([name, version(name)])
+        except PackageNotFoundError:
+            deps.append([name, None])
+        except Exception:  # unreadable metadata: a version of its own
+            deps.append([name, "?"])
+    return [plugin_id(record), path, record["version"], mtime, deps]
+
+
+def scan() -> list[dict[str, Any]]:
+    """Scan installed metadata for the core's entry-point groups (the cold path)."""
+    from importlib.metadata import entry_points
+
+    everything = entry_points()
+    return [_record(group, ep) for group in GROUPS for ep in everything.select(group=group)]
+
+
+# -- the index --------------------------------------------------------------------
+
+
+def load_index(use_cache: bool = True, complete: Callable[[Index], object] | None = None) -> Index:
+    """The index: ``{"entries": [records], "hooks": {plugin id: what it registered}}``.
+
+    On a miss, the metadata is scanned and ``complete`` (the catalog learning
+    what hook plugins register) fills in what it can before the index is
+    stored; both run under the :class:`BuildLock`, so concurrent cold starts do
+    the work once.
+    """
+    key = current_key()
+    if not use_cache:
+        payload = _build(complete, known=None)
+    else:
+        cached = _load_cached(key)
+        if cached is None:
+            with BuildLock():
+                cached = _load_cached(key)  # built by another process while we waited?
+                if cached is None:
+                    cached = _build(complete, known=_load_hook_results())
+                    _store(key, cached)
+        payload = cached
+    payload["_key"] = key
+    return payload
+
+
+def _build(complete: Callable[[Index], object] | None, known: dict[str, Any] | None) -> Index:
+    """Scan metadata, reuse what hook plugins registered before, let ``complete`` add the rest."""
+    payload: Index = {"entries": scan(), "hooks": {}}
+    if known:
+        for record in payload["entries"]:
+            result = known.get(json.dumps(record.get("hook_key")))
+            if result is not None and not result.get("error"):
+                payload["hooks"][plugin_id(record)] = result
+    if complete is not None:
+        complete(payload)
+    if known is not None:
+        _remember_hooks(payload, known)
+    return payload
+
+
+def _remember_hooks(payload: Index, known: dict[str, Any]) -> None:
+    """Store the hook results of ``payload`` under their keys (best effort).
+
+    Results for other distributions are kept while their folder exists (another
+    ``sys.path`` of the same interpreter may use them); a result whose folder
+    now holds a newer key is dropped. A failure is not kept: what fixes it (a
+    module installed that the plugin does not declare) may not change the key.
+    """
+    results: dict[str, Any] = {}
+    current_paths = set()
+    for record in payload["entries"]:
+        key = record.get("hook_key")
+        if key is None:
+            continue
+        current_paths.add(key[1])
+        result = payload["hooks"].get(plugin_id(record))
+        if result is not None and not result.get("error"):
+            results[json.dumps(key)] = result
+    for text, result in known.items():
+        try:
+            folder = json.loads(text)[1]
+        except (ValueError, LookupError, TypeError):
+            continue
+        if text not in results and folder not in current_paths and os.path.exists(folder):
+            results[text] = result
+    if results != known:
+        _store_hook_results(results)
+
+
+def save_hooks(index: Index) -> None:
+    """Persist the hook registrations learned after ``index`` was loaded (best effort)."""
+    key = index.get("_key")
+    if key is None or not cache_enabled():
+        return
+    payload = {k: v for k, v in index.items() if not k.startswith("_")}
+    _store(key, payload)
+    _remember_hooks(payload, _load_hook_results())
