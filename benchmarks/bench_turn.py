@@ -126,7 +126,7 @@ def runtime_rows(repeats: int, n: int) -> list[Row]:
 
 def documented_style(cls: type) -> type:
     """``cls`` itself, after checking it uses only the documented session API."""
-    from interactions_core.base import SessionInteraction
+    from interactions_core._interaction import SessionInteraction
 
     lifecycle = (
         "start_interaction",

@@ -28,7 +28,7 @@ def load_entry(registry: Registry, entry: Entry) -> Any:
     """Import and validate ``entry``'s class; a failure marks the entry broken and raises."""
     if entry.status == "broken" and entry.error and entry.kind != "memory":
         raise PluginLoadError(f"interaction {entry.describe()} is broken: {entry.error}")
-    from .validation import validate_interaction_class
+    from ._spec import validate_interaction_class
 
     try:
         klass = _from_hook(registry, entry) if entry.kind == "hook" else _from_target(entry)

@@ -1,7 +1,7 @@
 """Hook plugins: distributions in the ``interactions_core.plugins`` group.
 
 A hook plugin is a module (or object) with pluggy ``@hookimpl`` functions for the
-hooks in :class:`~interactions_core.hookspecs.PluginSpec`. :class:`PluginHost`
+hooks in :class:`~interactions_core.PluginSpec`. :class:`PluginHost`
 imports them on first use only, one at a time and isolated: a plugin that fails to
 import, or whose hooks do not match the spec (pluggy's ``PluginValidationError``),
 is recorded with its error and the others load normally.
@@ -22,7 +22,7 @@ import pluggy
 
 from ._discovery import PLUGINS_GROUP
 from ._selection import Selection
-from .hookspecs import PROJECT_NAME, PluginSpec
+from ._spec import PROJECT_NAME, PluginSpec
 
 __all__ = ["PluginHost", "Registration", "create_manager", "import_target", "plugin_id"]
 

@@ -9,7 +9,7 @@ import pytest
 from core_helpers import VerlStyle
 
 from interactions_core import InteractionResult, SessionError
-from interactions_core.base import SessionInteraction, derive_name
+from interactions_core._interaction import SessionInteraction, derive_name
 
 LIFECYCLE = ("start_interaction", "generate_response", "calculate_score", "finalize_interaction")
 

@@ -7,7 +7,7 @@ from types import MappingProxyType
 import pytest
 
 from interactions_core import InteractionResult
-from interactions_core.result import as_score
+from interactions_core._interaction import as_score
 
 
 def test_result_coercion_checks_types():

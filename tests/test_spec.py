@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import inspect
 
-from interactions_core import validation
-from interactions_core.base import BaseInteraction, SessionInteraction
-from interactions_core.hookspecs import InteractionSpec as ReExported
-from interactions_core.spec import InteractionSpec, SessionSpec
+from interactions_core import _spec as validation
+from interactions_core._interaction import BaseInteraction, SessionInteraction
+from interactions_core._spec import InteractionSpec, SessionSpec
+from interactions_core._spec import InteractionSpec as ReExported
 
 
 def positional(func: object) -> list[tuple[str, object]]:

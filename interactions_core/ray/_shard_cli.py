@@ -58,9 +58,9 @@ def _settings(args: Any, default: str | None, policy_options: Mapping[str, Any])
     _refuse_unsupported(args)
     config = None
     if args.config:
-        from ..config import _load_source
+        from .._config import load_source
 
-        config, _, _ = _load_source(args.config)
+        config, _, _ = load_source(args.config)
     return RunSettings(
         config,
         policy=args.policy,

@@ -5,7 +5,7 @@
 the registry's plugin host for the duration of a run (:func:`tracing`), so it
 sees exactly what any third-party observer sees. It is a
 :class:`~.writers.LineWriter` (whole lines, opened like ``--output``), and its
-hooks take their arguments from :class:`~interactions_core.hookspecs.PluginSpec`
+hooks take their arguments from :class:`~interactions_core.PluginSpec`
 rather than repeating the signatures. Lines::
 
     {"event": "session_start", "time": ..., "interaction": "gsm8k", "instance_id": "...",
@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..hookspecs import PluginSpec, hookimpl
+from .._spec import PluginSpec, hookimpl
 from .writers import LineWriter
 
 __all__ = ["TraceWriter", "tracing"]
@@ -35,7 +35,7 @@ __all__ = ["TraceWriter", "tracing"]
 def _observer(hook: str, fields: Callable[..., dict[str, Any]]) -> Callable[..., None]:
     """The implementation of observer ``hook``: one line, ``fields(...)`` after the common keys.
 
-    It takes the hook's arguments exactly as :class:`~interactions_core.hookspecs.PluginSpec`
+    It takes the hook's arguments exactly as :class:`~interactions_core.PluginSpec`
     declares them (pluggy reads the names from the wrapped specification), so
     they are written down once. ``interaction_name`` and ``instance_id`` go in
     every line; ``fields`` receives the other arguments by name.

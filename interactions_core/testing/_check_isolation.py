@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..result import InteractionResult
+from .._interaction import InteractionResult
 from ..runtime.errors import InteractionCallError
 from ._context import CheckContext, short
 from ._play import Trace, open_session, play, returned

@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..result import InteractionResult
+from .._interaction import InteractionResult
 from ._context import CheckContext, short
 
 __all__ = ["check_result", "check_score"]

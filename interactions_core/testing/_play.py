@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
-from ..result import InteractionResult
+from .._interaction import InteractionResult
 from ..runtime.errors import InteractionCallError
 from ..runtime.session import Session
 from ._check_results import check_result, check_score

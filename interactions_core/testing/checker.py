@@ -18,7 +18,7 @@ some out):
 ``results``
     Every turn returns ``(should_terminate: bool, content: str, score: float,
     extra: Mapping)`` (:meth:`InteractionResult.coerce
-    <interactions_core.result.InteractionResult.coerce>` semantics) and no
+    <interactions_core.InteractionResult.coerce>` semantics) and no
     exception escapes a normal turn.
 ``scores``
     Turn scores and ``calculate_score`` are finite ``float`` values (not ``int``,
@@ -57,7 +57,7 @@ rules lives in a module of its own: ``_check_config``, ``_check_ids``
 (``lifecycle``, ``unknown_session``, ``reuse``), ``_check_results`` (``results``,
 ``scores``), ``_check_messages``, ``_check_isolation``, ``_check_state`` and
 ``_check_blocking``; ``spec`` is the registry's own validation
-(:mod:`interactions_core.validation`). ``_play`` plays a scripted episode
+(the validator). ``_play`` plays a scripted episode
 through ``Session``; ``_context`` holds what the checks of one run share.
 """
 
@@ -66,7 +66,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypedDict
 
-from ..validation import LIFECYCLE
+from .._spec import LIFECYCLE
 from ._check_config import check_buildable, check_config
 from ._check_ids import check_lifecycle, check_reuse, check_unknown_session
 from ._check_isolation import check_isolation

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from .._spec import validate_interaction_class
 from ..errors import InteractionValidationError
-from ..validation import validate_interaction_class
 from .driver import DEFAULT_PROMPT
 from .report import ConformanceReport, record_spec
 

@@ -6,14 +6,14 @@ ends the episode with score 1.0, a wrong one asks the model to try again with
 score 0.0. This is verl's ``Gsm8kInteraction`` with its bugs fixed (see the
 package README).
 
-It uses only the documented :class:`~interactions_core.base.SessionInteraction`
+It uses only the documented :class:`~interactions_core.SessionInteraction`
 API (``new_session``, ``respond``, ``score``): the base class owns the sessions.
 Its own share of a turn is kept small (``benchmarks/bench_turn.py`` measures a
 session against a hand-written verl class): the extractor for the configured
 method is picked once per instance; ``respond`` and ``score`` await nothing, so
 they are plain functions (no coroutine per call); and a turn's result is the
 plain ``(should_terminate, content, score, extra)`` tuple verl itself returns,
-which costs less to build than an :class:`~interactions_core.result.InteractionResult`
+which costs less to build than an :class:`~interactions_core.InteractionResult`
 (the runtime reads both alike). Each turn gets a new ``extra`` dict, since a
 result's ``extra`` must not be shared between turns.
 """
@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import attrs
 
-from interactions_core.base import SessionInteraction
+from interactions_core._interaction import SessionInteraction
 
 from .scoring import _EXTRACTORS, METHODS, TAIL_CHARS, normalize_ground_truth
 

@@ -11,8 +11,8 @@ import attrs
 import pytest
 from interactions_gsm8k import Gsm8kConfig, Gsm8kInteraction
 
+from interactions_core._interaction import InteractionResult
 from interactions_core.errors import ConfigError, SessionError
-from interactions_core.result import InteractionResult
 
 CORRECT = "Your response is correct!"
 INCORRECT = "Your response is incorrect! You need to reflect on your answer and try again."

@@ -30,9 +30,8 @@ from typing import Any, Literal
 
 import attrs
 
-from interactions_core.base import SessionInteraction
+from interactions_core._interaction import InteractionResult, SessionInteraction
 from interactions_core.errors import ConfigError, SessionError
-from interactions_core.result import InteractionResult
 
 __all__ = [
     "PREFIX",

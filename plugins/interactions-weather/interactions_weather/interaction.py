@@ -4,7 +4,7 @@ This is verl's example of a tool-using interaction. It does not judge the answer
 itself, only whether the model called a tool (a message with role ``tool`` is in
 the conversation), and always ends the episode after one check.
 
-It uses only the documented :class:`~interactions_core.base.SessionInteraction`
+It uses only the documented :class:`~interactions_core.SessionInteraction`
 API (``new_session``, ``respond``, ``score``). A turn costs a reverse scan of the
 messages and one result of its own.
 """
@@ -16,8 +16,7 @@ from typing import Any
 
 import attrs
 
-from interactions_core.base import SessionInteraction
-from interactions_core.result import InteractionResult
+from interactions_core._interaction import InteractionResult, SessionInteraction
 
 __all__ = ["WeatherConfig", "WeatherInteraction"]
 

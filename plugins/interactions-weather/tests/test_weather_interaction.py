@@ -10,8 +10,8 @@ import attrs
 import pytest
 from interactions_weather import WeatherConfig, WeatherInteraction
 
+from interactions_core._interaction import InteractionResult
 from interactions_core.errors import ConfigError, SessionError
-from interactions_core.result import InteractionResult
 
 FOUND = "Thank you for your weather query!"
 MISSING = "Please use the weather tool to get the weather information."
