@@ -426,3 +426,10 @@ def test_a_plugin_raising_any_exception_class_fails_only_its_sample(
     assert out.batch["rm_scores"].sum(dim=-1).tolist() == [0.0, 0.0, 0.5]
     shared = interactions_for(tmp_path / "interactions.yaml").get("fragile")[1]
     assert shared.open_sessions == 0
+
+
+def test_the_old_import_path_is_the_same_class() -> None:
+    """Agent-loop files written for earlier releases name the old path."""
+    from interactions_core.compat.verl_agent_loop import InteractionAgentLoop as Old
+
+    assert Old is InteractionAgentLoop
