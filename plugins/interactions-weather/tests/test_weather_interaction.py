@@ -10,7 +10,7 @@ import attrs
 import pytest
 from interactions_weather import WeatherConfig, WeatherInteraction
 
-from interactions_core._interaction import InteractionResult
+from interactions_core import InteractionResult
 from interactions_core.errors import ConfigError, SessionError
 
 FOUND = "Thank you for your weather query!"
