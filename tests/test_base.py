@@ -1,4 +1,4 @@
-"""``base.py``: ``BaseInteraction`` and ``SessionInteraction``, the session store behind the API."""
+"""``_interaction.py``: the base classes and the session store behind the API."""
 
 from __future__ import annotations
 

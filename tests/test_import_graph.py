@@ -48,9 +48,8 @@ def test_import_interactions_core_is_light() -> None:
     modules = json.loads(proc.stdout)
     assert "interactions_core" in modules
     assert _forbidden(modules) == []
-    # Importing the package runs nothing but its own small __init__ and the
-    # few lines that make its names lazy.
-    assert [m for m in modules if m.startswith("interactions_core.")] == ["interactions_core._lazy"]
+    # Importing the package runs nothing but its own small __init__.
+    assert [m for m in modules if m.startswith("interactions_core.")] == []
 
 
 @pytest.fixture

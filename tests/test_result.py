@@ -1,4 +1,4 @@
-"""``result.py``: the typed result of one turn, and what a plugin's plain tuple is turned into."""
+"""``_interaction.py``: the typed result of one turn, and what a plain tuple is turned into."""
 
 from __future__ import annotations
 

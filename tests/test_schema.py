@@ -1,4 +1,4 @@
-"""``schema.py``: an interaction's ``config:`` checked against its attrs schema, with hints."""
+"""``_schema.py``: an interaction's ``config:`` checked against its attrs schema, with hints."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``validation.py``: implementations checked against the lifecycle spec, with clear errors."""
+"""``_spec.py``: implementations checked against the lifecycle spec, with clear errors."""
 
 from __future__ import annotations
 

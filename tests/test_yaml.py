@@ -1,4 +1,4 @@
-"""``_yaml_reader.py``: the safe YAML reader behind config files (tags, aliases, bytes)."""
+"""``_yaml.py``: the safe YAML reader behind config files (tags, aliases, bytes)."""
 
 from __future__ import annotations
 
