@@ -26,14 +26,16 @@ def test_the_old_trl_path_is_the_same_factory() -> None:
 
 
 def test_the_old_verl_agent_loop_path_reexports_the_new_module() -> None:
-    tree = ast.parse((PACKAGE / "compat" / "verl_agent_loop.py").read_text(encoding="utf-8"))
+    tree = ast.parse(
+        (PACKAGE / "compat" / "verl_agent_loop" / "__init__.py").read_text(encoding="utf-8")
+    )
     imported = {
         (node.module, node.level, alias.name)
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom)
         for alias in node.names
     }
-    assert ("integrations.verl", 2, "InteractionAgentLoop") in imported
+    assert ("integrations.verl", 3, "InteractionAgentLoop") in imported
     defined = [node for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef))]
     assert not defined, "the alias defines nothing of its own"
 

@@ -7,6 +7,6 @@ new code should import the new path.
 
 from __future__ import annotations
 
-from ..integrations.trl import InteractionsEnvironment, environment_factory
+from ...integrations.trl import InteractionsEnvironment, environment_factory
 
 __all__ = ["InteractionsEnvironment", "environment_factory"]

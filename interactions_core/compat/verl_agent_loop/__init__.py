@@ -9,7 +9,7 @@ name the new path.
 
 from __future__ import annotations
 
-from ..integrations.verl import (
+from ...integrations.verl import (
     AGENT_NAME,
     SUPPORTED_VERL,
     InteractionAgentLoop,
