@@ -36,6 +36,16 @@ __all__ = [
 ]
 
 
+# -- the result of one turn ---------------------------------------------------------------
+#
+# verl's interactions return an untyped 4-tuple ``(should_terminate, content, score,
+# extra)``. ``InteractionResult`` is a named tuple of exactly those four fields, so it
+# is immutable, self-describing, and still unpacks the way verl's rollout code
+# expects. ``extra`` is a plain ``dict``, new for every result unless one is passed,
+# so a result pickles (Ray), deep-copies and JSON-encodes like verl's own, and a
+# trainer that adds a key to one turn's ``extra`` cannot change another turn's.
+
+
 class _Fields(NamedTuple):
     should_terminate: bool
     content: str
@@ -137,18 +147,7 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-# -- Base classes for interaction implementations -----------------------------------
-# Two ways to write an interaction:
-#
-# * :class:`BaseInteraction` is verl's base class with consistent signatures. A
-# class written the verl way (``__init__(self, config)``, the four async lifecycle
-# methods keyed by ``instance_id``, its own per-instance dict) subclasses it and
-# runs unchanged.
-# * :class:`SessionInteraction` owns the ``instance_id`` bookkeeping for you: you
-# write ``new_session`` (build a small state object), ``respond`` and ``score``
-# (which receive that state), and the base class stores, looks up and drops the
-# state. State therefore lives per session and cannot leak between sessions or
-# outlive ``finalize_interaction``; reusing a live ``instance_id`` is an error.
+# -- the base classes (see the module docstring) ----------------------------------------
 
 
 def derive_name(class_name: str) -> str:

@@ -18,6 +18,9 @@ Two kinds of contract live here:
   sessions. Observer hooks are looked up once per run; when no plugin implements
   them the runtime does not call them at all. :data:`hookimpl` marks a plugin's
   implementations.
+
+:func:`validate_interaction_class` checks a class against the lifecycle when it is
+loaded, with the rules written beside it below.
 """
 
 from __future__ import annotations
@@ -151,7 +154,7 @@ class PluginSpec:
 # only the first.
 #
 # Rules, per method of :class:`~interactions_core.InteractionSpec` (and of
-# :class:`~interactions_core.SessionSpec` for ``respond`` and ``score``), read
+# :class:`SessionSpec` for ``respond`` and ``score``), read
 # from the spec's signatures:
 #
 # * it exists, and is an ``async def`` (a coroutine function) where the spec's
@@ -168,9 +171,6 @@ class PluginSpec:
 # ``generate_response`` (or, for a :class:`~interactions_core.SessionInteraction`,
 # ``respond``); public methods whose names are close to a lifecycle method but not
 # equal to one are reported as likely misspellings.
-#
-# The second half of this module checks an interaction's ``config:`` against the
-# attrs class the plugin declares as its ``config_schema`` (see below).
 
 
 _SESSION_HOOKS = ("new_session", "respond", "score", "end_session")
