@@ -376,8 +376,9 @@ def last_assistant_text(messages: Sequence[Any]) -> str:
       images, audio and every other kind of part are ignored.
     """
     for message in reversed(messages):
-        if isinstance(message, Mapping) and message.get("role") == "assistant":
-            return _content_text(message.get("content"))
+        if isinstance(message, (dict, Mapping)) and message.get("role") == "assistant":
+            content = message.get("content")
+            return content if isinstance(content, str) else _content_text(content)
     return ""
 
 
