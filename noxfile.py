@@ -217,7 +217,7 @@ def serve(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def trl(session: nox.Session) -> None:
-    """Two GRPO steps on CPU through `interactions_core.compat.trl`, in-process and served."""
+    """Two GRPO steps on CPU through `interactions_core.integrations.trl`, in-process and served."""
     python = heavy_env(session, "trl", TRL_STEPS)
     session.run(str(python), "-m", "pytest", "tests/trl", "-q", *session.posargs,
                 external=True, env=STRICT)  # fmt: skip

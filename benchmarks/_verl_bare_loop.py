@@ -14,7 +14,7 @@ from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput
 
-from interactions_core.compat.verl_agent_loop import interactions_for
+from interactions_core.integrations.verl import interactions_for
 
 TURNS = 2  # assistant turns per episode: wrong, then right
 

@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     loops = folder / "agent_loops.yaml"
     loops.write_text(
         "- name: interactions\n"
-        "  _target_: interactions_core.compat.verl_agent_loop.InteractionAgentLoop\n"
+        "  _target_: interactions_core.integrations.verl.InteractionAgentLoop\n"
         f"  interaction_config: {config}\n"
         "- name: bare\n"
         "  _target_: _verl_bare_loop.BareLoop\n"

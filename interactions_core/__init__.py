@@ -1,53 +1,97 @@
 """interactions-core: multi-turn RL interactions as installable, named plugins.
 
-The public API is the list in ``__all__``. Names are resolved lazily (PEP 562),
-so ``import interactions_core`` stays as cheap as a bare interpreter start and a
-CLI call that only lists installed interactions never imports pluggy, yaml, attrs
-or ``importlib.metadata``.
+The public API is ``__all__``, two short lists:
+
+* for plugin authors: the base classes to subclass, the result a turn returns,
+  the specs they implement (:class:`InteractionSpec` for an interaction,
+  :class:`PluginSpec` with :data:`hookimpl` for hooks), :func:`last_assistant_text`
+  and the errors they raise;
+* for users: loading a config and its interactions, running episodes, one
+  interaction session, the policy (model side) interface and the errors a run
+  can raise.
+
+Everything else is in a documented submodule (``errors``, ``runtime``, ``testing``,
+``ray``, ``integrations.*``, ``compat.verl``: see ``docs/api.md``) or private.
+
+Each name is imported the first time it is used (PEP 562 ``__getattr__``), so
+``import interactions_core`` costs almost nothing and ``interactions list`` never
+imports pluggy, yaml, attrs or the runtime.
 """
 
 from __future__ import annotations
 
-from ._lazy import lazy_exports
-
+# Read as true by type checkers; not imported from ``typing``, whose import (and the
+# ``warnings`` module it pulls in) would double what ``import interactions_core`` costs.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .base import BaseInteraction as BaseInteraction
-    from .base import SessionInteraction as SessionInteraction
-    from .errors import ConfigError as ConfigError
-    from .errors import InteractionsError as InteractionsError
-    from .errors import SessionError as SessionError
-    from .errors import UnknownInteractionError as UnknownInteractionError
-    from .hookspecs import hookimpl as hookimpl
-    from .loader import load_config as load_config
-    from .loader import load_interactions as load_interactions
-    from .registry import Registry as Registry
-    from .registry import get_registry as get_registry
-    from .result import InteractionResult as InteractionResult
-    from .runtime.episode import EpisodeLoop as EpisodeLoop
-    from .runtime.policies.base import Policy as Policy
-    from .runtime.policies.replay import ReplayPolicy as ReplayPolicy
-    from .runtime.runner import Runner as Runner
-    from .runtime.runner import run_episodes as run_episodes
-    from .runtime.session import Session as Session
+    from typing import Any
+
+    from ._interaction import (
+        BaseInteraction,
+        InteractionResult,
+        SessionInteraction,
+        last_assistant_text,
+    )
+    from ._spec import InteractionSpec, PluginSpec, hookimpl
+    from .errors import ConfigError, InteractionsError, SessionError
+    from .loader import load_config, load_interactions
+    from .runtime import InteractionCallError, Policy, Session, run_episodes
 
 __version__ = "0.1.0"
 
-#: The public API, by the module that defines each name. Everything else lives in
-#: its submodule (``interactions_core.errors``, ``interactions_core.runtime``, ...).
-__all__, __getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "base": ("BaseInteraction", "SessionInteraction"),
-        "result": ("InteractionResult",),
-        "errors": ("InteractionsError", "ConfigError", "SessionError", "UnknownInteractionError"),
-        "hookspecs": ("hookimpl",),
-        "loader": ("load_config", "load_interactions"),
-        "registry": ("Registry", "get_registry"),
-        "runtime.session": ("Session",),
-        "runtime.episode": ("EpisodeLoop",),
-        "runtime.runner": ("Runner", "run_episodes"),
-        "runtime.policies.base": ("Policy",),
-        "runtime.policies.replay": ("ReplayPolicy",),
-    },
-)
+#: Where each public name is defined (a module relative to this package).
+_SOURCES = {
+    # For plugin authors.
+    "BaseInteraction": "._interaction",
+    "SessionInteraction": "._interaction",
+    "InteractionResult": "._interaction",
+    "last_assistant_text": "._interaction",
+    "InteractionSpec": "._spec",
+    "PluginSpec": "._spec",
+    "hookimpl": "._spec",
+    "ConfigError": ".errors",
+    "SessionError": ".errors",
+    # For users.
+    "load_config": ".loader",
+    "load_interactions": ".loader",
+    "run_episodes": ".runtime",
+    "Session": ".runtime",
+    "Policy": ".runtime",
+    "InteractionsError": ".errors",
+    "InteractionCallError": ".runtime",
+}
+
+__all__ = [
+    "BaseInteraction",
+    "ConfigError",
+    "InteractionCallError",
+    "InteractionResult",
+    "InteractionSpec",
+    "InteractionsError",
+    "PluginSpec",
+    "Policy",
+    "Session",
+    "SessionError",
+    "SessionInteraction",
+    "hookimpl",
+    "last_assistant_text",
+    "load_config",
+    "load_interactions",
+    "run_episodes",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first use, then keep it here."""
+    source = _SOURCES.get(name)
+    if source is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib  # here, not at the top: it imports ``warnings``
+
+    value = getattr(importlib.import_module(source, __name__), name)
+    globals()[name] = value  # later lookups do not come back here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

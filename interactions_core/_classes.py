@@ -258,7 +258,7 @@ def load_class_path(path: str, registry: Registry | None = None, *, strict: bool
                 f"cannot import class_name {path!r}: {exc}{exc.suggestion()}"
             ) from exc
         raise PluginLoadError(import_failure(f"class_name {path!r}", exc)) from exc
-    from .validation import validate_interaction_class
+    from ._spec import validate_interaction_class
 
     _disabled_class(path, module_name, attr, disabled, klass)
     try:

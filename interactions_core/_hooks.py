@@ -2,7 +2,7 @@
 
 A hook plugin is a distribution in the ``interactions_core.plugins`` entry-point
 group: a module (or object) with ``@hookimpl`` functions for the hooks of
-:class:`~interactions_core.hookspecs.PluginSpec`. :class:`PluginHost` imports
+:class:`~interactions_core.PluginSpec`. :class:`PluginHost` imports
 them only when a hook is needed, one at a time and isolated: a plugin that
 fails to import, or whose hooks do not match the spec (pluggy's
 ``PluginValidationError``), is recorded with its error and the others load
@@ -28,8 +28,8 @@ import pluggy
 from ._classes import CORE_DISTRIBUTION, import_target
 from ._index import PLUGINS_GROUP, plugin_id
 from ._names import Selection
+from ._spec import PROJECT_NAME, PluginSpec, hookimpl
 from .errors import Interrupted
-from .hookspecs import PROJECT_NAME, PluginSpec, hookimpl
 
 __all__ = ["BUILTIN_PLUGIN", "BuiltinPlugin", "PluginHost", "Registration", "create_manager"]
 

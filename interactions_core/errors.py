@@ -183,6 +183,10 @@ class LegacyInteractionWarning(InteractionsWarning):
     """
 
 
+class SelectionWarning(InteractionsWarning):
+    """A name in ``INTERACTIONS_PLUGINS``/``INTERACTIONS_DISABLE`` matches nothing installed."""
+
+
 class Interrupted(KeyboardInterrupt):
     """The user stopped the program (Ctrl-C, a stop signal), as opposed to code raising.
 
@@ -191,7 +195,3 @@ class Interrupted(KeyboardInterrupt):
     import or in a call, is reported as that plugin's fault while a real Ctrl-C
     still stops the program.
     """
-
-
-class SelectionWarning(UserWarning):
-    """A name in ``INTERACTIONS_PLUGINS``/``INTERACTIONS_DISABLE`` matches nothing installed."""

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._classes import instantiate, load_class_path
-from .base import derive_name
-from .config import ConfigEntry, InteractionsConfig, parse_config
+from ._config import ConfigEntry, InteractionsConfig, parse_config
+from ._interaction import derive_name
 from .errors import ConfigError, InteractionsError, warn
 from .registry import Registry, get_registry
 
@@ -83,14 +83,14 @@ def class_for_path(
 ) -> tuple[Any, str, dict[str, Any]]:
     """The class a ``class_name`` entry names, its origin and its registered defaults.
 
-    verl's built-in paths follow :mod:`interactions_core.compat.verl_paths`.
+    verl's built-in paths follow ``VERL_BUILTINS`` in ``_config.py``.
     """
-    from .compat.verl_paths import VERL_BASE, VERL_BUILTINS, VerlPathWarning, verl_module_installed
+    from ._config import VERL_BASE, VERL_BUILTINS, VerlPathWarning, verl_module_installed
 
     plugin = VERL_BUILTINS.get(path)
     if (plugin is not None or path == VERL_BASE) and not verl_module_installed(path):
         if plugin is None:
-            from .base import BaseInteraction
+            from ._interaction import BaseInteraction
 
             warn(
                 f"{where}: {path} is verl's base class and verl's interaction module is not "
@@ -160,7 +160,7 @@ def _resolve_entry(
     options.pop("name", None)
     schema = getattr(cls, "config_schema", None)
     if schema is not None:
-        from .schema import check_options
+        from ._schema import check_options
 
         for option, problem in check_options(schema, options):
             path = ("config", option) if option else ("config",)

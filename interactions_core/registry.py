@@ -461,7 +461,7 @@ class Registry:
         if entry.status == "broken" and entry.error and entry.kind != "memory":
             raise PluginLoadError(f"interaction {entry.describe()} is broken: {entry.error}")
         from . import _classes
-        from .validation import validate_interaction_class
+        from ._spec import validate_interaction_class
 
         try:
             klass = self._hook_class(entry) if entry.kind == "hook" else self._import(entry)

@@ -65,3 +65,29 @@ def test_every_rendered_class_and_function_says_what_it_is_for() -> None:
         and not (obj.__dict__.get("__doc__") if inspect.isclass(obj) else obj.__doc__)
     ]
     assert not undocumented, f"no docstring of their own: {undocumented}"
+
+
+def test_the_root_api_is_two_short_lists_and_each_name_resolves() -> None:
+    import interactions_core
+
+    assert 12 <= len(interactions_core.__all__) <= 18
+    for name in interactions_core.__all__:
+        assert getattr(interactions_core, name) is not None
+    with pytest.raises(AttributeError, match="has no attribute 'Registry'"):
+        _ = interactions_core.Registry  # the catalog's internals are not the API
+
+
+def test_every_module_of_the_package_is_private_or_on_the_page() -> None:
+    """A top-level module or package without a leading underscore is listed on api.md."""
+    text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r"`(interactions_core(?:\.\w+)*)`", text))
+    package = ROOT / "interactions_core"
+    public = {
+        f"interactions_core.{path.stem}"
+        for path in package.iterdir()
+        if not path.name.startswith("_")
+        and (path.suffix == ".py" or (path / "__init__.py").is_file())
+    }
+    assert public, "the package was not found"
+    missing = sorted(public - listed)
+    assert not missing, f"public modules missing from docs/api.md's table: {missing}"

@@ -1,4 +1,4 @@
-"""``base.py``: ``BaseInteraction`` and ``SessionInteraction``, the session store behind the API."""
+"""``_interaction.py``: the base classes and the session store behind the API."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from core_helpers import VerlStyle
 
 from interactions_core import InteractionResult, SessionError
-from interactions_core.base import SessionInteraction, derive_name
+from interactions_core._interaction import SessionInteraction, derive_name
 
 LIFECYCLE = ("start_interaction", "generate_response", "calculate_score", "finalize_interaction")
 
@@ -187,3 +187,26 @@ def test_names_follow_verl():
     assert derive_name("Interaction") == "interaction"
     assert VerlStyle({"name": "custom"}).name == "custom"
     assert VerlStyle({}).name == "verlstyle"
+
+
+# -- last_assistant_text -------------------------------------------------------------
+
+
+def test_last_assistant_text_reads_every_shape_of_content() -> None:
+    from interactions_core import last_assistant_text
+
+    assert last_assistant_text([]) == ""
+    assert last_assistant_text([{"role": "user", "content": "hi"}]) == ""
+    said = [{"role": "assistant", "content": "first"}, {"role": "user", "content": "again"}]
+    assert last_assistant_text(said) == "first"  # the last *assistant* message
+    assert last_assistant_text([*said, {"role": "assistant", "content": None}]) == ""
+    parts = [
+        {"type": "text", "text": "The answer "},
+        {"type": "image_url", "image_url": {"url": "data:..."}},
+        "is ",
+        {"text": "#### 42"},  # no type: read as text
+        {"type": "text", "text": None},
+    ]
+    assert last_assistant_text([{"role": "assistant", "content": parts}]) == "The answer is #### 42"
+    assert last_assistant_text([{"role": "assistant", "content": 7}]) == ""
+    assert last_assistant_text(["not a message", {"role": "assistant", "content": "x"}]) == "x"

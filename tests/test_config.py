@@ -1,4 +1,4 @@
-"""``config.py``: what a config file may say, each problem reported with its file and line."""
+"""``_config.py``: what a config file may say, each problem reported with its file and line."""
 
 from __future__ import annotations
 

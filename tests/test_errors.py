@@ -44,7 +44,13 @@ def test_every_exported_exception_is_in_the_family_or_says_why_not() -> None:
     }
     assert outside == {"Interrupted"}  # a real Ctrl-C, not an error of the framework
     assert issubclass(Interrupted, KeyboardInterrupt)
-    assert issubclass(errors.IncompatibleCoreWarning, InteractionsWarning)
+    warnings_ = {
+        name
+        for name, obj in vars(errors).items()
+        if isinstance(obj, type) and issubclass(obj, Warning)
+    }
+    assert all(issubclass(getattr(errors, name), InteractionsWarning) for name in warnings_)
+    assert {"IncompatibleCoreWarning", "SelectionWarning"} <= warnings_
 
 
 def test_a_config_error_carries_and_counts_every_problem() -> None:

@@ -112,6 +112,8 @@ def test_importing_the_package_loads_no_front_end_plugin_or_heavy_stack() -> Non
     assert _under(modules, front_ends) == []
     assert _plugin_code(modules) == []
     assert _under(modules, HEAVY_STACKS) == []
+    # Importing the package runs nothing but its own small __init__.
+    assert [m for m in modules if m.startswith("interactions_core.")] == []
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""``_interpolation.py``: verl's OmegaConf interpolations found, and refused without omegaconf.
+"""``_config.py``: verl's OmegaConf interpolations found, and refused without omegaconf.
 
 The base test install has no omegaconf (it comes with verl), so resolving is
 covered by the verl sessions; here the scan, the pass-through and the refusal.
@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from interactions_core import _interpolation
-from interactions_core._interpolation import find_interpolation, resolve_interpolations
+from interactions_core import _config as _interpolation
+from interactions_core._config import find_interpolation, resolve_interpolations
 from interactions_core.errors import ConfigError
 
 

@@ -1,4 +1,4 @@
-"""``result.py``: the typed result of one turn, and what a plugin's plain tuple is turned into."""
+"""``_interaction.py``: the typed result of one turn, and what a plain tuple is turned into."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from types import MappingProxyType
 import pytest
 
 from interactions_core import InteractionResult
-from interactions_core.result import as_score
+from interactions_core._interaction import as_score
 
 
 def test_result_coercion_checks_types():

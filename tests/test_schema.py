@@ -1,4 +1,4 @@
-"""``schema.py``: an interaction's ``config:`` checked against its attrs schema, with hints."""
+"""``_schema.py``: an interaction's ``config:`` checked against its attrs schema, with hints."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import attrs
 import pytest
 from core_helpers import check
 
+from interactions_core._schema import FieldInfo, build_settings, check_options, describe
 from interactions_core.errors import ConfigError
-from interactions_core.schema import FieldInfo, build_settings, check_options, describe
 
 
 def test_misspelt_option_and_choice_get_a_did_you_mean(tmp_path, capsys):

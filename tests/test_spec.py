@@ -1,13 +1,12 @@
-"""One spec: the validator's rules and the base classes both come from ``spec.py``."""
+"""One spec: the validator's rules and the base classes both come from ``_spec.py``."""
 
 from __future__ import annotations
 
 import inspect
 
-from interactions_core import validation
-from interactions_core.base import BaseInteraction, SessionInteraction
-from interactions_core.hookspecs import InteractionSpec as ReExported
-from interactions_core.spec import InteractionSpec, SessionSpec
+from interactions_core import _spec as validation
+from interactions_core._interaction import BaseInteraction, SessionInteraction
+from interactions_core._spec import InteractionSpec, SessionSpec
 
 
 def positional(func: object) -> list[tuple[str, object]]:
@@ -83,5 +82,8 @@ def test_the_base_classes_implement_the_spec_signatures() -> None:
         )
 
 
-def test_hookspecs_reexports_the_one_spec() -> None:
-    assert ReExported is InteractionSpec
+def test_the_root_exports_the_one_spec() -> None:
+    import interactions_core
+
+    assert interactions_core.InteractionSpec is InteractionSpec
+    assert interactions_core.PluginSpec.__module__ == InteractionSpec.__module__

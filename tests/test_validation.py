@@ -1,4 +1,4 @@
-"""``validation.py``: implementations checked against the lifecycle spec, with clear errors."""
+"""``_spec.py``: implementations checked against the lifecycle spec, with clear errors."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 from core_helpers import VerlStyle
 
 from interactions_core import BaseInteraction, SessionInteraction
+from interactions_core._spec import validate_interaction_class
 from interactions_core.errors import ConformanceError, InteractionValidationError
 from interactions_core.testing.driver import SessionDriver
-from interactions_core.validation import validate_interaction_class
 
 
 def errors_of(cls) -> str:

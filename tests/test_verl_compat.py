@@ -18,10 +18,10 @@ import pytest
 from interactions_core import BaseInteraction, ConfigError, InteractionResult, Session
 from interactions_core.cli import main
 from interactions_core.compat.verl import (
+    VerlPathWarning,
     get_interaction_class,
     initialize_interactions_from_config,
 )
-from interactions_core.compat.verl_paths import VerlPathWarning
 from interactions_core.errors import DisabledError, LegacyInteractionWarning
 from interactions_core.loader import load_interactions
 

@@ -211,7 +211,7 @@ def _settings(args: Any, default: str | None, policy_options: Mapping[str, Any])
     _refuse_unsupported(args)
     config = None
     if args.config:
-        from .._yaml_reader import read_config_file
+        from .._yaml import read_config_file
 
         config, _, _ = read_config_file(args.config)
     return RunSettings(

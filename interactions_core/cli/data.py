@@ -18,7 +18,7 @@ _OWN_OPTIONS = [
         "--agent-name",
         metavar="NAME",
         help="write verl's agent_name column with NAME on every row (e.g. 'interactions', "
-        "the verl agent loop of interactions_core.compat.verl_agent_loop)",
+        "the verl agent loop of interactions_core.integrations.verl)",
     ),
     flag("--json", "list builders as JSON"),
 ]

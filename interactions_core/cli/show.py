@@ -22,8 +22,8 @@ def describe(name: str) -> dict[str, Any]:
     """Everything ``show`` prints, as data."""
     import inspect
 
+    from .._schema import describe as describe_schema
     from ..registry import get_registry
-    from ..schema import describe as describe_schema
 
     registry = get_registry()
     entry = registry.resolve(name)

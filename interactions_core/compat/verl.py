@@ -19,8 +19,8 @@ What verl accepted keeps working, and keeps meaning the same:
   :class:`~interactions_core.errors.LegacyInteractionWarning`, not refused;
 * classes are built as verl builds them, ``cls(config={..., "name": name})``;
 * verl's paths of its two built-in interactions resolve to the installed
-  ``gsm8k`` / ``weather`` plugins when verl's module is gone (see
-  :mod:`interactions_core.compat.verl_paths`);
+  ``gsm8k`` / ``weather`` plugins when verl's module is gone, with a
+  :class:`VerlPathWarning` saying so;
 * a duplicate name is a ``ValueError`` and a missing module a
   ``ModuleNotFoundError``, as in verl.
 
@@ -34,12 +34,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..base import BaseInteraction
+from .._config import VerlPathWarning
+from .._interaction import BaseInteraction
 from ..errors import ConfigError
 
 __all__ = [
     "BaseInteraction",
     "VerlModuleNotFoundError",
+    "VerlPathWarning",
     "get_interaction_class",
     "initialize_interactions_from_config",
 ]

@@ -26,10 +26,10 @@ See ``docs/ray.md``.
 
 from __future__ import annotations
 
-from .._lazy import lazy_exports
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .consistency import ClusterReport as ClusterReport
     from .consistency import Difference as Difference
     from .consistency import NodeSnapshot as NodeSnapshot
@@ -45,9 +45,10 @@ if TYPE_CHECKING:
     from .pool import InteractionPool as InteractionPool
     from .shard import run_sharded as run_sharded
 
-__all__, __getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
+#: Public name -> the submodule that defines it; each is imported on first use (PEP 562).
+_SOURCES = {
+    name: module
+    for module, names in {
         "consistency": (
             "ClusterReport",
             "Difference",
@@ -68,5 +69,19 @@ __all__, __getattr__, __dir__ = lazy_exports(
         ),
         "pool": ("InteractionPool",),
         "shard": ("run_sharded",),
-    },
-)
+    }.items()
+    for name in names
+}
+__all__ = sorted(_SOURCES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _SOURCES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib  # here, not at the top: it imports ``warnings``
+
+    return getattr(importlib.import_module(f".{_SOURCES[name]}", __name__), name)
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

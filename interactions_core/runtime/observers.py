@@ -9,7 +9,7 @@ plugin: it implements the observer hooks and is registered with the registry's
 plugin host for the duration of a run (:func:`tracing`), so it sees exactly
 what any third-party observer sees. It is a :class:`~.writers.LineWriter`
 (whole lines, opened like ``--output``), and its hooks take their arguments
-from :class:`~interactions_core.hookspecs.PluginSpec` rather than repeating the
+from :class:`~interactions_core.PluginSpec` rather than repeating the
 signatures. Lines::
 
     {"event": "session_start", "time": ..., "interaction": "gsm8k", "instance_id": "...",
@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..hookspecs import PluginSpec, hookimpl
+from .._spec import PluginSpec, hookimpl
 from .session import stops_the_run
 from .writers import LineWriter
 
@@ -95,7 +95,7 @@ def observe(_record: Any, _hook: str, _caller: Callable[..., Any], /, **kw: Any)
 def _observer(hook: str, fields: Callable[..., dict[str, Any]]) -> Callable[..., None]:
     """The implementation of observer ``hook``: one line, ``fields(...)`` after the common keys.
 
-    It takes the hook's arguments exactly as :class:`~interactions_core.hookspecs.PluginSpec`
+    It takes the hook's arguments exactly as :class:`~interactions_core.PluginSpec`
     declares them (pluggy reads the names from the wrapped specification), so
     they are written down once. ``interaction_name`` and ``instance_id`` go in
     every line; ``fields`` receives the other arguments by name.

@@ -38,8 +38,8 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._interaction import InteractionResult, as_score
 from ..errors import Interrupted
-from ..result import InteractionResult, as_score
 from .errors import InteractionCallError
 
 __all__ = ["Session", "SessionTracker", "call_error", "stops_the_run"]

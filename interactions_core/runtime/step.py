@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..result import InteractionResult
+from .._interaction import InteractionResult
 from .session import Session
 
 __all__ = [

@@ -19,11 +19,10 @@ in test suites that never use them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from .._lazy import lazy_exports
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .checker import acheck_interaction as acheck_interaction
     from .checker import check_interaction as check_interaction
     from .driver import Episode as Episode
@@ -35,9 +34,10 @@ if TYPE_CHECKING:
     from .report import ConformanceReport as ConformanceReport
     from .report import Violation as Violation
 
-__all__, __getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
+#: Public name -> the submodule that defines it; each is imported on first use (PEP 562).
+_SOURCES = {
+    name: module
+    for module, names in {
         "checker": ("acheck_interaction", "check_interaction"),
         "report": ("CHECKS", "ConformanceReport", "Violation"),
         "driver": (
@@ -47,5 +47,19 @@ __all__, __getattr__, __dir__ = lazy_exports(
             "Transcript",
             "run_sync",
         ),
-    },
-)
+    }.items()
+    for name in names
+}
+__all__ = sorted(_SOURCES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _SOURCES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib  # here, not at the top: it imports ``warnings``
+
+    return getattr(importlib.import_module(f".{_SOURCES[name]}", __name__), name)
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -34,8 +34,8 @@ import math
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
+from .._interaction import InteractionResult
 from ..errors import InteractionsError
-from ..result import InteractionResult
 from ..runtime.errors import InteractionCallError
 from ..runtime.session import Session
 from ..runtime.step import conclude_turn

@@ -18,7 +18,7 @@ some out):
 ``results``
     Every turn returns ``(should_terminate: bool, content: str, score: float,
     extra: Mapping)`` (:meth:`InteractionResult.coerce
-    <interactions_core.result.InteractionResult.coerce>` semantics) and no
+    <interactions_core.InteractionResult.coerce>` semantics) and no
     exception escapes a normal turn.
 ``scores``
     Turn scores and ``calculate_score`` are finite ``float`` values (not ``int``,
@@ -58,7 +58,7 @@ modules: ``_rules`` (the context every rule calls through, ``config``,
 ``lifecycle``, ``unknown_session``, ``reuse``, and the ``blocking`` watch) and
 ``_rules_play`` (``results``, ``scores``, ``messages``, ``isolation``,
 ``state``: the rules judged by playing conversations); ``spec`` is the
-registry's own validation (:mod:`interactions_core.validation`).
+registry's own validation (``validate_interaction_class`` in ``interactions_core._spec``).
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from .._spec import LIFECYCLE, validate_interaction_class
 from ..errors import InteractionValidationError
-from ..validation import LIFECYCLE, validate_interaction_class
 from ._rules import (
     CheckContext,
     Target,

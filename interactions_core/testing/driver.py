@@ -18,7 +18,7 @@ interaction::
         assert result.should_terminate
 
 Every turn result is passed through :meth:`InteractionResult.coerce
-<interactions_core.result.InteractionResult.coerce>`, so a verl-style 4-tuple is
+<interactions_core.InteractionResult.coerce>`, so a verl-style 4-tuple is
 accepted and a wrongly typed one fails with a message naming the bad field.
 
 A scripted conversation is an :class:`Episode` (replies, interaction kwargs,
@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterable, Mappi
 from contextlib import asynccontextmanager
 from typing import Any, NamedTuple, TypeVar
 
-from ..result import InteractionResult
+from .._interaction import InteractionResult
 from ..runtime.errors import InteractionCallError
 from ..runtime.session import Session
 from ..runtime.step import EXHAUSTED, conclude_turn
@@ -219,8 +219,8 @@ def _check_spec(interaction: Any) -> None:
     Without this, a synchronous ``generate_response`` would surface as a raw
     ``TypeError`` from ``await`` deep inside a test.
     """
+    from .._spec import validate_interaction_class
     from ..errors import InteractionValidationError
-    from ..validation import validate_interaction_class
     from .report import ConformanceReport, record_spec
 
     cls = interaction if isinstance(interaction, type) else type(interaction)

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from checker_fakes import ExactInteraction, VerlStyleInteraction, checks_failed
 
-from interactions_core import BaseInteraction, InteractionResult, InteractionsError, Registry
+from interactions_core import BaseInteraction, InteractionResult, InteractionsError
+from interactions_core.registry import Registry
 from interactions_core.testing import CHECKS, Episode, check_interaction, run_sync
 from interactions_core.testing.checker import acheck_interaction
 

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from interactions_core import ConfigError, load_config, load_interactions
-from interactions_core._yaml_reader import MAX_CONFIG_BYTES
+from interactions_core._yaml import MAX_CONFIG_BYTES
 from interactions_core.cli import main as cli_main
 
 FUZZ = settings(

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from interactions_core import ConfigError, load_config, load_interactions
-from interactions_core._yaml_reader import read_yaml
+from interactions_core._yaml import read_yaml
 from interactions_core.compat.verl import initialize_interactions_from_config
 
 

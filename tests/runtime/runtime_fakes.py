@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from interactions_core.base import BaseInteraction, SessionInteraction
-from interactions_core.result import InteractionResult
+from interactions_core._interaction import BaseInteraction, InteractionResult, SessionInteraction
 
 
 class Recorder(SessionInteraction):

@@ -221,7 +221,7 @@ def test_unreadable_parquet_is_a_dataset_error(
 # -- 7, 8, 11, 13, 14 for `interactions data` --------------------------------------------
 
 BUILDERS = '''
-from interactions_core.hookspecs import hookimpl
+from interactions_core._spec import hookimpl
 
 def _row(i, **extra):
     return {"prompt": [{"role": "user", "content": f"{i}?"}], **extra}

@@ -129,7 +129,7 @@ def test_list_policies(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 BUILDER_PLUGIN = '''
-from interactions_core.hookspecs import hookimpl
+from interactions_core._spec import hookimpl
 
 def build_numbers(*, count: int = 2, name: str = "adder", with_responses: bool = False):
     """Tiny arithmetic rows for tests."""
@@ -212,8 +212,8 @@ def test_data_errors_teach(
 
 HANG = """
 import asyncio
-from interactions_core.base import SessionInteraction
-from interactions_core.result import InteractionResult
+from interactions_core._interaction import SessionInteraction
+from interactions_core._interaction import InteractionResult
 
 class HangInteraction(SessionInteraction):
     async def respond(self, state, messages, **kwargs):

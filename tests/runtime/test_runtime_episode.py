@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from runtime_fakes import Faulty, Plain, Recorder, sample
 
-from interactions_core.hookspecs import hookimpl
+from interactions_core._interaction import InteractionResult
+from interactions_core._spec import hookimpl
 from interactions_core.registry import Registry
-from interactions_core.result import InteractionResult
 from interactions_core.runtime import EpisodeLoop, Observers, ReplayPolicy
 
 

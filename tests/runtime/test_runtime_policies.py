@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from runtime_fakes import Recorder, sample
 
+from interactions_core._spec import hookimpl
 from interactions_core.errors import ConfigError, ConflictError
-from interactions_core.hookspecs import hookimpl
 from interactions_core.registry import Registry
 from interactions_core.runtime import (
     EpisodeLoop,

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from runtime_fakes import Faulty, Recorder
 
-from interactions_core.result import InteractionResult
+from interactions_core._interaction import InteractionResult
 from interactions_core.runtime import InteractionCallError, Session, SessionTracker
 
 

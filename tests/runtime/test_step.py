@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from runtime_fakes import Recorder, sample
 
+from interactions_core import InteractionResult
 from interactions_core.cli import main
-from interactions_core.result import InteractionResult
 from interactions_core.runtime import END_REASONS, EpisodeLoop, ReplayPolicy
 from interactions_core.runtime.step import (
     MAX_ASSISTANT_TURNS,

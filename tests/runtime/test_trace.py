@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pluggy
 import pytest
 
-from interactions_core.hookspecs import PROJECT_NAME, PluginSpec
+from interactions_core._spec import PROJECT_NAME, PluginSpec
 from interactions_core.registry import get_registry
 from interactions_core.runtime.observers import TraceWriter, tracing
 from interactions_core.runtime.writers import LineWriter

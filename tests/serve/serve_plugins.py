@@ -10,8 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from interactions_core.base import BaseInteraction
-from interactions_core.result import InteractionResult
+from interactions_core._interaction import BaseInteraction, InteractionResult
 
 
 class Logged(BaseInteraction):

@@ -11,8 +11,8 @@ import pytest
 
 from interactions_core.cli import main
 from interactions_core.cli.serve import host_warning, is_loopback
-from interactions_core.compat.trl import environment_factory
 from interactions_core.errors import InteractionsError
+from interactions_core.integrations.trl import environment_factory
 from interactions_core.serve import (
     AuthError,
     BadActionError,
@@ -175,7 +175,7 @@ def test_trl_adapter_in_process_finalizes_every_session() -> None:
 def test_trl_factory_needs_a_config_or_a_url() -> None:
     with pytest.raises(InteractionsError, match="exactly one of CONFIG"):
         environment_factory()
-    from interactions_core.compat.trl import InteractionsEnvironment
+    from interactions_core.integrations.trl import InteractionsEnvironment
 
     with pytest.raises(InteractionsError, match="use environment_factory"):
         InteractionsEnvironment()

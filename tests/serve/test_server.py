@@ -397,7 +397,7 @@ def test_a_bad_config_or_a_busy_port_fails_before_serving(server: Server, tmp_pa
 def test_the_trl_adapter_waits_for_a_free_session(tmp_path: Path) -> None:
     import threading
 
-    from interactions_core.compat.trl import environment_factory
+    from interactions_core.integrations.trl import environment_factory
 
     running = start_server(tmp_path, CONFIG, "--max-sessions", "1")
     try:

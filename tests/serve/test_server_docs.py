@@ -49,7 +49,7 @@ def test_the_start_up_log_matches_the_doc(example_server: Server) -> None:
 
 
 def test_the_trl_url_snippet_builds_a_factory(example_server: Server) -> None:
-    from interactions_core.compat.trl import environment_factory
+    from interactions_core.integrations.trl import environment_factory
 
     snippet = next(b for b in blocks("trl.md", "python") if "url=URL" in b)
     namespace = {"URL": example_server.url, "environment_factory": environment_factory}

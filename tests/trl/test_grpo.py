@@ -1,4 +1,4 @@
-"""Two GRPO steps on CPU through ``interactions_core.compat.trl``, in-process and served.
+"""Two GRPO steps on CPU through ``interactions_core.integrations.trl``, in-process and served.
 
 A tiny random model (see ``tiny.py``) calls the ``answer`` tool with a right or
 a wrong GSM8K answer; the gsm8k interaction judges it, and the reward TRL logs
@@ -17,7 +17,7 @@ from datasets import Dataset
 from tiny import QUESTION, RIGHT, answer_bias, build_model, build_tokenizer
 from trl import GRPOConfig, GRPOTrainer
 
-from interactions_core.compat.trl import environment_factory
+from interactions_core.integrations.trl import environment_factory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serve"))
 from server_harness import start_server

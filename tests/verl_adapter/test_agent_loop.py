@@ -17,8 +17,8 @@ import pytest
 from harness import ScriptedServer, make_batch, make_worker, run_batch, spans, trainer_config
 
 from interactions_core import Session, load_interactions
-from interactions_core.compat import verl_agent_loop
-from interactions_core.compat.verl_agent_loop import InteractionAgentLoop, interactions_for
+from interactions_core.integrations import verl as verl_agent_loop
+from interactions_core.integrations.verl import InteractionAgentLoop, interactions_for
 
 ROOT = Path(__file__).resolve().parents[2]
 GSM8K = ROOT.parent / "shared" / "data" / "gsm8k"
@@ -31,7 +31,7 @@ def write_setup(tmp_path: Path, interactions: str, name: str = "interactions") -
     loops = tmp_path / "agent_loops.yaml"
     loops.write_text(
         f"- name: {name}\n"
-        "  _target_: interactions_core.compat.verl_agent_loop.InteractionAgentLoop\n"
+        "  _target_: interactions_core.integrations.verl.InteractionAgentLoop\n"
         f"  interaction_config: {config}\n"
     )
     return loops
@@ -53,7 +53,7 @@ def test_registered_under_the_agent_name() -> None:
 
     assert verl_agent_loop.AGENT_NAME == "interactions"
     target = _agent_loop_registry["interactions"]["_target_"]
-    assert target == "interactions_core.compat.verl_agent_loop.InteractionAgentLoop"
+    assert target == "interactions_core.integrations.verl.InteractionAgentLoop"
 
 
 # -- real data --------------------------------------------------------------------
@@ -224,7 +224,7 @@ def test_without_a_config_every_installed_interaction_is_available_by_name(
     loops = tmp_path / "agent_loops.yaml"
     loops.write_text(
         "- name: interactions\n"
-        "  _target_: interactions_core.compat.verl_agent_loop.InteractionAgentLoop\n"
+        "  _target_: interactions_core.integrations.verl.InteractionAgentLoop\n"
     )
     server = ScriptedServer(tokenizer, lambda prompt, n: "#### 5")
     worker = make_worker(trainer_config(model_dir, loops, max_assistant_turns=2), server)
@@ -426,3 +426,10 @@ def test_a_plugin_raising_any_exception_class_fails_only_its_sample(
     assert out.batch["rm_scores"].sum(dim=-1).tolist() == [0.0, 0.0, 0.5]
     shared = interactions_for(tmp_path / "interactions.yaml").get("fragile")[1]
     assert shared.open_sessions == 0
+
+
+def test_the_old_import_path_is_the_same_class() -> None:
+    """Agent-loop files written for earlier releases name the old path."""
+    from interactions_core.compat.verl_agent_loop import InteractionAgentLoop as Old
+
+    assert Old is InteractionAgentLoop

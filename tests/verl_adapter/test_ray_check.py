@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from harness import ScriptedServer, make_worker, run_batch, trainer_config
 
-from interactions_core.compat import _agent_loop_catalog, verl_agent_loop
+import interactions_core.integrations as _agent_loop_catalog
+from interactions_core.integrations import verl as verl_agent_loop
 from interactions_core.registry import reset_registry
 
 
@@ -27,7 +28,7 @@ def loops_with_check(tmp_path: Path) -> Path:
     loops = tmp_path / "agent_loops.yaml"
     loops.write_text(
         "- name: interactions\n"
-        "  _target_: interactions_core.compat.verl_agent_loop.InteractionAgentLoop\n"
+        "  _target_: interactions_core.integrations.verl.InteractionAgentLoop\n"
         f"  interaction_config: {config}\n"
         "  ray_check: true\n"
     )
@@ -97,7 +98,7 @@ def test_ray_pool_serves_an_entry_from_one_pool_per_job(
     loops = tmp_path / "agent_loops.yaml"
     loops.write_text(
         "- name: interactions\n"
-        "  _target_: interactions_core.compat.verl_agent_loop.InteractionAgentLoop\n"
+        "  _target_: interactions_core.integrations.verl.InteractionAgentLoop\n"
         f"  interaction_config: {config}\n"
         "  ray_pool: {gsm8k: 2}\n"
     )

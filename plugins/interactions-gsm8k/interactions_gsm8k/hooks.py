@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from interactions_core.hookspecs import hookimpl
+from interactions_core import hookimpl
 
 
 @hookimpl

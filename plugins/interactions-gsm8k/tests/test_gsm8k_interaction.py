@@ -11,8 +11,8 @@ import attrs
 import pytest
 from interactions_gsm8k import Gsm8kConfig, Gsm8kInteraction
 
+from interactions_core import InteractionResult
 from interactions_core.errors import ConfigError, SessionError
-from interactions_core.result import InteractionResult
 
 CORRECT = "Your response is correct!"
 INCORRECT = "Your response is incorrect! You need to reflect on your answer and try again."
@@ -46,7 +46,7 @@ def flexible() -> Gsm8kInteraction:
 async def test_correct_answer_terminates_with_score_one(strict: Gsm8kInteraction) -> None:
     sid = await strict.start_interaction("s1", ground_truth="18")
     result = await strict.generate_response(sid, chat("9 * 2 = 18\n#### 18"))
-    assert type(result) is tuple  # verl's own result shape: cheaper to build than a subclass
+    assert isinstance(result, InteractionResult)  # typed, and still unpacks as verl's 4-tuple
     should_terminate, content, score, extra = result
     assert should_terminate is True
     assert content == CORRECT

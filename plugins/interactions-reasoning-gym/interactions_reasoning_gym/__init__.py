@@ -15,22 +15,10 @@ import) is imported only when an interaction is built or rows are generated.
 
 from __future__ import annotations
 
-import importlib
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .data import build_rows, wrong_answer
-    from .interaction import ReasoningGymConfig, ReasoningGymInteraction, dataset_names
+from .data import build_rows, wrong_answer
+from .interaction import ReasoningGymConfig, ReasoningGymInteraction, dataset_names
 
 __version__ = "0.1.0"
-
-_EXPORTS = {
-    "ReasoningGymConfig": "interaction",
-    "ReasoningGymInteraction": "interaction",
-    "dataset_names": "interaction",
-    "build_rows": "data",
-    "wrong_answer": "data",
-}
 
 __all__ = [
     "ReasoningGymConfig",
@@ -40,16 +28,3 @@ __all__ = [
     "dataset_names",
     "wrong_answer",
 ]
-
-
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from interactions_core.hookspecs import hookimpl
+from interactions_core import hookimpl
 
 from .interaction import PREFIX, ReasoningGymInteraction, dataset_description, dataset_names
 

@@ -30,9 +30,8 @@ from typing import Any, Literal
 
 import attrs
 
-from interactions_core.base import SessionInteraction
+from interactions_core import InteractionResult, SessionInteraction, last_assistant_text
 from interactions_core.errors import ConfigError, SessionError
-from interactions_core.result import InteractionResult
 
 __all__ = [
     "PREFIX",
@@ -135,28 +134,6 @@ class _Problem:
         self.attempts = 0
         self.best = 0.0
         self.solved = False
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, (list, tuple)):
-        parts = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, Mapping) and part.get("type", "text") == "text":
-                text = part.get("text")
-                parts.append(text if isinstance(text, str) else "")
-        return "".join(parts)
-    return ""
-
-
-def _last_assistant(messages: Sequence[Any]) -> str | None:
-    for message in reversed(messages):
-        if isinstance(message, Mapping) and message.get("role") == "assistant":
-            return _text(message.get("content"))
-    return None
 
 
 def _options_key(options: Mapping[str, Any]) -> str:
@@ -263,9 +240,8 @@ class ReasoningGymInteraction(SessionInteraction):
         )
 
     def _answer(self, messages: Sequence[Any]) -> str | None:
-        text = _last_assistant(messages)
-        if text is None:
-            return None
+        """The answer in the last assistant message (``None``: no ``<answer>`` tag in it)."""
+        text = last_assistant_text(messages)
         if self.settings.answer_format == "raw":
             return text.strip()
         from reasoning_gym.utils import extract_answer

@@ -10,8 +10,8 @@ import attrs
 import pytest
 from interactions_weather import WeatherConfig, WeatherInteraction
 
+from interactions_core import InteractionResult
 from interactions_core.errors import ConfigError, SessionError
-from interactions_core.result import InteractionResult
 
 FOUND = "Thank you for your weather query!"
 MISSING = "Please use the weather tool to get the weather information."
@@ -153,3 +153,17 @@ def test_registered_under_the_entry_point_group() -> None:
     assert (entry_point.name, entry_point.value) == expected
     assert entry_point.load() is WeatherInteraction
     assert dist.version == "0.1.0"
+
+
+def test_the_writing_plugins_guide_shows_this_code_line_for_line() -> None:
+    """docs/writing-plugins.md walks through this interaction; its copy cannot drift."""
+    from pathlib import Path
+
+    import interactions_weather.interaction as module
+
+    guide = Path(__file__).resolve().parents[3] / "docs" / "writing-plugins.md"
+    if not guide.is_file():
+        pytest.skip("the guide is not beside this plugin (an installed copy)")
+    source = Path(module.__file__).read_text(encoding="utf-8")
+    code = source[source.index("from typing import Any") :].rstrip("\n")
+    assert f"```python\n{code}\n```" in guide.read_text(encoding="utf-8")

@@ -5,7 +5,7 @@ loader and walks the node graph itself: no tag outside YAML's plain data types i
 accepted (``!!python/...`` tags are refused before anything is constructed), each
 node is converted once (an alias bomb costs what its text costs, not its
 expansion), duplicate keys are errors, and every value remembers its line, so the
-config structure (:mod:`interactions_core.config`) can point at the line of each
+config structure (:mod:`interactions_core._config`) can point at the line of each
 problem.
 """
 

@@ -8,7 +8,7 @@ interaction is exposed as one tool, :meth:`InteractionsEnvironment.answer`,
 through which the model submits each answer and reads the interaction's feedback::
 
     from trl import GRPOConfig, GRPOTrainer
-    from interactions_core.compat.trl import environment_factory
+    from interactions_core.integrations.trl import environment_factory
 
     trainer = GRPOTrainer(
         model=model,

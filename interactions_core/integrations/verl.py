@@ -8,7 +8,7 @@ rollout worker is one entry in the YAML file named by
 ``actor_rollout_ref.rollout.agent.agent_loop_config_path``::
 
     - name: interactions
-      _target_: interactions_core.compat.verl_agent_loop.InteractionAgentLoop
+      _target_: interactions_core.integrations.verl.InteractionAgentLoop
       interaction_config: path/to/interactions.yaml
 
 The loop is verl's own ``ToolAgentLoop`` (so configured tools keep working) with
@@ -28,10 +28,11 @@ interaction name is a configuration error and raises, naming the available ones.
 
 Supported verl releases: :data:`SUPPORTED_VERL`, each tested by ``nox -s verl``.
 
-This module is the turn step and the episode's outcome; the interactions shared
-by a worker process are in ``_agent_loop_catalog.py`` and the token bookkeeping
-of appended turns in ``_agent_loop_tokens.py`` (neither imports verl: this is
-the only module that does).
+This module is the turn step, the episode's outcome and the token bookkeeping of
+appended turns; the interactions shared by a worker process are in
+:mod:`interactions_core.integrations` (which needs no verl: this is the only
+module that imports it). The old path ``interactions_core.compat.verl_agent_loop``
+is an alias of this module.
 """
 
 from __future__ import annotations
@@ -47,8 +48,7 @@ from verl.experimental.agent_loop.tool_agent_loop import AgentState, ToolAgentLo
 from ..runtime.errors import InteractionCallError
 from ..runtime.session import Session, call_error, stops_the_run
 from ..runtime.step import ERROR, RESPONSE_LENGTH, end_reason
-from ._agent_loop_catalog import check_cluster_once, interactions_for
-from ._agent_loop_tokens import append_assistant_message, append_user_turn
+from . import check_cluster_once, interactions_for
 
 __all__ = [
     "AGENT_NAME",
@@ -240,3 +240,89 @@ class InteractionAgentLoop(ToolAgentLoop):
 
 
 register(AGENT_NAME)(InteractionAgentLoop)
+
+
+# -- appending turns verl's way --------------------------------------------------------
+#
+# verl's ``AgentData`` keeps a trajectory twice: as chat messages, and as token
+# ids with a response mask (1 for the model's tokens, 0 for everything else) and
+# optionally log-probs. Both must stay in step, and the model's tokens must stay
+# exactly as the server returned them, or the log-probs stop lining up. So the
+# interaction's feedback is appended with verl's own merge helper for non-model
+# messages (whichever the installed release has), never by decoding and
+# re-encoding the sequence.
+
+
+async def append_assistant_message(loop: Any, agent_data: Any) -> None:
+    """Add the model's last response as an assistant message (verl stopped before it did)."""
+    active: dict[str, Any] = getattr(agent_data, "_active_tools", None) or loop.tools
+    schemas = [tool.tool_schema for tool in active.values()]
+    content, calls = await loop.tool_parser.extract_tool_calls(agent_data.response_ids, schemas)
+    agent_data.tool_calls = calls
+    agent_data.messages.append(_assistant_message(content, calls))
+
+
+def _assistant_message(content: str, calls: list[Any]) -> dict[str, Any]:
+    """The assistant message of ``content`` and its parsed tool calls, in the chat format."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = [
+            {"type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+            for call in calls
+        ]
+    return message
+
+
+async def append_user_turn(loop: Any, agent_data: Any, content: str) -> bool:
+    """Add ``content`` as a ``user`` turn whose tokens have mask 0.
+
+    ``False`` when its tokens would exhaust the response budget: the token
+    sequence is then left as it was.
+    """
+    previous = list(agent_data.messages)
+    agent_data.messages.append({"role": "user", "content": content})
+    merged = await _merge_context(loop, previous, agent_data)
+    if merged is None:
+        return False
+    token_ids, mask, logprobs = merged
+    agent_data.prompt_ids = token_ids
+    agent_data.response_mask = mask
+    if agent_data.response_logprobs:
+        agent_data.response_logprobs = logprobs or []
+    agent_data.user_turns += 1
+    return True
+
+
+async def _merge_context(
+    loop: Any, previous: list[dict[str, Any]], agent_data: Any
+) -> tuple[list[int], list[int], list[float] | None] | None:
+    """verl's own helper for appending a non-model message, whichever release this is.
+
+    Returns ``None`` when the appended tokens would exhaust the response budget.
+    """
+    logprobs = agent_data.response_logprobs or None
+    schemas = getattr(agent_data, "_active_tool_schemas", loop.tool_schemas)
+    merge = getattr(loop, "ct_merge_context_msg", None)  # verl 0.9.1
+    if merge is None and getattr(loop, "enable_continuous_token", False):
+        merge = loop.ct_merge_non_assistant_msg  # verl 0.9.0 with Continuous Token
+    if merge is not None:
+        result, mask, new_logprobs = await merge(
+            previous,
+            agent_data.messages,
+            agent_data.prompt_ids,
+            agent_data.response_mask,
+            logprobs,
+            tools=schemas,
+        )
+        if len(mask) >= loop.response_length:
+            return None
+        return list(result.token_ids), list(mask), new_logprobs
+    # verl 0.9.0's default tokenization: render the new turn alone, as its tool loop does.
+    appended = agent_data.messages[len(previous) :]
+    ids = await loop.apply_chat_template(appended, remove_system_prompt=True)
+    ids = list(getattr(loop, "turn_separator", []) or []) + list(ids)
+    if len(agent_data.response_mask) + len(ids) >= loop.response_length:
+        return None
+    mask = list(agent_data.response_mask) + [0] * len(ids)
+    new = [*logprobs, *([0.0] * len(ids))] if logprobs else None
+    return list(agent_data.prompt_ids) + ids, mask, new

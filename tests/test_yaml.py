@@ -1,4 +1,4 @@
-"""``_yaml_reader.py``: the safe YAML reader behind config files (tags, aliases, bytes)."""
+"""``_yaml.py``: the safe YAML reader behind config files (tags, aliases, bytes)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from core_helpers import problems, write
 
 from interactions_core import ConfigError
-from interactions_core._yaml_reader import read_yaml, short_repr
+from interactions_core._yaml import read_yaml, short_repr
 
 
 def test_python_tags_are_refused_without_running_anything(tmp_path):

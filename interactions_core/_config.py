@@ -24,21 +24,36 @@ every problem with its file and line. Resolving names against the installed
 plugins and checking each ``config:`` against its schema is the loader's job
 (:mod:`interactions_core.loader`).
 
-Files are read by :mod:`interactions_core._yaml_reader` (safe YAML with the line of
-every value).
+Files are read by the project's safe YAML reader (every value with its line).
+:func:`load_source` is the one way to read a config source (a path or a mapping)
+before its structure is checked; OmegaConf interpolations are resolved as verl
+resolves them (see below); and verl's dotted paths of its built-in interactions
+are mapped to the installed plugins here (:data:`VERL_BUILTINS`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Mapping
 from typing import Any
 
-from ._interpolation import find_interpolation, resolve_interpolations
-from ._yaml_reader import Lines, check_expansion, read_config_file, short_repr
-from .errors import ConfigError
+from ._yaml import Lines, check_expansion, read_config_file, short_repr
+from .errors import ConfigError, InteractionsWarning
 
-__all__ = ["ConfigEntry", "InteractionsConfig", "parse_config"]
+__all__ = [
+    "VERL_BASE",
+    "VERL_BUILTINS",
+    "ConfigEntry",
+    "InteractionsConfig",
+    "VerlPathWarning",
+    "find_interpolation",
+    "load_source",
+    "parse_config",
+    "resolve_interpolations",
+    "verl_module_installed",
+]
+
 
 ENTRY_KEYS = ("name", "plugin", "class_name", "config", "replicas", "resources")
 TOP_KEYS = ("interaction", "default")
@@ -118,7 +133,13 @@ def _did_you_mean(key: str, allowed: tuple[str, ...]) -> str:
     return suggest(key, allowed, n=1)
 
 
-def _load_source(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Any, Lines, str]:
+def load_source(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Any, Lines, str]:
+    """A config source read but not checked: ``(data, lines, where)``.
+
+    ``source`` is a YAML file's path or an already-parsed mapping; ``lines`` maps
+    each value to its line in the file (empty for a mapping) and ``where`` names
+    the source in messages.
+    """
     if isinstance(source, Mapping):
         return dict(source), {}, "<mapping>"
     return read_config_file(source)
@@ -145,7 +166,7 @@ def parse_config(source: str | os.PathLike[str] | Mapping[str, Any]) -> Interact
     confined to single entries are collected in ``problems`` and those entries left
     out, so the loader can go on checking the others and report everything at once.
     """
-    data, lines, where = _load_source(source)
+    data, lines, where = load_source(source)
     src = None if where == "<mapping>" else where
     loc = _Locator(src, lines)
     problems: list[str] = []
@@ -319,3 +340,107 @@ def _ray_keys(
             "'replicas: N' as well: resources are those of each pool replica"
         )
     return replicas, dict(resources) if isinstance(resources, dict) else None
+
+
+# -- OmegaConf interpolation in configs, as verl reads them -------------------------
+# verl loads interaction configs with ``OmegaConf.load`` and resolves them, so a
+# value such as ``${oc.env:JUDGE_URL}`` or ``${..base_url}`` reaches the
+# interaction resolved. A config written for verl must mean the same here: when it
+# holds an interpolation, it is resolved with omegaconf (installed alongside verl),
+# and when omegaconf is not installed the config is refused with a message, never
+# passed through literally. Configs without ``${`` never import omegaconf.
+
+#: How many nodes a config may hold before the scan gives up (configs are small).
+MAX_NODES = 200_000
+
+
+def find_interpolation(data: Any) -> tuple[tuple[Any, ...], str] | None:
+    """The key path and text of the first string holding ``${``, or ``None``."""
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), data)]
+    seen = 0
+    while stack:
+        path, node = stack.pop()
+        seen += 1
+        if seen > MAX_NODES:
+            return None
+        if isinstance(node, str):
+            if "${" in node:
+                return path, node
+        elif isinstance(node, dict):
+            stack.extend(((*path, key), value) for key, value in node.items())
+        elif isinstance(node, list):
+            stack.extend(((*path, i), value) for i, value in enumerate(node))
+    return None
+
+
+def resolve_interpolations(data: Any, where: str) -> Any:
+    """``data`` with OmegaConf interpolations resolved; :class:`ConfigError` if it cannot be.
+
+    ``where`` names the config (file and line) in messages.
+    """
+    found = find_interpolation(data)
+    if found is None:
+        return data
+    path, text = found
+    field = ".".join(str(p) for p in path) or "the config"
+    try:
+        from omegaconf import OmegaConf
+    except ImportError:
+        raise ConfigError(
+            [
+                f"{where}: {field} uses OmegaConf interpolation {text!r}, which verl resolves "
+                "with omegaconf; install it (pip install omegaconf) to resolve it the same "
+                "way, or write the value out"
+            ]
+        ) from None
+    try:
+        resolved = OmegaConf.to_container(OmegaConf.create(data), resolve=True)
+    except Exception as exc:
+        raise ConfigError(
+            [f"{where}: cannot resolve the interpolation in {field} ({text!r}): {exc}"]
+        ) from exc
+    return resolved
+
+
+# -- verl's dotted class paths of its built-in interactions, and where they lead now ----
+#
+# verl's own example configs name ``verl.interactions.gsm8k_interaction.Gsm8kInteraction``
+# and ``verl.interactions.weather_interaction.WeatherInteraction``. verl 0.8 removed
+# that module, so on a current install those paths cannot be imported, while the
+# same interactions are installed here as the ``gsm8k`` and ``weather`` plugins.
+#
+# The rule, stated once: when verl's module is importable, its class is used (it is
+# what the config says), with a note naming the plugin that could replace it; when
+# it is not, the path resolves to the installed plugin, with a note saying so and
+# how to write the entry by name. ``verl.interactions.base.BaseInteraction`` likewise
+# falls back to :class:`interactions_core.BaseInteraction`. Finding out whether
+# verl's file exists never imports verl (its package import pulls in torch and Ray).
+
+#: verl's class path -> the registered name of the plugin that replaces it.
+VERL_BUILTINS = {
+    "verl.interactions.gsm8k_interaction.Gsm8kInteraction": "gsm8k",
+    "verl.interactions.weather_interaction.WeatherInteraction": "weather",
+}
+#: verl's base class path, which falls back to the core's own base class.
+VERL_BASE = "verl.interactions.base.BaseInteraction"
+
+
+class VerlPathWarning(InteractionsWarning):
+    """A verl class path was resolved in a way the user should know about."""
+
+
+def verl_module_installed(class_path: str) -> bool:
+    """Whether the module of ``class_path`` (under ``verl.``) exists, without importing verl."""
+    module = class_path.rpartition(".")[0]
+    try:
+        spec = importlib.util.find_spec("verl")
+    except (ImportError, ValueError):
+        return False
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    relative = module.split(".")[1:]
+    for root in spec.submodule_search_locations:
+        base = os.path.join(root, *relative)
+        if os.path.isfile(base + ".py") or os.path.isfile(os.path.join(base, "__init__.py")):
+            return True
+    return False

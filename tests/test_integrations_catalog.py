@@ -1,6 +1,6 @@
-"""``compat/_agent_loop_catalog``: the interactions a verl worker process shares.
+"""``interactions_core.integrations``: the interactions a verl worker process shares.
 
-The catalog needs no verl (only ``verl_agent_loop.py`` imports verl), so its
+The catalog needs no verl (only ``integrations/verl.py`` imports verl), so its
 rules are checked here, in the plain test run; ``tests/verl_adapter`` checks
 them again through verl's own worker.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from interactions_core.compat._agent_loop_catalog import InteractionCatalog, interactions_for
+from interactions_core.integrations import InteractionCatalog, interactions_for
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Base classes for interaction implementations.
+"""What a plugin author subclasses and returns: the base classes and the turn's result.
 
 Two ways to write an interaction:
 
@@ -11,16 +11,143 @@ Two ways to write an interaction:
   (which receive that state), and the base class stores, looks up and drops the
   state. State therefore lives per session and cannot leak between sessions or
   outlive ``finalize_interaction``; reusing a live ``instance_id`` is an error.
+
+Either way a turn answers with an :class:`InteractionResult`, a typed result that
+still unpacks as verl's 4-tuple ``(should_terminate, content, score, extra)``, and
+:func:`last_assistant_text` is the one way to read "what the model just said"
+from the conversation, whatever shape its content has.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Mapping, Sequence
+from math import isfinite
+from typing import Any, ClassVar, NamedTuple
 
 from .errors import SessionError
-from .result import InteractionResult
 
-__all__ = ["BaseInteraction", "SessionInteraction", "derive_name"]
+__all__ = [
+    "BaseInteraction",
+    "InteractionResult",
+    "SessionInteraction",
+    "as_score",
+    "derive_name",
+    "last_assistant_text",
+]
+
+
+# -- the result of one turn ---------------------------------------------------------------
+#
+# verl's interactions return an untyped 4-tuple ``(should_terminate, content, score,
+# extra)``. ``InteractionResult`` is a named tuple of exactly those four fields, so it
+# is immutable, self-describing, and still unpacks the way verl's rollout code
+# expects. ``extra`` is a plain ``dict``, new for every result unless one is passed,
+# so a result pickles (Ray), deep-copies and JSON-encodes like verl's own, and a
+# trainer that adds a key to one turn's ``extra`` cannot change another turn's.
+
+
+class _Fields(NamedTuple):
+    should_terminate: bool
+    content: str
+    score: float
+    extra: dict[str, Any]
+
+
+class InteractionResult(_Fields):
+    """What an interaction answers after an assistant turn.
+
+    A named tuple of four fields:
+
+    * ``should_terminate`` -- true when the episode is over from the interaction's side;
+    * ``content`` -- feedback text, appended to the conversation as a ``user`` message;
+    * ``score`` -- the score of this turn, always a float;
+    * ``extra`` -- free-form metrics or data for the trainer: a plain ``dict`` of this
+      result's own (a new empty one by default; any other mapping is copied into one).
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        should_terminate: bool,
+        content: str,
+        score: float,
+        extra: Mapping[str, Any] | None = None,
+        _new: Any = tuple.__new__,
+    ) -> InteractionResult:
+        # One expression: this runs on every turn of every episode.
+        return _new(  # type: ignore[no-any-return]
+            cls,
+            (
+                should_terminate,
+                content,
+                score,
+                {} if extra is None else extra if extra.__class__ is dict else dict(extra),
+            ),
+        )
+
+    @classmethod
+    def coerce(cls, value: Any) -> InteractionResult:
+        """Return ``value`` as an :class:`InteractionResult`, checking its shape.
+
+        Accepts verl-style 4-tuples and lists. Raises ``TypeError`` naming the bad
+        field, so the runtime can report a plugin that returns the wrong types.
+        """
+        if type(value) is cls:
+            return value
+        if value.__class__ is tuple and len(value) == 4:
+            # verl's own shape with exact types, the common case: checked in one line.
+            terminate, content, score, extra = value
+            if (
+                terminate.__class__ is bool
+                and content.__class__ is str
+                and score.__class__ is float
+                and extra.__class__ is dict
+                and isfinite(score)
+            ):
+                return tuple.__new__(cls, value)  # type: ignore[no-any-return]
+        return cls._checked(value)
+
+    @classmethod
+    def _checked(cls, value: Any) -> InteractionResult:
+        """Every field checked, each problem named: any 4-sequence, any real number."""
+        if not isinstance(value, (tuple, list)) or len(value) != 4:
+            raise TypeError(
+                "generate_response must return (should_terminate, content, score, extra); "
+                f"got {type(value).__name__} {_short(value)}"
+            )
+        terminate, content, score, extra = value
+        if not isinstance(terminate, bool):
+            raise TypeError(f"should_terminate must be a bool, got {type(terminate).__name__}")
+        if not isinstance(content, str):
+            raise TypeError(f"content must be a str, got {type(content).__name__}")
+        score = as_score(score, "score")
+        if extra is not None and not isinstance(extra, Mapping):
+            raise TypeError(f"extra must be a mapping, got {type(extra).__name__}")
+        return cls(terminate, content, score, extra)
+
+
+def as_score(value: Any, what: str = "the score") -> float:
+    """``value`` as a finite float, or ``TypeError``/``ValueError`` saying what is wrong.
+
+    A NaN or infinite score would silently poison every mean computed from it, so
+    it is an error where it is returned, not a surprise in a summary.
+    """
+    if value.__class__ is not float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{what} must be a float, got {type(value).__name__}")
+        value = float(value)
+    if not isfinite(value):
+        raise ValueError(f"{what} must be finite, got {value!r}")
+    return value
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# -- the base classes (see the module docstring) ----------------------------------------
 
 
 def derive_name(class_name: str) -> str:
@@ -64,7 +191,7 @@ class BaseInteraction:
         self.name: str = str(config.get("name") or derive_name(type(self).__name__))
         self.settings: Any = None
         if self.config_schema is not None:
-            from .schema import build_settings
+            from ._schema import build_settings
 
             options = {k: v for k, v in config.items() if k != "name"}
             self.settings = build_settings(self.config_schema, options, owner=self.name)
@@ -230,3 +357,43 @@ class SessionInteraction(BaseInteraction):
             del self._sessions[instance_id]
         except KeyError:
             return  # never started, or already finalized
+
+
+# -- what the model just said ----------------------------------------------------------
+
+
+def last_assistant_text(messages: Sequence[Any]) -> str:
+    """The text of the last ``assistant`` message in ``messages`` (``""`` if there is none).
+
+    Trainers write a message's ``content`` in more than one shape, and an
+    interaction should judge them all alike:
+
+    * a string is the text itself;
+    * ``None`` (an assistant turn that only called tools) is ``""``;
+    * a list of parts (OpenAI's ``[{"type": "text", "text": ...}, {"type":
+      "image_url", ...}]``) gives its text parts joined, in order; a part that is
+      a plain string counts as text, a part without ``type`` is read as text, and
+      images, audio and every other kind of part are ignored.
+    """
+    for message in reversed(messages):
+        if isinstance(message, (dict, Mapping)) and message.get("role") == "assistant":
+            content = message.get("content")
+            return content if isinstance(content, str) else _content_text(content)
+    return ""
+
+
+def _content_text(content: Any) -> str:
+    """The text of one message's ``content``, whatever its shape (see above)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, (list, tuple)):
+        return ""
+    texts = []
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, Mapping) and part.get("type", "text") == "text":
+            text = part.get("text")
+            if isinstance(text, str):
+                texts.append(text)
+    return "".join(texts)

@@ -1,14 +1,20 @@
-"""The interactions a verl worker process shares between its agent loops.
+"""Trainer integrations, one module per trainer, and the interactions a worker shares.
 
-verl builds one agent-loop instance per trajectory, but loading a config (and
+``interactions_core.integrations.verl`` is verl's 0.9 agent loop and
+``interactions_core.integrations.trl`` TRL's ``environment_factory``; each is a
+thin adapter importing its trainer, so nothing here imports a trainer until one
+of them is imported.
+
+This package itself holds what a trainer's worker process shares between its
+rollouts. verl, for one, builds one agent-loop instance per trajectory, but loading a config (and
 importing its plugins, starting its Ray pools) once per trajectory would cost
 more than the episode. So the interactions of one ``interaction_config`` are
 loaded once per worker process, on first use, and shared by every trajectory:
 :func:`interactions_for` hands out that shared catalog. The cluster check of
 ``ray_check: true`` runs once per process for the same reason.
 
-This module does not import verl; ``verl_agent_loop.py`` (the only one that
-does) re-exports both functions.
+This module imports no trainer; :mod:`interactions_core.integrations.verl`
+re-exports both functions.
 """
 
 from __future__ import annotations
