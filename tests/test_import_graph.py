@@ -1,11 +1,10 @@
-"""What the fast paths cost: start-up time, and what a warm ``interactions list`` loads.
+"""What the fast paths load: ``import interactions_core`` and a warm ``interactions list``.
 
 Every start of the CLI pays for ``import interactions_core``, and ``interactions list``
 is the command users run to see what is installed: both must stay close to a bare
-interpreter start. Each test times its command against ``python -c pass`` in the same
-test, alternately, and compares medians with a generous bound, so that a loaded
-machine does not make it flaky; the precise goals are the benchmarks' (``nox -s bench``,
-docs/performance.md).
+interpreter start. How close is measured by the benchmarks, as a ratio to
+``python -c pass`` in the same run (``nox -s bench``, docs/performance.md), never by a
+timed test on a shared machine; here, what makes them slow is ruled out.
 
 What a warm listing imports is checked by what matters, not by the standard library
 modules that happen to be loaded: nothing of the runtime, the server or the Ray
@@ -18,17 +17,11 @@ named by package prefix only, so moving a module inside a package changes nothin
 from __future__ import annotations
 
 import os
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-
-#: A generous bound: the benchmarks hold the warm list to 3x a bare start.
-AT_MOST = 5.0
-RUNS = 9
 
 #: Parts of the project a warm listing has no use for.
 PROJECT_PARTS = (
@@ -72,18 +65,6 @@ def _list_command() -> list[str]:
     return [*command, "list"]
 
 
-def _median_ratio(command: list[str], runs: int = RUNS) -> float:
-    """Median wall time of ``command`` over that of ``python -c pass``, run alternately."""
-    env = _env()
-    times: dict[str, list[float]] = {"command": [], "bare": []}
-    for _ in range(runs):
-        for side, argv in (("command", command), ("bare", [sys.executable, "-c", "pass"])):
-            started = time.perf_counter()
-            subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)
-            times[side].append(time.perf_counter() - started)
-    return statistics.median(times["command"]) / statistics.median(times["bare"])
-
-
 def _under(modules: list[str], prefixes: tuple[str, ...]) -> list[str]:
     return sorted(m for m in modules for p in prefixes if m == p or m.startswith(p + "."))
 
@@ -97,11 +78,6 @@ def _plugin_code(modules: list[str]) -> list[str]:
         and m != "interactions_core"
         and not m.startswith("interactions_core.")
     )
-
-
-def test_importing_the_package_costs_little() -> None:
-    ratio = _median_ratio([sys.executable, "-c", "import interactions_core"])
-    assert ratio < AT_MOST, f"import interactions_core took {ratio:.1f}x python -c pass"
 
 
 def test_importing_the_package_loads_no_front_end_plugin_or_heavy_stack() -> None:
@@ -140,10 +116,3 @@ def test_a_warm_list_imports_only_the_project_parts_it_needs(
 
 def test_a_warm_list_imports_no_costly_dependency(warm_list_modules: list[str]) -> None:
     assert _under(warm_list_modules, COSTLY) == []
-
-
-def test_a_warm_list_starts_about_as_fast_as_python() -> None:
-    command = _list_command()
-    subprocess.run(command, env=_env(), stdout=subprocess.DEVNULL, check=True)  # warm the index
-    ratio = _median_ratio(command)
-    assert ratio < AT_MOST, f"a warm `interactions list` took {ratio:.1f}x python -c pass"
