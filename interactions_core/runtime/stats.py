@@ -38,6 +38,7 @@ __all__ = [
     "UsageStats",
     "error_kind",
     "pass_at_k",
+    "reported_ks",
     "percentile",
 ]
 
@@ -55,14 +56,51 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
     ``1 - C(n-c, k) / C(n, k)`` (Chen et al., 2021, "Evaluating Large Language
     Models Trained on Code"): the probability that at least one of ``k``
-    samples drawn without replacement from the ``n`` passes. Exact integer
-    binomials, so ``pass_at_k(2, 1, 1)`` is exactly 0.5.
+    samples drawn without replacement from the ``n`` passes. The ratio of
+    binomials is computed as the product ``prod(1 - k / i for i in n-c+1..n)``:
+    ``c`` float multiplications instead of two big-integer binomials, whose cost
+    grows with ``n * k`` (a group of 30,000 repeats took minutes); exact where the
+    factors are (``pass_at_k(2, 1, 1)`` is 0.5).
     """
     if not 0 <= c <= n or not 1 <= k <= n:
         raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
     if n - c < k:
         return 1.0
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+    miss = 1.0
+    for i in range(n - c + 1, n + 1):
+        miss *= 1.0 - k / i
+    return 1.0 - miss
+
+
+#: Every k up to this one is reported; above it, powers of two and K itself.
+DENSE_K = 10
+
+
+def reported_ks(repeat: int, largest_group: int) -> list[int]:
+    """The k for which pass@k is reported under ``--repeat repeat``.
+
+    Every k up to :data:`DENSE_K`, then the powers of two, and the largest k
+    any group supports (``repeat`` itself when a prompt has all its repeats
+    scored): never a k no group reaches, and a logarithmic number of k however
+    large ``--repeat`` is.
+    """
+    top = min(repeat, largest_group)
+    ks = set(range(1, min(top, DENSE_K) + 1))
+    power = 16
+    while power <= top:
+        ks.add(power)
+        power *= 2
+    if top >= 1:
+        ks.add(top)
+    return sorted(ks)
+
+
+def _wilson(share: float, n: int) -> list[float]:
+    """Wilson's 95% score interval for a share (or a mean of [0, 1] scores) over ``n``."""
+    z2 = _Z95 * _Z95
+    centre = (share + z2 / (2 * n)) / (1 + z2 / n)
+    half = _Z95 * math.sqrt(share * (1 - share) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return [max(centre - half, 0.0), min(centre + half, 1.0)]
 
 
 def percentile(ordered: Sequence[float], q: float) -> float:
@@ -121,6 +159,7 @@ class GroupStats:
         "errors",
         "errors_by_kind",
         "final_binary",
+        "final_unit",
         "final_m2",
         "final_mean",
         "final_n",
@@ -147,6 +186,7 @@ class GroupStats:
         self.final_mean = 0.0
         self.final_m2 = 0.0
         self.final_binary = True  # every final score so far is 0 or 1
+        self.final_unit = True  # every final score so far lies in [0, 1]
         self.scored = 0  # episodes without error that had an interaction
         self.solved_at: dict[int, int] = {}  # first solving turn -> episodes
         self.turn_score_sums: list[float] = []
@@ -202,6 +242,8 @@ class GroupStats:
         self.final_m2 += delta * (final_score - mean)
         if final_score != 0 and final_score != 1:
             self.final_binary = False
+            if not 0.0 <= final_score <= 1.0:
+                self.final_unit = False
 
     def _add_turn_scores(self, scores: Sequence[float], threshold: float) -> int:
         """Add each turn's score to its turn's sum; return the first solving turn (0: none)."""
@@ -246,6 +288,7 @@ class GroupStats:
                 out.final_n = n
                 out.final_sum += g.final_sum
                 out.final_binary = out.final_binary and g.final_binary
+                out.final_unit = out.final_unit and g.final_unit
             out._reach(len(g.turn_score_sums))
             for i, (total, count) in enumerate(
                 zip(g.turn_score_sums, g.turn_score_counts, strict=True)
@@ -264,9 +307,14 @@ class GroupStats:
     def final_score(self) -> dict[str, Any]:
         """Mean final score with its standard deviation, standard error and 95% interval.
 
-        When every final score is 0 or 1 (pass/fail) the interval is Wilson's,
-        which stays inside [0, 1] and behaves at small n and near 0 or 1;
-        otherwise it is the normal approximation ``mean ± 1.96 · stderr``.
+        When every final score is 0 or 1 (pass/fail) the interval is Wilson's
+        (``"wilson"``), which stays inside [0, 1] and behaves at small n and near
+        0 or 1. When every score lies in [0, 1] but some are fractional, it is
+        Wilson's interval around the mean (``"wilson-bounded"``): a score bounded
+        by [0, 1] has a variance of at most ``mean * (1 - mean)``, so the interval
+        is conservative and, unlike ``mean ± 1.96 · stderr``, never leaves the
+        range the scores can take. Scores outside [0, 1] get the normal
+        approximation (``"normal"``).
         Standard deviation, error and interval need at least two scores.
         """
         n = self.final_n
@@ -283,11 +331,9 @@ class GroupStats:
         mean = self.final_mean
         std = math.sqrt(max(self.final_m2, 0.0) / (n - 1))
         stderr = std / math.sqrt(n)
-        if self.final_binary:
-            z2 = _Z95 * _Z95
-            centre = (mean + z2 / (2 * n)) / (1 + z2 / n)
-            half = _Z95 * math.sqrt(mean * (1 - mean) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-            ci, method = [max(centre - half, 0.0), min(centre + half, 1.0)], "wilson"
+        if self.final_unit:
+            ci = _wilson(min(max(mean, 0.0), 1.0), n)
+            method = "wilson" if self.final_binary else "wilson-bounded"
         else:
             ci, method = [mean - _Z95 * stderr, mean + _Z95 * stderr], "normal"
         out.update(std=std, stderr=stderr, ci95=ci, ci95_method=method)
@@ -390,7 +436,8 @@ class PromptGroups:
         threshold = self.pass_score
         counts = [(len(g), sum(s >= threshold for s in g)) for g in groups]
         at_k: dict[str, float] = {}
-        for k in range(1, self.repeat + 1):
+        largest = max((n for n, _ in counts), default=0)
+        for k in reported_ks(self.repeat, largest):
             eligible = [pass_at_k(n, c, k) for n, c in counts if n >= k]
             if eligible:
                 at_k[str(k)] = sum(eligible) / len(eligible)

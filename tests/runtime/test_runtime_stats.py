@@ -276,3 +276,31 @@ def test_runner_refuses_a_bad_repeat(bad: Any) -> None:
 
     with pytest.raises(ValueError, match="repeat must be a positive integer"):
         Runner(ReplayPolicy(), None, repeat=bad, observe=False)
+
+
+def test_reported_ks_are_few_and_reachable() -> None:
+    from interactions_core.runtime.stats import reported_ks
+
+    assert reported_ks(3, 3) == [1, 2, 3]
+    assert reported_ks(12, 12) == list(range(1, 11)) + [12]
+    assert reported_ks(100, 100) == [*range(1, 11), 16, 32, 64, 100]
+    # Groups smaller than --repeat (errored repeats): no k beyond the largest group.
+    assert reported_ks(10**9, 4) == [1, 2, 3, 4]
+    assert len(reported_ks(30_000, 30_000)) == 10 + 11 + 1
+
+
+def test_huge_repeat_summarises_only_the_reported_ks() -> None:
+    """One prompt with 30,000 repeats: pass@k for a few k, each equal to the exact estimate."""
+    groups = PromptGroups(repeat=30_000)
+    for i in range(30_000):
+        groups.add("a", 0, 1.0 if i % 3 == 0 else 0.0)
+    at_k = groups.as_dict()["pass_at_k"]
+    assert list(at_k) == [str(k) for k in [*range(1, 11), *(2**p for p in range(4, 15)), 30_000]]
+    assert at_k["1"] == pytest.approx(1 / 3)
+    assert at_k["2"] == pytest.approx(1 - (20_000 * 19_999) / (30_000 * 29_999))
+    assert at_k["30000"] == 1.0
+    # A group of 5 under --repeat 10**9 reports k = 1..5 and stops there.
+    small = PromptGroups(repeat=10**9)
+    for score in (1.0, 0.0, 0.0, 0.0, 0.0):
+        small.add("a", 0, score)
+    assert list(small.as_dict()["pass_at_k"]) == ["1", "2", "3", "4", "5"]

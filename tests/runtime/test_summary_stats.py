@@ -32,7 +32,7 @@ def add(stats: SummaryStats, name: str | None, scores: list[float], **kw: Any) -
 
 
 def test_final_score_matches_the_textbook_formulas() -> None:
-    values = [0.2, 0.5, 0.9, 0.4, 0.75, 0.1]
+    values = [2.0, 5.0, 9.0, 4.0, 7.5, 1.0]  # outside [0, 1]: the normal approximation
     stats = SummaryStats()
     for v in values:
         add(stats, "t", [v], final_score=v)
@@ -47,6 +47,24 @@ def test_final_score_matches_the_textbook_formulas() -> None:
     lo, hi = final["ci95"]
     assert lo == pytest.approx(statistics.mean(values) - 1.959964 * se)
     assert hi == pytest.approx(statistics.mean(values) + 1.959964 * se)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [0.2, 0.5, 0.9, 0.4, 0.75, 0.1],
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5],  # the normal low end: -0.05
+        [1.0] * 10 + [0.2, 0.2, 0.2],  # the normal high end: above 1
+    ],
+)
+def test_bounded_fractional_scores_get_an_interval_inside_0_1(values: list[float]) -> None:
+    stats = SummaryStats()
+    for v in values:
+        add(stats, "t", [v], final_score=v)
+    final = stats.total.final_score()
+    assert final["ci95_method"] == "wilson-bounded"
+    lo, hi = final["ci95"]
+    assert 0.0 <= lo <= final["mean"] <= hi <= 1.0
 
 
 def test_pass_fail_scores_get_a_wilson_interval_inside_0_1() -> None:
