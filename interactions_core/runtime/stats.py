@@ -38,8 +38,8 @@ __all__ = [
     "UsageStats",
     "error_kind",
     "pass_at_k",
-    "reported_ks",
     "percentile",
+    "reported_ks",
 ]
 
 #: An episode passes when its final score is at least this, and a turn scoring at
@@ -159,11 +159,11 @@ class GroupStats:
         "errors",
         "errors_by_kind",
         "final_binary",
-        "final_unit",
         "final_m2",
         "final_mean",
         "final_n",
         "final_sum",
+        "final_unit",
         "scored",
         "solved_at",
         "terminated",

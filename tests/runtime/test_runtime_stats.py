@@ -282,7 +282,7 @@ def test_reported_ks_are_few_and_reachable() -> None:
     from interactions_core.runtime.stats import reported_ks
 
     assert reported_ks(3, 3) == [1, 2, 3]
-    assert reported_ks(12, 12) == list(range(1, 11)) + [12]
+    assert reported_ks(12, 12) == [*range(1, 11), 12]
     assert reported_ks(100, 100) == [*range(1, 11), 16, 32, 64, 100]
     # Groups smaller than --repeat (errored repeats): no k beyond the largest group.
     assert reported_ks(10**9, 4) == [1, 2, 3, 4]
