@@ -21,7 +21,8 @@ _CHECK = Command(
             default=None,
             metavar="HOST:PORT",
             help="the cluster to check (default: $RAY_ADDRESS, else the cluster started on "
-            "this machine with 'ray start --head')",
+            "this machine with 'ray start --head'; the check never starts a cluster of "
+            "its own)",
         ),
         Arg(
             "--timeout",

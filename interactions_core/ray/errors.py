@@ -114,16 +114,28 @@ def connect(address: str | None = None, **init_options: Any) -> Any:
     try:
         ray.init(**options)
     except ConnectionError as exc:
-        where = f"at {address!r}" if address else "on this machine"
-        raise _unreachable(where, str(exc)) from None
+        raise _unreachable(address, str(exc)) from None
     return ray
 
 
-def _unreachable(where: str, why: str) -> RayUnavailableError:
+def _unreachable(address: str | None, why: str) -> RayUnavailableError:
+    """The error for a cluster that did not answer, with the advice that fits ``address``.
+
+    ``"auto"`` is what the CLI passes when no address was given: it joins the
+    cluster started on this machine and never starts one of its own (a cluster
+    it started would hold only this machine's plugins, proving nothing), so the
+    advice is to start one or to name another; a ``HOST:PORT`` that does not
+    answer is a head that is not running there, or a wrong address.
+    """
+    if address in (None, "auto", "local"):
+        return RayUnavailableError(
+            f"no Ray cluster is running on this machine: {why}. Start one with "
+            "'ray start --head', or name a running cluster's head with --address "
+            "HOST:PORT (or $RAY_ADDRESS)"
+        )
     return RayUnavailableError(
-        f"no Ray cluster could be reached {where}: {why}. Start one with "
-        "'ray start --head' (or give the head's HOST:PORT), or leave the address out "
-        "to start a local cluster"
+        f"no Ray cluster could be reached at {address!r}: {why}. Check the address, and "
+        "that the head node is running there ('ray start --head' on that machine)"
     )
 
 
@@ -144,4 +156,4 @@ def _probe(address: str, timeout: float = 5.0) -> None:
         with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout):
             pass
     except OSError as exc:
-        raise _unreachable(f"at {address!r}", exc.strerror or str(exc)) from None
+        raise _unreachable(address, exc.strerror or str(exc)) from None
