@@ -162,6 +162,24 @@ def plugin_frame(exc: BaseException) -> str | None:
     return found
 
 
+def fault_location(exc: BaseException) -> dict[str, str]:
+    """Where in plugin code ``exc`` was raised, for an error record: ``{"at": "file:line"}``.
+
+    Empty when no frame of the traceback is the plugin's (a timeout, a failure
+    inside the core). With ``INTERACTIONS_DEBUG=1`` the whole traceback is kept
+    too, under ``"traceback"``, so a record shows what a debugger would.
+    """
+    found: dict[str, str] = {}
+    where = plugin_frame(exc)
+    if where:
+        found["at"] = where
+    if os.environ.get("INTERACTIONS_DEBUG", "").strip() not in ("", "0"):
+        import traceback
+
+        found["traceback"] = "".join(traceback.format_exception(exc)).rstrip()
+    return found
+
+
 def describe(exc: BaseException) -> str:
     """One line: the exception and where in the plugin it was raised (or the entry-point fix)."""
     if isinstance(exc, MissingAttributeError):

@@ -214,6 +214,15 @@ def expected_signature(method: str) -> str:
     return f"async {written}" if method in _MUST_AWAIT else f"{written} (plain or async)"
 
 
+def source_location(func: Any) -> str | None:
+    """``file:line`` where a function (or method) is defined, or ``None`` when unknown.
+
+    A spec violation names it, so the author is sent to the line to fix.
+    """
+    code = getattr(getattr(func, "__func__", func), "__code__", None)
+    return None if code is None else f"{code.co_filename}:{code.co_firstlineno}"
+
+
 def _signature_problems(method: str, func: Any) -> list[str]:
     problems = []
     if method in _MUST_AWAIT and not inspect.iscoroutinefunction(func):
@@ -302,8 +311,13 @@ def validate_interaction_class(cls: Any, label: str) -> None:
         if func is None:
             problems.append(f"{method} is missing; expected {expected_signature(method)}")
             continue
-        for problem in _signature_problems(method, func):
-            problems.append(f"{method} {problem}; expected {expected_signature(method)}")
+        found = _signature_problems(method, func)
+        where = source_location(func) if found else None
+        for problem in found:
+            problems.append(
+                f"{method} {problem}; expected {expected_signature(method)}"
+                + (f" (at {where})" if where else "")
+            )
     problems.extend(_misspellings(cls))
     init = getattr(cls, "__init__", None)
     if init is not None and init is not object.__init__:

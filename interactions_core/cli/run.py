@@ -293,6 +293,9 @@ def _tell_errors(args: argparse.Namespace, summary: Any) -> None:
         + ":\n"
     )
     for example in summary.error_examples:
+        at = f" (at {example['at']})" if example.get("at") else ""
         sys.stderr.write(
-            f"  sample {example['sample_id']!r}: {example['where']}: {example['message']}\n"
+            f"  sample {example['sample_id']!r}: {example['where']}: {example['message']}{at}\n"
         )
+        if example.get("traceback"):  # INTERACTIONS_DEBUG=1
+            sys.stderr.write("    " + example["traceback"].replace("\n", "\n    ") + "\n")

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from .._classes import fault_location
 from .._spec import PluginSpec, hookimpl
 from .session import stops_the_run
 from .writers import LineWriter
@@ -146,7 +147,7 @@ def _session_end(record: Any, error: BaseException | None) -> dict[str, Any]:
         "end_reason": record.end_reason,
         "turns": record.turns,
         "final_score": record.final_score,
-        "error": None if error is None else f"{error.__class__.__name__}: {error}",
+        "error": None if error is None else _error_text(error),
     }
 
 
@@ -182,3 +183,9 @@ def tracing(
             host.manager.unregister(writer)
         finally:
             writer.close()
+
+
+def _error_text(error: BaseException) -> str:
+    """``Type: message``, and where in plugin code it was raised when that is known."""
+    at = fault_location(error.__cause__ or error).get("at")
+    return f"{error.__class__.__name__}: {error}" + (f" (at {at})" if at else "")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from .._classes import fault_location
 from .errors import InteractionCallError
 from .step import END_REASONS, ERROR
 
@@ -99,11 +100,13 @@ class EpisodeRecord:
             "type": exc.__class__.__name__,
             "message": str(exc),
         }
+        cause = exc
         if isinstance(exc, InteractionCallError):
             entry["where"] = exc.method
-            cause = exc.__cause__
-            if cause is not None:
+            if exc.__cause__ is not None:
+                cause = exc.__cause__
                 entry["type"] = cause.__class__.__name__
+        entry.update(fault_location(cause))
         if self.errors is _NO_ERRORS:
             self.errors = []
         self.errors.append(entry)
