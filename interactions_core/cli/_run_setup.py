@@ -141,12 +141,12 @@ def _default_interaction(name: str, loaded: Any) -> str:
 def _policy(args: argparse.Namespace, registry: Any) -> Any:
     """The ``--policy`` (``replay`` when none is given), created with its options."""
     from ..errors import ConflictError
-    from ..runtime.policies import create_policy, get_policy_class
+    from ..runtime.policies import create_policy
 
     policy_given = args.policy is not None
     args.policy = args.policy or "replay"
     try:
-        policy_cls = get_policy_class(args.policy, registry)
+        policy_cls = registry.policy(args.policy)
     except ConflictError as exc:
         if policy_given:
             raise
