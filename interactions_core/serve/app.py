@@ -5,7 +5,7 @@
 OpenEnv client expects) plus what serving interactions needs:
 
 * ``GET /interactions``: what is served and the session counters;
-* readable client errors: a :class:`~interactions_core.serve.errors.ServeError`
+* readable client errors: a :class:`~interactions_core.errors.ServeError`
   on the HTTP routes becomes a 4xx (or 503 at capacity) whose ``detail`` is the
   message (on ``/ws`` OpenEnv already sends the message as an error frame);
 * a start-up log line naming the served interactions, and at shutdown (SIGTERM,
@@ -25,8 +25,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import ServeError
 from .environment import InteractionAction, InteractionEnvironment, InteractionObservation
-from .errors import ServeError
 from .hub import Hub
 
 __all__ = ["create_app", "run"]

@@ -21,8 +21,8 @@ from openenv.core.env_server.types import EnvironmentMetadata
 from pydantic import Field, ValidationError, model_validator
 
 from .. import __version__
+from ..errors import BadActionError, BadResetError, ServeError
 from .episode import ServedEpisode
-from .errors import BadActionError, BadResetError, ServeError
 from .hub import Hub
 
 __all__ = [
