@@ -118,7 +118,7 @@ def open_outputs(args: argparse.Namespace, inputs: RunInputs) -> RunOutputs:
 def _open_files(args: argparse.Namespace) -> tuple[Any, Any]:
     """Open ``--output`` and ``--trace``; when one fails, the other is not left behind."""
     from ..runtime.observers import TraceWriter
-    from ..runtime.writers import LineWriter
+    from ..runtime.records import LineWriter
 
     appending = bool(args.resume)
     opened: list[Any] = []

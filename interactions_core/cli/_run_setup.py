@@ -66,7 +66,7 @@ def prepare(args: argparse.Namespace) -> RunInputs:
 def check_paths(args: argparse.Namespace) -> None:
     """Refuse, before anything is written, outputs that would destroy an input or each other."""
     from ..errors import ConfigError
-    from ..runtime.writers import is_special_file, same_file
+    from ..runtime.records import is_special_file, same_file
 
     inputs = [("--data", args.data)] + ([("CONFIG", args.config)] if args.config else [])
     outputs = [("--output", args.output), ("--trace", args.trace), ("--report", args.report)]
@@ -95,7 +95,7 @@ def check_paths(args: argparse.Namespace) -> None:
 
 def _refuse_existing_outputs(args: argparse.Namespace) -> None:
     """An existing output needs ``--overwrite``; ``--resume`` appends to records and trace."""
-    from ..runtime.writers import refuse_existing
+    from ..runtime.records import refuse_existing
 
     resuming = args.resume or args.retry_errors
     for path in (args.output, args.trace, args.report):

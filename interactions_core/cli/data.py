@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import ConfigError, InteractionsError
     from ..runtime.builders import get_builder, parse_cli_options, run_builder
     from ..runtime.datasets import write_rows
-    from ..runtime.writers import refuse_existing
+    from ..runtime.records import refuse_existing
 
     if not args.builder:
         return _list(args.json)

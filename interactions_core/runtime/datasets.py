@@ -20,7 +20,7 @@ A bad row (invalid JSON, not an object, a missing or malformed ``prompt``,
 a temporary name next to its destination, moved into place only when
 complete, so a builder that fails half-way never leaves a partial file that a
 later run would read as the whole dataset. Records and traces are
-:mod:`interactions_core.runtime.writers`.
+:mod:`interactions_core.runtime.records`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any
 
 from .._files import replacing
 from .errors import DatasetError
-from .writers import LineWriter, is_special_file, refuse_existing
+from .records import LineWriter, is_special_file, refuse_existing
 
 __all__ = ["BadRow", "SampleReader", "check_row", "data_format", "write_rows"]
 
