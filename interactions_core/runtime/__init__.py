@@ -7,12 +7,12 @@ One concept per module:
   :class:`EpisodeRecord`;
 * :mod:`.runner` — :class:`Runner` / :func:`run_episodes`: concurrency,
   cancellation, :class:`RunSummary`, with the run's options in :mod:`.options`;
-* :mod:`.datasets` — reading samples (JSONL, parquet), bad rows, writing datasets;
+* :mod:`.datasets` — reading samples (JSONL, parquet), bad rows, writing datasets,
+  and the dataset builders plugins contribute;
 * :mod:`.records` — records and traces written whole lines at a time, read back by
   the one records reader (``--resume``, ``interactions report``);
 * :mod:`.observers` — observer hooks, and the JSONL trace writer, the built-in one;
-* :mod:`.policies` — the model side: ``replay``, ``openai``, ``human``, plugins;
-* :mod:`.builders` — dataset builders contributed by plugins.
+* :mod:`.policies` — the model side: ``replay``, ``openai``, ``human``, plugins.
 
 Example::
 
