@@ -27,30 +27,51 @@ plugins and checking each ``config:`` against its schema is the loader's job
 Files are read by the project's safe YAML reader (every value with its line).
 :func:`load_source` is the one way to read a config source (a path or a mapping)
 before its structure is checked; OmegaConf interpolations are resolved as verl
-resolves them (see below); and verl's dotted paths of its built-in interactions
-are mapped to the installed plugins here (:data:`VERL_BUILTINS`).
+resolves them (by :mod:`interactions_core._yaml`); and verl's dotted paths of its
+built-in interactions are mapped to the installed plugins here (:data:`VERL_BUILTINS`).
+
+Config schemas: a plugin's ``config_schema`` (an ``@attrs.define`` class) is what
+an entry's ``config:`` is checked against (:func:`check_options`) before anything
+is instantiated: unknown keys, missing fields, wrong types (plain data types,
+``Literal``, unions, ``list[...]``, ``dict[str, ...]``) and what the field's own
+validators refuse, all reported together. :func:`describe` drives ``interactions show``.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import types
+import typing
 from collections.abc import Mapping
 from typing import Any
 
-from ._yaml import Lines, check_expansion, read_config_file, short_repr
+import attrs
+
+from ._names import suggest
+from ._yaml import (
+    Lines,
+    check_expansion,
+    find_interpolation,
+    read_config_file,
+    resolve_interpolations,
+    short_repr,
+)
 from .errors import ConfigError, InteractionsWarning
 
 __all__ = [
     "VERL_BASE",
     "VERL_BUILTINS",
     "ConfigEntry",
+    "FieldInfo",
     "InteractionsConfig",
     "VerlPathWarning",
-    "find_interpolation",
+    "build_settings",
+    "check_options",
+    "describe",
     "load_source",
     "parse_config",
-    "resolve_interpolations",
+    "type_name",
     "verl_module_installed",
 ]
 
@@ -127,12 +148,6 @@ class InteractionsConfig:
         self.default_line = default_line
 
 
-def _did_you_mean(key: str, allowed: tuple[str, ...]) -> str:
-    from ._names import suggest
-
-    return suggest(key, allowed, n=1)
-
-
 def load_source(source: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Any, Lines, str]:
     """A config source read but not checked: ``(data, lines, where)``.
 
@@ -200,7 +215,7 @@ def _document(data: Any, loc: _Locator, problems: list[str]) -> tuple[list[Any],
         if key not in TOP_KEYS:
             problems.append(
                 f"{loc(key)}: unknown top-level key {key!r}; allowed keys: "
-                f"{', '.join(TOP_KEYS)}{_did_you_mean(str(key), TOP_KEYS)}"
+                f"{', '.join(TOP_KEYS)}{suggest(str(key), TOP_KEYS, n=1)}"
             )
     default = data.get("default")
     if default is not None and (not isinstance(default, str) or not default.strip()):
@@ -243,7 +258,7 @@ def _entry(
             problems.append(
                 f"{loc(*base, key)}: interaction[{i}]: unknown key {key!r}; "
                 f"allowed keys: {', '.join(ENTRY_KEYS)}"
-                f"{_did_you_mean(str(key), ENTRY_KEYS)}"
+                f"{suggest(str(key), ENTRY_KEYS, n=1)}"
             )
     names = _names(i, item, loc, problems)
     config = _options(i, item, loc, problems)
@@ -342,66 +357,6 @@ def _ray_keys(
     return replicas, dict(resources) if isinstance(resources, dict) else None
 
 
-# -- OmegaConf interpolation in configs, as verl reads them -------------------------
-# verl loads interaction configs with ``OmegaConf.load`` and resolves them, so a
-# value such as ``${oc.env:JUDGE_URL}`` or ``${..base_url}`` reaches the
-# interaction resolved. A config written for verl must mean the same here: when it
-# holds an interpolation, it is resolved with omegaconf (installed alongside verl),
-# and when omegaconf is not installed the config is refused with a message, never
-# passed through literally. Configs without ``${`` never import omegaconf.
-
-#: How many nodes a config may hold before the scan gives up (configs are small).
-MAX_NODES = 200_000
-
-
-def find_interpolation(data: Any) -> tuple[tuple[Any, ...], str] | None:
-    """The key path and text of the first string holding ``${``, or ``None``."""
-    stack: list[tuple[tuple[Any, ...], Any]] = [((), data)]
-    seen = 0
-    while stack:
-        path, node = stack.pop()
-        seen += 1
-        if seen > MAX_NODES:
-            return None
-        if isinstance(node, str):
-            if "${" in node:
-                return path, node
-        elif isinstance(node, dict):
-            stack.extend(((*path, key), value) for key, value in node.items())
-        elif isinstance(node, list):
-            stack.extend(((*path, i), value) for i, value in enumerate(node))
-    return None
-
-
-def resolve_interpolations(data: Any, where: str) -> Any:
-    """``data`` with OmegaConf interpolations resolved; :class:`ConfigError` if it cannot be.
-
-    ``where`` names the config (file and line) in messages.
-    """
-    found = find_interpolation(data)
-    if found is None:
-        return data
-    path, text = found
-    field = ".".join(str(p) for p in path) or "the config"
-    try:
-        from omegaconf import OmegaConf
-    except ImportError:
-        raise ConfigError(
-            [
-                f"{where}: {field} uses OmegaConf interpolation {text!r}, which verl resolves "
-                "with omegaconf; install it (pip install omegaconf) to resolve it the same "
-                "way, or write the value out"
-            ]
-        ) from None
-    try:
-        resolved = OmegaConf.to_container(OmegaConf.create(data), resolve=True)
-    except Exception as exc:
-        raise ConfigError(
-            [f"{where}: cannot resolve the interpolation in {field} ({text!r}): {exc}"]
-        ) from exc
-    return resolved
-
-
 # -- verl's dotted class paths of its built-in interactions, and where they lead now ----
 #
 # verl's own example configs name ``verl.interactions.gsm8k_interaction.Gsm8kInteraction``
@@ -444,3 +399,157 @@ def verl_module_installed(class_path: str) -> bool:
         if os.path.isfile(base + ".py") or os.path.isfile(os.path.join(base, "__init__.py")):
             return True
     return False
+
+
+# -- config schemas: an interaction's ``config:`` declared as an attrs class ---------
+
+
+@attrs.frozen
+class FieldInfo:
+    """One field of a config schema, as shown to users."""
+
+    name: str
+    type: str
+    required: bool
+    default: Any
+    help: str
+
+
+def _hints(schema: type) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(schema)
+    except Exception:  # unresolvable annotations: fall back to what attrs recorded
+        return {f.name: f.type for f in attrs.fields(schema)}
+
+
+def type_name(tp: Any) -> str:
+    """A short, readable name for an annotation (``'strict' | 'flexible'``, ``int``)."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Literal:
+        return " | ".join(repr(a) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(type_name(a) for a in args)
+    if origin is not None:
+        inner = ", ".join(type_name(a) for a in args)
+        return f"{getattr(origin, '__name__', str(origin))}[{inner}]"
+    if tp is type(None):
+        return "None"
+    if isinstance(tp, type):
+        return tp.__name__
+    return str(tp)
+
+
+def _matches(value: Any, tp: Any) -> bool:
+    if tp is Any or (tp is None and value is None):
+        return True
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Literal:
+        return any(value == a and type(value) is type(a) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, a) for a in args)
+    if origin in (list, tuple, set, frozenset) or tp in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            return False
+        return not args or all(_matches(v, args[0]) for v in value)
+    if origin in (dict, Mapping) or tp is dict:
+        if not isinstance(value, Mapping):
+            return False
+        if len(args) == 2:
+            return all(_matches(k, args[0]) and _matches(v, args[1]) for k, v in value.items())
+        return True
+    if tp is type(None):
+        return value is None
+    if tp is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(tp, type):
+        return isinstance(value, tp)
+    return True  # an annotation we do not interpret: leave it to validators
+
+
+def _string_choices(tp: Any) -> list[Any]:
+    """The values of the ``Literal`` types in ``tp`` (through unions)."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Literal:
+        return list(typing.get_args(tp))
+    if origin in (typing.Union, types.UnionType):
+        return [c for a in typing.get_args(tp) for c in _string_choices(a)]
+    return []
+
+
+def check_options(schema: type, options: Mapping[str, Any]) -> list[tuple[str | None, str]]:
+    """Check ``options`` against ``schema``; return ``(key, problem)`` pairs.
+
+    ``key`` is the offending option (``None`` for a problem about the whole
+    mapping) so the caller can point at its line. An empty list means valid.
+    """
+    fields = {f.name: f for f in attrs.fields(schema)}
+    hints = _hints(schema)
+    problems: list[tuple[str | None, str]] = []
+    allowed = ", ".join(fields) or "(none: this interaction takes no options)"
+    for key in options:
+        if key not in fields:
+            close = suggest(str(key), fields, n=1)
+            hint = f" ({close[2:]})" if close else ""  # "; did you mean ...?" -> "(did ...)"
+            problems.append((key, f"unknown option {key!r}{hint}; allowed options: {allowed}"))
+    for name, field in fields.items():
+        if name not in options:
+            if field.default is attrs.NOTHING:
+                problems.append((None, f"missing required option {name!r}"))
+            continue
+        tp = hints.get(name)
+        if tp is not None and not _matches(options[name], tp):
+            value = options[name]
+            hint = ""
+            if isinstance(value, str):  # a misspelt choice: method: flexibel
+                choices = [c for c in _string_choices(tp) if isinstance(c, str)]
+                hint = suggest(value, choices, n=1)
+            problems.append(
+                (
+                    name,
+                    f"option {name!r} must be {type_name(tp)}, "
+                    f"got {type(value).__name__} {value!r}{hint}",
+                )
+            )
+    if not problems:
+        try:
+            schema(**options)
+        except (TypeError, ValueError) as exc:
+            problems.append((None, f"invalid options: {exc}"))
+    return problems
+
+
+def build_settings(schema: type, options: Mapping[str, Any], owner: str = "") -> Any:
+    """Validate ``options`` and return the schema instance, or raise :class:`ConfigError`."""
+    problems = check_options(schema, options)
+    if problems:
+        prefix = f"interaction {owner!r}: " if owner else ""
+        raise ConfigError([prefix + p for _, p in problems])
+    return schema(**options)
+
+
+def _default(field: attrs.Attribute) -> Any:
+    default: Any = field.default
+    if default is attrs.NOTHING:
+        return None
+    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+        return None if default.takes_self else default.factory()
+    return default
+
+
+def describe(schema: type) -> list[FieldInfo]:
+    """The fields of ``schema`` with readable types, defaults and help texts."""
+    hints = _hints(schema)
+    return [
+        FieldInfo(
+            name=f.name,
+            type=type_name(hints.get(f.name, f.type)),
+            required=f.default is attrs.NOTHING,
+            default=_default(f),
+            help=str(f.metadata.get("help", "")),
+        )
+        for f in attrs.fields(schema)
+    ]

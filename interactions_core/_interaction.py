@@ -191,7 +191,7 @@ class BaseInteraction:
         self.name: str = str(config.get("name") or derive_name(type(self).__name__))
         self.settings: Any = None
         if self.config_schema is not None:
-            from ._schema import build_settings
+            from ._config import build_settings
 
             options = {k: v for k, v in config.items() if k != "name"}
             self.settings = build_settings(self.config_schema, options, owner=self.name)

@@ -163,6 +163,48 @@ class ConformanceError(InteractionsError, AssertionError):
         super().__init__(message)
 
 
+# -- errors a served episode reports to its client ---------------------------------
+#
+# Each one is a mistake the client can fix (or wait out), so its message says what
+# was wrong and what to send instead. They reach an OpenEnv client as the text of a
+# WebSocket error message, and an HTTP client as the ``detail`` of a 4xx response;
+# the server keeps serving either way.
+
+
+class ServeError(InteractionsError):
+    """A request to the server could not be carried out; the message says why."""
+
+    #: The HTTP status the server answers with for this error.
+    status = 400
+
+
+class BadResetError(ServeError, ValueError):
+    """A reset names an unknown interaction, or its prompt or arguments have the wrong shape."""
+
+
+class BadActionError(ServeError, TypeError):
+    """A step's action is not ``{"content": "<the assistant's message>"}``, or comes too early.
+
+    A ``TypeError`` and never a ``ValueError``: pydantic lets it through its
+    validators unchanged, so the client sees this message, not a generic
+    "invalid message".
+    """
+
+    status = 422
+
+
+class CapacityError(ServeError):
+    """``--max-sessions`` sessions are already open."""
+
+    status = 503
+
+
+class AuthError(ServeError):
+    """The server has a shared token and the reset did not bring it."""
+
+    status = 401
+
+
 class InteractionsWarning(UserWarning):
     """Base class of the framework's warnings (the CLI prints them as one line)."""
 

@@ -160,7 +160,7 @@ def _resolve_entry(
     options.pop("name", None)
     schema = getattr(cls, "config_schema", None)
     if schema is not None:
-        from ._schema import check_options
+        from ._config import check_options
 
         for option, problem in check_options(schema, options):
             path = ("config", option) if option else ("config",)

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from interactions_core import _config as _interpolation
-from interactions_core._config import find_interpolation, resolve_interpolations
+from interactions_core import _yaml as _interpolation
+from interactions_core._yaml import find_interpolation, resolve_interpolations
 from interactions_core.errors import ConfigError
 
 

@@ -31,8 +31,8 @@ from interactions_core.errors import (
     UnknownPolicyError,
 )
 from interactions_core.registry import Entry, Registry, get_registry
-from interactions_core.runtime.builders import BuilderInfo, get_builder
-from interactions_core.runtime.policies.registry import PolicyInfo, get_policy_class
+from interactions_core.runtime.datasets import BuilderInfo, get_builder
+from interactions_core.runtime.policies import PolicyInfo, get_policy_class
 
 GROUP = "interactions_core.interactions"
 

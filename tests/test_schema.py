@@ -1,4 +1,4 @@
-"""``_schema.py``: an interaction's ``config:`` checked against its attrs schema, with hints."""
+"""Config schemas (in ``_config.py``): ``config:`` checked against its attrs schema, with hints."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import attrs
 import pytest
 from core_helpers import check
 
-from interactions_core._schema import FieldInfo, build_settings, check_options, describe
+from interactions_core._config import FieldInfo, build_settings, check_options, describe
 from interactions_core.errors import ConfigError
 
 

@@ -1,7 +1,7 @@
 """Playing the episodes of ``interactions run``: here, or on Ray workers with ``--ray``.
 
 Both branches hand each finished record to the same
-:class:`~._run_outputs.RecordHandler` and stop the same way
+:class:`~._run_setup.RecordHandler` and stop the same way
 (:class:`~interactions_core._stop_signals.StopSignals`): the first SIGINT or
 SIGTERM stops taking samples and cancels the open episodes, which finalize
 their sessions; a second stops at once, wherever the program is. Either way the
@@ -26,8 +26,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..runtime.options import RunOptions
-    from ._run_outputs import RunOutputs
-    from ._run_setup import RunInputs
+    from ._run_setup import RunInputs, RunOutputs
 
 __all__ = ["LocalRun", "Played", "ShardedRun", "run_options"]
 
@@ -92,7 +91,7 @@ class LocalRun:
 
         from .._stop_signals import StopSignals
         from ..runtime.watchdog import LoopWatchdog
-        from ._run_outputs import RecordHandler
+        from ._run_setup import RecordHandler
 
         with self._tracing():
             runner = self.runner = self._runner()
@@ -182,8 +181,7 @@ class ShardedRun:
     def play(self, skip: Container[tuple[int, int]] | None) -> Played:
         """Shard the run; ``skip``: the episodes ``--resume`` does not replay."""
         from ..ray.shard import run_sharded
-        from ._run_outputs import RecordHandler
-        from ._run_setup import policy_options
+        from ._run_setup import RecordHandler, policy_options
 
         args = self.args
         settings = _settings(args, self.inputs.default, policy_options(args))

@@ -1,14 +1,31 @@
-"""From the arguments of ``interactions run`` to what it plays, checked before anything is written.
+"""From the arguments of ``interactions run`` to what it plays and where its results go.
 
-The order of the checks is the order of the errors a user meets: the data is
-required, no output may destroy an input or another output, an existing output
-is kept unless ``--overwrite`` (or continued with ``--resume``), then the config
-is loaded and the policy created. A mistake in any of them stops the run with
-every file untouched.
+The inputs, checked before anything is written. The order of the checks is the
+order of the errors a user meets: the data is required, no output may destroy
+an input or another output, an existing output is kept unless ``--overwrite``
+(or continued with ``--resume``), then the config is loaded and the policy
+created. A mistake in any of them stops the run with every file untouched.
+
+The outputs: ``--output``, ``--trace``, ``--report``, the bar. Local and
+sharded (``--ray``) runs hand each finished episode record to the same
+:class:`RecordHandler`, so their files, reports and progress bars are the same.
+The files are opened together and closed together, and a file this run created
+is removed again when opening the next one fails.
+
+``--resume``: every record a run writes to ``--output`` is stamped with a hash
+of the run's settings and one of its data. ``--resume`` reads the file back,
+refuses records made from other settings or other data, plays only the samples
+without a record (``--retry-errors``: errored ones too) and adds the earlier
+records to the summary (:class:`Resume`), so it covers the whole dataset.
+
+The progress bar (:class:`Progress`) is one line on standard error, shown only
+when standard error is a terminal, the policy does not talk to the user
+(``human`` reads the same terminal) and ``--no-progress`` is not given.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 
@@ -16,9 +33,23 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Iterable, Iterator
-    from typing import Any
+    from typing import Any, TextIO
 
-__all__ = ["RunInputs", "check_paths", "policy_options", "prepare"]
+__all__ = [
+    "Progress",
+    "RecordHandler",
+    "RecordSink",
+    "Resume",
+    "RunInputs",
+    "RunOutputs",
+    "check_paths",
+    "duration",
+    "open_outputs",
+    "policy_options",
+    "prepare",
+    "progress_bar",
+    "resume_state",
+]
 
 
 @dataclass
@@ -66,7 +97,7 @@ def prepare(args: argparse.Namespace) -> RunInputs:
 def check_paths(args: argparse.Namespace) -> None:
     """Refuse, before anything is written, outputs that would destroy an input or each other."""
     from ..errors import ConfigError
-    from ..runtime.writers import is_special_file, same_file
+    from ..runtime.records import is_special_file, same_file
 
     inputs = [("--data", args.data)] + ([("CONFIG", args.config)] if args.config else [])
     outputs = [("--output", args.output), ("--trace", args.trace), ("--report", args.report)]
@@ -95,7 +126,7 @@ def check_paths(args: argparse.Namespace) -> None:
 
 def _refuse_existing_outputs(args: argparse.Namespace) -> None:
     """An existing output needs ``--overwrite``; ``--resume`` appends to records and trace."""
-    from ..runtime.writers import refuse_existing
+    from ..runtime.records import refuse_existing
 
     resuming = args.resume or args.retry_errors
     for path in (args.output, args.trace, args.report):
@@ -141,12 +172,12 @@ def _default_interaction(name: str, loaded: Any) -> str:
 def _policy(args: argparse.Namespace, registry: Any) -> Any:
     """The ``--policy`` (``replay`` when none is given), created with its options."""
     from ..errors import ConflictError
-    from ..runtime.policies import create_policy, get_policy_class
+    from ..runtime.policies import create_policy
 
     policy_given = args.policy is not None
     args.policy = args.policy or "replay"
     try:
-        policy_cls = get_policy_class(args.policy, registry)
+        policy_cls = registry.policy(args.policy)
     except ConflictError as exc:
         if policy_given:
             raise
@@ -194,3 +225,261 @@ def _warn_without_limit(policy_cls: Any, args: argparse.Namespace) -> None:
         "episode ends only when its interaction terminates it (or the policy stops); set one "
         "with --max-assistant-turns N or --max-user-turns N\n"
     )
+
+
+# -- where the results go ------------------------------------------------------------
+
+
+class RecordSink:
+    """Each finished record: stamped for ``--resume``, to ``--output`` and to ``--report``."""
+
+    def __init__(self, output: Any, report: Any, stamp: dict[str, Any]) -> None:
+        self.output = output
+        self.report = report
+        self.stamp = stamp
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.stamp:
+            record.update(self.stamp)
+        if self.output is not None:
+            self.output.write(record)
+        if self.report is not None:
+            self.report.add(record)
+
+
+class RecordHandler:
+    """The ``on_record`` of a run: each episode record to the sink, counted, shown on the bar."""
+
+    def __init__(self, sink: RecordSink | None, progress: Progress | None) -> None:
+        self.sink = sink
+        self.progress = progress
+        self.done = 0
+        self.errors = 0
+
+    def __call__(self, record: Any) -> None:
+        if self.sink is not None:
+            self.sink.write(record.to_dict())
+        self.done += 1
+        self.errors += bool(record.errors)
+        if self.progress is not None:
+            self.progress.update(self.done, self.errors)
+
+
+@dataclass
+class RunOutputs:
+    """The open outputs of a run; :meth:`close` them whatever happens."""
+
+    progress: Progress | None
+    resume: Resume | None
+    output: Any
+    trace: Any
+    report: Any
+    sink: RecordSink | None
+
+    def close(self) -> None:
+        """Clear the bar and close the files; the trace is closed even when the output fails."""
+        if self.progress is not None:
+            self.progress.close()
+        try:
+            if self.output is not None:
+                self.output.close()
+        finally:
+            if self.trace is not None:
+                self.trace.close()
+
+
+def open_outputs(args: argparse.Namespace, inputs: RunInputs) -> RunOutputs:
+    """The progress bar, the ``--resume`` state, then the files, in that order."""
+    progress = progress_bar(args, inputs.reader, inputs.policy)
+    resume = resume_state(args)
+    output, trace = _open_files(args)
+    report = None
+    if args.report:
+        from ..report import RunData
+
+        report = RunData(os.path.basename(args.output or args.data))
+    stamp = resume.stamp if resume is not None else {}
+    sink = RecordSink(output, report, stamp) if output is not None or report is not None else None
+    return RunOutputs(progress, resume, output, trace, report, sink)
+
+
+def _open_files(args: argparse.Namespace) -> tuple[Any, Any]:
+    """Open ``--output`` and ``--trace``; when one fails, the other is not left behind."""
+    from ..runtime.observers import TraceWriter
+    from ..runtime.records import LineWriter
+
+    appending = bool(args.resume)
+    opened: list[Any] = []
+    created: list[str] = []
+    try:
+        for path, writer in ((args.output, LineWriter), (args.trace, TraceWriter)):
+            if not path:
+                opened.append(None)
+                continue
+            existed = os.path.lexists(path)
+            opened.append(writer(path, overwrite=args.overwrite, append=appending, autoflush=True))
+            if not existed:
+                created.append(path)
+    except BaseException:
+        _discard(opened, created)
+        raise
+    output, trace = opened
+    return output, trace
+
+
+def _discard(opened: list[Any], created: list[str]) -> None:
+    """Close what was opened and remove the files created: nothing was written to them."""
+    for writer in opened:
+        if writer is not None:
+            writer.close()
+    for path in created:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+
+
+# -- --resume -------------------------------------------------------------------
+
+
+class Resume:
+    """The records already in ``--output`` (``--resume``) and this run's fingerprints."""
+
+    def __init__(self, state: Any, stamp: dict[str, Any], retry_errors: bool) -> None:
+        self.state = state
+        self.stamp = stamp
+        self.done = state.done(retry_errors) if state is not None else set()
+        self.resumed = 0
+
+    def complete(self, summary: Any) -> None:
+        """Add the earlier records not played again, so the summary covers the dataset."""
+        if self.state is None:
+            return
+        played = summary.episodes
+        for key, record in self.state.records.items():
+            if key in self.done:
+                summary.add(record)
+        self.resumed = summary.episodes - played
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """``--retry-errors`` implies ``--resume``, which needs ``--output`` and not ``--overwrite``."""
+    from ..errors import ConfigError
+
+    if args.retry_errors:
+        args.resume = True
+    if args.resume:
+        if not args.output:
+            raise ConfigError(["--resume needs --output FILE (the records of the run to continue)"])
+        if args.overwrite:
+            raise ConfigError(
+                ["--resume continues --output and --overwrite replaces it: choose one"]
+            )
+
+
+def _fingerprints(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The hash of the settings that shape an episode, and of the data (``None``: not a file)."""
+    from ..runtime.records import config_hash, data_hash
+
+    options = {
+        "policy": args.policy,
+        "policy_options": policy_options(args),
+        "max_assistant_turns": args.max_assistant_turns,
+        "max_user_turns": args.max_user_turns,
+        "default_interaction": args.default_interaction,
+    }
+    return config_hash(args.config, options), data_hash(args.data)
+
+
+def resume_state(args: argparse.Namespace) -> Resume | None:
+    """Fingerprint this run; with ``--resume``, read what ``--output`` already holds.
+
+    ``None`` when there is no ``--output`` (nothing to stamp, nothing to resume).
+    """
+    from ..errors import ConfigError
+    from ..runtime.records import read_records
+
+    _check_flags(args)
+    if not args.output:
+        return None
+    config, data = _fingerprints(args)
+    stamp = {"config_hash": config, "data_hash": data}
+    if not args.resume:
+        return Resume(None, stamp, False)
+    if data is None:
+        raise ConfigError(
+            [
+                "--resume needs --data to be a regular file (it checks that the records were "
+                "made from the same data), not standard input or a pipe"
+            ]
+        )
+    state = read_records(args.output, config, data)
+    if state.unmarked:
+        sys.stderr.write(
+            f"interactions: warning: {state.unmarked} record(s) in {args.output} carry no "
+            "config or data fingerprint (an older version wrote them); they are trusted "
+            "to belong to this run\n"
+        )
+    return Resume(state, stamp, args.retry_errors)
+
+
+# -- the progress bar ----------------------------------------------------------
+
+
+def duration(seconds: float) -> str:
+    """``42s``, ``3m05s`` or ``2h07m``: an estimate, so no finer than it needs to be."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s // 60 % 60:02d}m"
+
+
+class Progress:
+    """A one-line progress bar on a terminal stream, redrawn at most 10 times a second."""
+
+    def __init__(self, stream: TextIO, total: int | None) -> None:
+        import time
+
+        self.stream = stream
+        self.total = total
+        self.clock = time.monotonic
+        self.started = self.clock()
+        self.next_draw = 0.0
+
+    def update(self, done: int, errors: int, force: bool = False) -> None:
+        now = self.clock()
+        if not force and now < self.next_draw:
+            return
+        self.next_draw = now + 0.1
+        elapsed = max(now - self.started, 1e-9)
+        rate = done / elapsed
+        if self.total:
+            frac = min(done / self.total, 1.0)
+            filled = int(frac * 24)
+            bar = f"[{'#' * filled}{'.' * (24 - filled)}] {done}/{self.total}"
+        else:
+            bar = f"{done} episodes"
+        eta = ""
+        if self.total and done and self.total > done:
+            eta = f"  ETA {duration((self.total - done) / rate)}"
+        self.stream.write(f"\r{bar}  {rate:,.0f}/s  errors {errors}{eta}\x1b[K")
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("\r\x1b[K")
+        self.stream.flush()
+
+
+def progress_bar(args: argparse.Namespace, reader: Any, policy: Any) -> Progress | None:
+    """The bar for this run, or ``None`` when it is not to be shown.
+
+    Its total counts episodes (samples times ``--repeat``); counting the samples
+    reads the data once more, which is why it is done only for a terminal.
+    """
+    if args.no_progress or getattr(policy, "interactive", False) or not sys.stderr.isatty():
+        return None
+    total = reader.count()
+    samples_total = min(total, args.limit) if args.limit else total
+    return Progress(sys.stderr, samples_total * args.repeat)

@@ -77,7 +77,7 @@ def _converted(option: Arg, key: str, value: str) -> object:
 
 
 def _list(as_json: bool) -> int:
-    from ..runtime.builders import list_builders
+    from ..runtime.datasets import list_builders
 
     builders = list_builders()
     if as_json:
@@ -102,7 +102,7 @@ def _list(as_json: bool) -> int:
 def _help(info: object) -> int:
     import inspect
 
-    from ..runtime.builders import BuilderInfo, builder_options
+    from ..runtime.datasets import BuilderInfo, builder_options
 
     assert isinstance(info, BuilderInfo)
     lines = [f"{info.name}  ({info.plugin})", ""]
@@ -122,9 +122,8 @@ def run(args: argparse.Namespace) -> int:
     import itertools
 
     from ..errors import ConfigError, InteractionsError
-    from ..runtime.builders import get_builder, parse_cli_options, run_builder
-    from ..runtime.datasets import write_rows
-    from ..runtime.writers import refuse_existing
+    from ..runtime.datasets import get_builder, parse_cli_options, run_builder, write_rows
+    from ..runtime.records import refuse_existing
 
     if not args.builder:
         return _list(args.json)

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..errors import ConfigError
     from ..report import read_records, write_report
-    from ..runtime.writers import refuse_existing, same_file
+    from ..runtime.records import refuse_existing, same_file
 
     output = args.output or default_output(args.records[0])
     for path in args.records:

@@ -1,8 +1,8 @@
 """``interactions run``: play episodes of a dataset and print a summary.
 
 This module declares the command and reads as the steps of a run:
-``_run_setup`` (arguments to samples, interactions and policy),
-``_run_outputs`` (records, trace, report, progress bar, ``--resume``),
+``_run_setup`` (arguments to samples, interactions and policy; records,
+trace, report, progress bar, ``--resume``),
 ``_run_play`` (playing here, with the event loop and the stop signals, or on
 Ray workers with ``--ray``), then the end of the run, here: the summary, what
 the user should know, and the exit code. See ``docs/run.md`` for the
@@ -36,9 +36,8 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-    from ._run_outputs import RunOutputs
     from ._run_play import Played
-    from ._run_setup import RunInputs
+    from ._run_setup import RunInputs, RunOutputs
 
 #: The config, the samples and how they are read; the policy.
 _INPUT = [
@@ -144,8 +143,7 @@ def run(args: argparse.Namespace) -> int:
     """Check, open the outputs, play (here or on Ray), close, then report; the exit code."""
     if args.list_policies:
         return list_policies(args.json)
-    from ._run_outputs import open_outputs
-    from ._run_setup import prepare
+    from ._run_setup import open_outputs, prepare
 
     inputs = prepare(args)
     outputs = open_outputs(args, inputs)

@@ -22,7 +22,7 @@ def describe(name: str) -> dict[str, Any]:
     """Everything ``show`` prints, as data."""
     import inspect
 
-    from .._schema import describe as describe_schema
+    from .._config import describe as describe_schema
     from ..registry import get_registry
 
     registry = get_registry()

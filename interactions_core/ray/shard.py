@@ -296,7 +296,7 @@ class WorkerState:
     def __init__(self, settings: RunSettings) -> None:
         from ..loader import load_config
         from ..registry import get_registry
-        from ..runtime.policies import create_policy, get_policy_class
+        from ..runtime.policies import create_policy
         from ..runtime.runner import Runner
 
         registry = get_registry()
@@ -304,7 +304,7 @@ class WorkerState:
         if settings.config is not None:
             interactions = load_config(settings.config, registry=registry).instantiate()
         policy = create_policy(
-            get_policy_class(settings.policy, registry),
+            registry.policy(settings.policy),
             settings.policy_options,
             name=settings.policy,
         )

@@ -1,24 +1,226 @@
 """Run reports: one self-contained HTML file from the records of one or more runs.
 
 ``interactions report RECORDS... -o report.html`` and ``interactions run ...
---report report.html`` both end here. :mod:`.collect` reads records in one
-pass with bounded memory (through the one records reader,
-:mod:`interactions_core.runtime.records`); :mod:`.page` lays out the page, its
-tables, stylesheet and script; :mod:`.figures` writes every number the one way
-and draws the plots as SVG. The page is written whole (never half a report).
+--report report.html`` both end here. This module reads records in one pass
+with bounded memory (through the one records reader,
+:mod:`interactions_core.runtime.records`) and writes the page whole (never half
+a report); :mod:`.page` lays out the page, its tables, stylesheet and script;
+:mod:`.figures` writes every number the one way and draws the plots as SVG.
 See ``docs/report.md``.
+
+A records file (``interactions run --output``) can hold 100,000 episodes with
+whole conversations, far more than a page should carry. :class:`RunData` keeps
+the run's figures as counters (:class:`~interactions_core.runtime.summary.SummaryStats`),
+one float per episode for the duration plot, and only a bounded set of
+conversations: the errored episodes first seen, the lowest final scores, and a
+uniform random sample (reservoir sampling with a fixed seed, so the same file
+gives the same report).
 """
 
 from __future__ import annotations
 
+import heapq
+import json
+import math
 import os
-from collections.abc import Iterable, Sequence
+import random
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from .._files import write_atomically
-from .collect import RecordsError, RunData, read_records
+from ..errors import InteractionsError
+from ..runtime.records import BadLine, iter_records
+from ..runtime.summary import SummaryStats
 from .page import render
 
 __all__ = ["RecordsError", "RunData", "read_records", "render", "write_report"]
+
+#: Conversations kept per run: errored, worst-scoring and randomly sampled.
+ERRORED_KEPT = 50
+WORST_KEPT = 50
+SAMPLE_KEPT = 150
+#: Characters of one message kept in the report; longer ones are cut and marked.
+MESSAGE_CHARS = 4000
+#: Unreadable lines described in full.
+BAD_LINES_SHOWN = 5
+
+
+class RecordsError(InteractionsError, ValueError):
+    """A records file cannot be read as the output of ``interactions run --output``."""
+
+
+def _clip(text: Any) -> str:
+    if not isinstance(text, str):
+        text = "" if text is None else json.dumps(text, ensure_ascii=False, default=str)
+    if len(text) > MESSAGE_CHARS:
+        cut = len(text) - MESSAGE_CHARS
+        return text[:MESSAGE_CHARS] + f"\n[... {cut:,} more characters not shown]"
+    return text
+
+
+def episode_view(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a record the report shows, with long messages cut."""
+    messages = record.get("messages") or []
+    return {
+        "index": record.get("index"),
+        "sample_id": record.get("sample_id"),
+        "interaction": record.get("interaction"),
+        "end_reason": record.get("end_reason"),
+        "turns": record.get("turns"),
+        "user_turns": record.get("user_turns"),
+        "scores": record.get("scores") or [],
+        "final_score": record.get("final_score"),
+        "duration_s": record.get("duration_s"),
+        "errors": [
+            {k: e.get(k) for k in ("where", "type", "message")}
+            for e in (record.get("errors") or [])
+            if isinstance(e, Mapping)
+        ],
+        "messages": [
+            {"role": str(m.get("role", "?")), "content": _clip(m.get("content"))}
+            for m in messages
+            if isinstance(m, Mapping)
+        ],
+    }
+
+
+class RunData:
+    """One run's figures and kept episodes, fed one record at a time."""
+
+    def __init__(self, label: str, *, seed: int = 0) -> None:
+        self.label = label
+        self.stats = SummaryStats()
+        self.durations = array("d")
+        self.errored: list[dict[str, Any]] = []
+        self._worst: list[tuple[float, int, dict[str, Any]]] = []  # min-heap of -score
+        self._sample: list[tuple[int, Mapping[str, Any]]] = []
+        self._random = random.Random(seed)
+        self._eligible = 0  # episodes without error so far
+        self._next_kept = 0  # the one of those the sample takes next
+        self._w = 1.0
+        self.seen = 0
+        self.bad_lines = 0
+        self.bad_examples: list[str] = []
+        self.torn_line: str | None = None  # the note on a torn last line, if any
+
+    def note_bad_line(self, line: BadLine) -> None:
+        """Count an unreadable line (a torn last line is only noted, not counted)."""
+        if line.torn:
+            self.torn_line = str(line)
+            return
+        self.bad_lines += 1
+        if len(self.bad_examples) < BAD_LINES_SHOWN:
+            self.bad_examples.append(str(line))
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        """Count one record and keep its conversation if it is one the report shows."""
+        self.stats.add_dict(record)
+        duration = record.get("duration_s")
+        if isinstance(duration, (int, float)) and duration >= 0:
+            self.durations.append(float(duration))
+        seen = self.seen
+        self.seen = seen + 1
+        if record.get("errors"):
+            if len(self.errored) < ERRORED_KEPT:
+                self.errored.append(episode_view(record))
+            return
+        final = record.get("final_score")
+        if isinstance(final, (int, float)):
+            item = (-float(final), -seen)  # ties: the earliest episode stays
+            if len(self._worst) < WORST_KEPT:
+                heapq.heappush(self._worst, (*item, episode_view(record)))
+            elif item > self._worst[0][:2]:
+                heapq.heapreplace(self._worst, (*item, episode_view(record)))
+        # Reservoir sample (Li's Algorithm L: random draws only when an episode is
+        # kept, not per episode); the view is built only for the final sample.
+        eligible = self._eligible
+        self._eligible = eligible + 1
+        if eligible == self._next_kept:
+            if len(self._sample) < SAMPLE_KEPT:
+                self._sample.append((seen, record))
+                self._next_kept += 1
+                if len(self._sample) == SAMPLE_KEPT:
+                    self._w = math.exp(math.log(self._uniform()) / SAMPLE_KEPT)
+                    self._skip()
+            else:
+                self._sample[self._random.randrange(SAMPLE_KEPT)] = (seen, record)
+                self._w *= math.exp(math.log(self._uniform()) / SAMPLE_KEPT)
+                self._skip()
+
+    def _uniform(self) -> float:
+        """A uniform draw in (0, 1): never 0, whose logarithm is undefined."""
+        return 1.0 - self._random.random()
+
+    def _skip(self) -> None:
+        """Choose the next episode to enter the full reservoir."""
+        gap = math.floor(math.log(self._uniform()) / math.log1p(-self._w)) if self._w < 1 else 0
+        self._next_kept += gap + 1
+
+    @property
+    def worst(self) -> list[dict[str, Any]]:
+        """The lowest final scores among episodes without error, lowest first."""
+        return [view for _, _, view in sorted(self._worst, key=lambda t: (-t[0], -t[1]))]
+
+    @property
+    def sample(self) -> list[dict[str, Any]]:
+        """A uniform sample of the episodes without error, in file order."""
+        return [episode_view(record) for _, record in sorted(self._sample, key=lambda t: t[0])]
+
+
+def _label(path: str, taken: set[str]) -> str:
+    base = os.path.basename(path) or path
+    label, n = base, 2
+    while label in taken:
+        label, n = f"{base} ({n})", n + 1
+    taken.add(label)
+    return label
+
+
+def read_records(paths: Iterable[str]) -> list[RunData]:
+    """Read each records file into a :class:`RunData` (one per file, in order).
+
+    Lines are read by :func:`~interactions_core.runtime.records.iter_records`:
+    blank lines are ignored, a torn last line is noted, and any other line that
+    is not a JSON object is counted as unreadable and shown in the report. A
+    file with no record at all, or whose first record lacks the record's
+    fields, is refused: it is most likely the dataset (``--data``) rather than
+    the ``--output`` file.
+    """
+    runs: list[RunData] = []
+    taken: set[str] = set()
+    for path in paths:
+        run = RunData(_label(path, taken))
+        try:
+            handle = open(path, "rb")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise RecordsError(
+                f"cannot read {path}: {exc.strerror or exc} (give the file written by "
+                "interactions run --output)"
+            ) from None
+        with handle:
+            for number, record in iter_records(handle, path):
+                if isinstance(record, BadLine):
+                    run.note_bad_line(record)
+                    continue
+                if not run.seen and "end_reason" not in record:
+                    raise RecordsError(
+                        f"{path}:{number} is not an episode record (it has no 'end_reason'); "
+                        "interactions report reads the file written by interactions run "
+                        "--output, not the dataset"
+                    )
+                run.add(record)
+        if not run.seen:
+            what = f"{run.bad_lines} unreadable lines" if run.bad_lines else "no records"
+            raise RecordsError(
+                f"{path} has {what}; interactions report needs the records written by "
+                "interactions run --output"
+            )
+        runs.append(run)
+    return runs
+
+
+# -- the page, written whole ------------------------------------------------------
 
 
 def write_report(

@@ -26,10 +26,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..runtime.record import END_REASONS
-from .collect import RunData
+
+if TYPE_CHECKING:
+    from . import RunData
 
 __all__ = ["PALETTE", "bar_chart", "charts", "line_chart", "num", "pct", "seconds", "table"]
 

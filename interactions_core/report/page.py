@@ -19,10 +19,12 @@ import datetime
 import json
 from collections.abc import Sequence
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .collect import RunData
 from .figures import charts, num, pct, seconds, table
+
+if TYPE_CHECKING:
+    from . import RunData
 
 __all__ = ["CSS", "SCRIPT", "episode_table", "render"]
 

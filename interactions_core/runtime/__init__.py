@@ -7,10 +7,12 @@ One concept per module:
   :class:`EpisodeRecord`;
 * :mod:`.runner` — :class:`Runner` / :func:`run_episodes`: concurrency,
   cancellation, :class:`RunSummary`, with the run's options in :mod:`.options`;
-* :mod:`.datasets` — reading samples (JSONL, parquet), bad rows, whole-line writers;
+* :mod:`.datasets` — reading samples (JSONL, parquet), bad rows, writing datasets,
+  and the dataset builders plugins contribute;
+* :mod:`.records` — records and traces written whole lines at a time, read back by
+  the one records reader (``--resume``, ``interactions report``);
 * :mod:`.observers` — observer hooks, and the JSONL trace writer, the built-in one;
-* :mod:`.policies` — the model side: ``replay``, ``openai``, ``human``, plugins;
-* :mod:`.builders` — dataset builders contributed by plugins.
+* :mod:`.policies` — the model side: ``replay``, ``openai``, ``human``, plugins.
 
 Example::
 
@@ -39,9 +41,9 @@ from .observers import Observers
 from .policies import Policy, create_policy, get_policy_class, list_policies
 from .policies.replay import ReplayPolicy
 from .record import END_REASONS, EpisodeRecord
+from .records import LineWriter
 from .runner import Runner, RunSummary, run_episodes
 from .session import Session, SessionTracker
-from .writers import LineWriter
 
 __all__ = [
     "END_REASONS",

@@ -7,7 +7,7 @@ The built-in observer is the JSONL trace (``--trace FILE``): one line per
 session start, turn and session end. :class:`TraceWriter` is an ordinary hook
 plugin: it implements the observer hooks and is registered with the registry's
 plugin host for the duration of a run (:func:`tracing`), so it sees exactly
-what any third-party observer sees. It is a :class:`~.writers.LineWriter`
+what any third-party observer sees. It is a :class:`~.records.LineWriter`
 (whole lines, opened like ``--output``), and its hooks take their arguments
 from :class:`~interactions_core.PluginSpec` rather than repeating the
 signatures. Lines::
@@ -32,8 +32,8 @@ from typing import Any
 
 from .._classes import fault_location
 from .._spec import PluginSpec, hookimpl
+from .records import LineWriter
 from .session import stops_the_run
-from .writers import LineWriter
 
 __all__ = ["Observers", "TraceWriter", "observe", "tracing"]
 
@@ -152,7 +152,7 @@ def _session_end(record: Any, error: BaseException | None) -> dict[str, Any]:
 
 
 class TraceWriter(LineWriter):
-    """A :class:`~.writers.LineWriter` of observer events: the trace (see the module docstring).
+    """A :class:`~.records.LineWriter` of observer events: the trace (see the module docstring).
 
     Opened like any line writer (``overwrite``, ``append``, ``autoflush``).
     """

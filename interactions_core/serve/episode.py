@@ -28,10 +28,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import BadActionError, BadResetError, ServeError
 from ..runtime.errors import InteractionCallError
 from ..runtime.session import Session
 from ..runtime.step import judge
-from .errors import BadActionError, BadResetError, ServeError
 from .hub import Hub
 
 __all__ = ["ServedEpisode", "check_prompt"]

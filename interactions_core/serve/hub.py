@@ -17,8 +17,8 @@ import uuid
 from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..errors import AuthError, BadResetError, CapacityError
 from ..runtime.session import SessionTracker
-from .errors import AuthError, BadResetError, CapacityError
 
 if TYPE_CHECKING:
     from .episode import ServedEpisode

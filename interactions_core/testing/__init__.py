@@ -25,22 +25,24 @@ if TYPE_CHECKING:
 
     from .checker import acheck_interaction as acheck_interaction
     from .checker import check_interaction as check_interaction
+    from .driver import CHECKS as CHECKS
+    from .driver import ConformanceReport as ConformanceReport
     from .driver import Episode as Episode
     from .driver import ScriptedSession as ScriptedSession
     from .driver import SessionDriver as SessionDriver
     from .driver import Transcript as Transcript
+    from .driver import Violation as Violation
     from .driver import run_sync as run_sync
-    from .report import CHECKS as CHECKS
-    from .report import ConformanceReport as ConformanceReport
-    from .report import Violation as Violation
 
 #: Public name -> the submodule that defines it; each is imported on first use (PEP 562).
 _SOURCES = {
     name: module
     for module, names in {
         "checker": ("acheck_interaction", "check_interaction"),
-        "report": ("CHECKS", "ConformanceReport", "Violation"),
         "driver": (
+            "CHECKS",
+            "ConformanceReport",
+            "Violation",
             "Episode",
             "ScriptedSession",
             "SessionDriver",

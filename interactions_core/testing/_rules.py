@@ -29,8 +29,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..errors import InteractionsError
-from .driver import Episode
-from .report import ConformanceReport
+from .driver import ConformanceReport, Episode
 
 __all__ = [
     "BLOCKING_LIMIT",

@@ -79,8 +79,7 @@ from ._rules import (
     describe_exc,
 )
 from ._rules_play import check_episodes, check_isolation, check_messages, check_state
-from .driver import Episode, run_sync
-from .report import CHECKS, ConformanceReport, record_spec
+from .driver import CHECKS, ConformanceReport, Episode, record_spec, run_sync
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

@@ -11,8 +11,14 @@ from typing import Any
 import pytest
 
 from interactions_core.cli import main
-from interactions_core.report import read_records, render
-from interactions_core.report.collect import SAMPLE_KEPT, WORST_KEPT, RecordsError, RunData
+from interactions_core.report import (
+    SAMPLE_KEPT,
+    WORST_KEPT,
+    RecordsError,
+    RunData,
+    read_records,
+    render,
+)
 from interactions_core.report.figures import _nice_max, bar_chart, line_chart
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Where a run's records go (cli/_run_outputs.py): the sink, the per-record handler, the files."""
+"""Where a run's records go (cli/_run_setup.py): the sink, the per-record handler, the files."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from interactions_core.cli._run_outputs import RecordHandler, RecordSink, _open_files
+from interactions_core.cli._run_setup import RecordHandler, RecordSink, _open_files
 from interactions_core.runtime.errors import DatasetError
 
 

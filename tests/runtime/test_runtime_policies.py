@@ -13,7 +13,7 @@ import pytest
 from runtime_fakes import Recorder, sample
 
 from interactions_core._spec import hookimpl
-from interactions_core.errors import ConfigError, ConflictError
+from interactions_core.errors import ConfigError, ConflictError, UnknownPolicyError
 from interactions_core.registry import Registry
 from interactions_core.runtime import (
     EpisodeLoop,
@@ -26,7 +26,6 @@ from interactions_core.runtime import (
 )
 from interactions_core.runtime.policies.human import HumanPolicy
 from interactions_core.runtime.policies.openai import OpenAIPolicy
-from interactions_core.runtime.policies.registry import UnknownPolicyError
 
 # -- replay ---------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import pytest
 from interactions_core._spec import PROJECT_NAME, PluginSpec
 from interactions_core.registry import get_registry
 from interactions_core.runtime.observers import TraceWriter, tracing
-from interactions_core.runtime.writers import LineWriter
+from interactions_core.runtime.records import LineWriter
 
 OBSERVER_HOOKS = ("on_session_start", "on_turn", "on_session_end")
 

@@ -9,7 +9,7 @@ import pytest
 
 from interactions_core.runtime.datasets import write_rows
 from interactions_core.runtime.errors import DatasetError
-from interactions_core.runtime.writers import (
+from interactions_core.runtime.records import (
     LineWriter,
     is_special_file,
     refuse_existing,

@@ -10,7 +10,7 @@ group ``interactions_core.policies`` or the ``register_policies`` hook. See
 
 from __future__ import annotations
 
-from .base import Policy, create_policy
-from .registry import PolicyInfo, get_policy_class, list_policies
+from ...registry import PolicyInfo
+from .base import Policy, create_policy, get_policy_class, list_policies
 
 __all__ = ["Policy", "PolicyInfo", "create_policy", "get_policy_class", "list_policies"]

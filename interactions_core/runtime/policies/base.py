@@ -23,6 +23,12 @@ error naming the accepted ones) and, per episode:
 ``max_concurrency`` caps how many episodes run at once with this policy
 (``human`` sets 1); ``interactive = True`` tells the CLI the policy uses the
 terminal.
+
+Policies are named things of the one catalog (:class:`~interactions_core.registry.Registry`):
+the core's own (``replay``, ``openai``, ``human``), entry points in the group
+``interactions_core.policies`` and the ``register_policies`` hook of hook plugins,
+under the same allow/deny lists and conflict rule as interactions.
+:func:`get_policy_class` and :func:`list_policies` ask it.
 """
 
 from __future__ import annotations
@@ -32,8 +38,9 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ...errors import ConfigError
+from ...registry import PolicyInfo, Registry, get_registry
 
-__all__ = ["Policy", "create_policy", "policy_options"]
+__all__ = ["Policy", "create_policy", "get_policy_class", "list_policies", "policy_options"]
 
 
 class Policy:
@@ -96,3 +103,14 @@ def create_policy(cls: type, options: Mapping[str, Any] | None = None, *, name: 
     if not callable(getattr(policy, "reply", None)):
         raise ConfigError([f"policy {label!r} ({cls.__qualname__}) has no reply() method"])
     return policy
+
+
+def list_policies(registry: Registry | None = None) -> list[PolicyInfo]:
+    """Every usable policy, sorted by name (ones the allow/deny lists exclude left out)."""
+    catalog = registry if registry is not None else get_registry()
+    return [p for p in catalog.policies() if p.status != "disabled"]
+
+
+def get_policy_class(name: str, registry: Registry | None = None) -> Any:
+    """The policy class called ``name`` (or ``distribution:name``)."""
+    return (registry if registry is not None else get_registry()).policy(name)

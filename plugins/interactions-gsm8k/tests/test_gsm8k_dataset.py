@@ -22,8 +22,7 @@ from interactions_gsm8k.dataset import (
     make_row,
 )
 
-from interactions_core.runtime.builders import get_builder, run_builder
-from interactions_core.runtime.datasets import SampleReader, check_row
+from interactions_core.runtime.datasets import SampleReader, check_row, get_builder, run_builder
 
 ROWS = 1319
 CONFIG = "interaction:\n  - name: gsm8k\n    config: {method: flexible}\n"

@@ -38,7 +38,7 @@ def test_registered_names_load_and_create_with_their_dataset() -> None:
 
 
 def test_dataset_builders_are_registered_under_the_same_names() -> None:
-    from interactions_core.runtime.builders import get_builder
+    from interactions_core.runtime.datasets import get_builder
 
     registry = Registry.from_environment(use_cache=False)
     info = get_builder("rg/countdown", registry)
