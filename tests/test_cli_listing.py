@@ -1,4 +1,4 @@
-"""``cli/_listing.py``: ``interactions list`` at a hundred names: suites on one line, patterns."""
+"""``cli/list.py``: ``interactions list`` at a hundred names: suites on one line, patterns."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from interactions_core.cli import main
-from interactions_core.cli._listing import SUITE_FROM, group_suites, select, totals
+from interactions_core.cli.list import SUITE_FROM, group_suites, select, totals
 
 
 def row(name: str, dist: str = "d", status: str = "ok") -> dict:
