@@ -2,10 +2,12 @@
 
 One module per subcommand (``cli/list.py``, ``cli/show.py``, ...), each with a
 ``COMMAND`` declaring its arguments (see ``_command.py``) and ``run(args) -> int``.
-Command modules import their heavy dependencies inside ``run``, so building the
-parser stays cheap. :func:`main` turns every framework error into a one-paragraph
-message on stderr and a non-zero exit code: users never see a traceback unless
-they ask for one with ``INTERACTIONS_DEBUG=1``.
+Command modules import their heavy dependencies inside ``run``, and :func:`main`
+declares only the subcommand it is asked for, so building the parser stays cheap
+(``interactions list`` imports none of the other command modules). :func:`main`
+turns every framework error into a one-paragraph message on stderr and a non-zero
+exit code: users never see a traceback unless they ask for one with
+``INTERACTIONS_DEBUG=1``.
 """
 
 from __future__ import annotations
