@@ -10,7 +10,12 @@ past that point clarity is worth more than milliseconds.
 project's: pip before 25 wrote a wrapper that imports ``re`` (about half a
 bare start-up on its own), current pip writes one that imports only ``sys``.
 A second row reports warm ``list`` against that wrapper's own imports run
-alone, the share the project's code adds; its detail names them.
+alone, the share the project's code adds; its detail names them. A third row
+reports the standard-library part alone against ``python -c pass``: a script
+that imports what the CLI is written with (``argparse``, ``json``, ``typing``),
+declares the same ``list`` parser and parses a bare ``list``. The distance
+between it and the first row is what the project's own modules and the listing
+cost.
 """
 
 from __future__ import annotations
@@ -23,8 +28,26 @@ GOAL = 3.0
 REPRODUCE = "python benchmarks/run.py --only startup"
 WARM = "CLI start-up: warm `interactions list` / `python -c pass`"
 OVER_WRAPPER = "CLI start-up: warm `interactions list` / the console script's own imports alone"
+STDLIB = (
+    "CLI start-up: the standard-library part alone (argparse, json, typing; the same "
+    "parser) / `python -c pass`"
+)
 #: The rows this module reports, in order (the docs' table is checked against them).
-ROWS = (WARM, OVER_WRAPPER)
+ROWS = (WARM, OVER_WRAPPER, STDLIB)
+#: What a warm ``interactions list`` does with the standard library, and nothing else.
+STDLIB_ALONE = """\
+import argparse, json, typing
+parser = argparse.ArgumentParser(prog="interactions", description="...")
+parser.add_argument("--version", action="version", version="...")
+sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+command = sub.add_parser("list", help="...", description="...")
+command.add_argument("patterns", metavar="PATTERN", nargs="*")
+command.add_argument("--distribution", metavar="DIST")
+for name in ("--all", "--json", "--check"):
+    command.add_argument(name, action="store_true")
+parser.parse_args(["list"])
+json.loads('{"entries": [], "hooks": {}}')
+"""
 
 
 def wrapper_imports(command: list[str]) -> str:
@@ -48,6 +71,9 @@ def run(repeats: int) -> list[Row]:
     timed = alternate(cli, [PYTHON, "-c", "pass"], repeats=repeats, env_a=env)
     imports = wrapper_imports(command)
     wrapper = alternate(cli, [PYTHON, "-c", imports], repeats=repeats, env_a=env)
+    stdlib = alternate(
+        [PYTHON, "-c", STDLIB_ALONE], [PYTHON, "-c", "pass"], repeats=repeats, env_a=env
+    )
     return [
         Row.at_most(
             WARM,
@@ -64,4 +90,5 @@ def run(repeats: int) -> list[Row]:
             f"{wrapper.describe('list', 'wrapper')}; the wrapper's imports: `{imports}`",
             REPRODUCE,
         ),
+        Row.report(STDLIB, stdlib.ratio, stdlib.describe("stdlib", "pass"), REPRODUCE),
     ]

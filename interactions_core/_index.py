@@ -12,8 +12,9 @@ back. ``INTERACTIONS_NO_CACHE=1`` turns the cache off.
 The cache is keyed by the interpreter, ``sys.path`` and the state of its
 directories (installing or removing a distribution adds or removes a
 ``*.dist-info`` folder, which changes its directory's mtime). The file name is a
-``hashlib`` digest of the key and the full key is stored inside and compared,
-so a collision is only a miss. Writes go through a temporary file and a rename,
+CRC-32 of the key (``zlib``: a checksum is all a file name needs, and it spares
+the warm path the import of OpenSSL's ``hashlib``); the full key is stored
+inside and compared, so a collision is only a miss. Writes go through a temporary file and a rename,
 so a reader sees the old file or the new one; anything unreadable is ignored,
 never trusted; an unwritable folder degrades to no cache with one warning.
 
@@ -32,12 +33,12 @@ rebuilds the index from metadata but reuses those results.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
+import zlib
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # not ``typing``: it costs a third of a warm ``interactions list``
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
@@ -130,8 +131,9 @@ def current_key() -> list[object]:
 
 
 def _digest(value: object) -> str:
+    """Eight hex digits naming ``value`` (its JSON text's CRC-32) in a cache file name."""
     text = json.dumps(value, ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{zlib.crc32(text.encode('utf-8', 'surrogatepass')):08x}"
 
 
 def _index_file(key: list[object]) -> str:

@@ -23,10 +23,10 @@ these lists let an operator withdraw it without uninstalling anything.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from .errors import ConflictError, DisabledError, UnknownNameError
 
-TYPE_CHECKING = False  # not ``typing``: it costs a third of a warm ``interactions list``
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
     from typing import Any, TypeVar

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from . import _index
 from ._names import (
@@ -48,7 +49,6 @@ from .errors import (
     UnknownPolicyError,
 )
 
-TYPE_CHECKING = False  # not ``typing``: it costs a third of a warm ``interactions list``
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any

@@ -1,4 +1,4 @@
-"""``cli/_listing.py``: ``interactions list`` at a hundred names: suites on one line, patterns."""
+"""``cli/list.py``: ``interactions list`` at a hundred names: suites on one line, patterns."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from interactions_core.cli import main
-from interactions_core.cli._listing import SUITE_FROM, group_suites, select, totals
+from interactions_core.cli import COMMANDS, main
+from interactions_core.cli.list import SUITE_FROM, group_suites, select, totals
 
 
 def row(name: str, dist: str = "d", status: str = "ok") -> dict:
@@ -83,3 +83,12 @@ def test_the_docs_show_what_the_readme_install_lists(
     shown = after.split("\n\n", 1)[0].split("\n```", 1)[0]
     assert main(["list"]) == 0
     assert capsys.readouterr().out.rstrip("\n") == shown
+
+
+def test_a_mistyped_command_is_told_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["lst"])
+    assert exc.value.code == 2
+    error = capsys.readouterr().err
+    assert "invalid choice: 'lst'" in error
+    assert all(repr(name) in error for name in COMMANDS)

@@ -34,6 +34,9 @@ PROJECT_PARTS = (
 )
 #: Dependencies a warm listing must not import (the index replaces them there).
 COSTLY = ("pluggy", "yaml", "attrs", "importlib.metadata")
+#: Standard modules only other paths use: the did-you-mean (``difflib``) and OpenSSL's
+#: hashes (``hashlib``; the index names its files with ``zlib.crc32``).
+NOT_LISTING = ("difflib", "hashlib")
 #: Optional heavy stacks: importing the core never pulls one in.
 HEAVY_STACKS = ("ray", "torch", "verl", "openenv", "uvicorn", "transformers", "trl")
 
@@ -116,3 +119,15 @@ def test_a_warm_list_imports_only_the_project_parts_it_needs(
 
 def test_a_warm_list_imports_no_costly_dependency(warm_list_modules: list[str]) -> None:
     assert _under(warm_list_modules, COSTLY) == []
+
+
+def test_a_warm_list_imports_no_other_subcommand(warm_list_modules: list[str]) -> None:
+    from interactions_core.cli import COMMANDS
+
+    others = [f"interactions_core.cli.{name}" for name in COMMANDS if name != "list"]
+    assert "interactions_core.cli.list" in warm_list_modules
+    assert [m for m in others if m in warm_list_modules] == []
+
+
+def test_a_warm_list_leaves_out_what_only_other_paths_use(warm_list_modules: list[str]) -> None:
+    assert _under(warm_list_modules, NOT_LISTING) == []

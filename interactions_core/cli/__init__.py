@@ -2,10 +2,12 @@
 
 One module per subcommand (``cli/list.py``, ``cli/show.py``, ...), each with a
 ``COMMAND`` declaring its arguments (see ``_command.py``) and ``run(args) -> int``.
-Command modules import their heavy dependencies inside ``run``, so building the
-parser stays cheap. :func:`main` turns every framework error into a one-paragraph
-message on stderr and a non-zero exit code: users never see a traceback unless
-they ask for one with ``INTERACTIONS_DEBUG=1``.
+Command modules import their heavy dependencies inside ``run``, and :func:`main`
+declares only the subcommand it is asked for, so building the parser stays cheap
+(``interactions list`` imports none of the other command modules). :func:`main`
+turns every framework error into a one-paragraph message on stderr and a non-zero
+exit code: users never see a traceback unless they ask for one with
+``INTERACTIONS_DEBUG=1``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,14 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 COMMANDS = ("list", "show", "check", "run", "report", "data", "new", "cache", "serve", "ray")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``interactions`` parser, with every subcommand, or only the one ``argv`` names.
+
+    Given the command line, only the subcommand it runs is imported and declared
+    (``interactions list`` never imports ``run`` or ``serve``); when it names none
+    of them (``--help``, a typo, nothing), all are, so the help and argparse's
+    ``invalid choice`` message list every command.
+    """
     import argparse
     import importlib
 
@@ -39,10 +48,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"interactions-core {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in _declared(argv):
         module = importlib.import_module(f".{name}", __name__)
         module.COMMAND.add_to(sub, module.run)
     return parser
+
+
+def _declared(argv: Sequence[str] | None) -> Sequence[str]:
+    """The subcommands to declare: the one ``argv`` runs when it names one, else all.
+
+    The top-level options take no value, so the first argument that is not an
+    option is the subcommand.
+    """
+    chosen = next((a for a in argv or () if not a.startswith("-")), None)
+    return (chosen,) if chosen in COMMANDS else COMMANDS
 
 
 def _compact_warnings() -> None:
@@ -65,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # not list(): importing the "list" subcommand binds that name in this package
     args_list = [*(sys.argv[1:] if argv is None else argv)]
     _compact_warnings()
-    parser = build_parser()
+    parser = build_parser(args_list)
     args = parser.parse_args(args_list)
     if not getattr(args, "command", None):
         parser.print_help()

@@ -1,16 +1,29 @@
 """``interactions list``: what is installed, from metadata alone.
 
-This module declares the command; the listing itself is :func:`._listing.run`,
-which ``cli.main`` calls directly for a bare ``list`` or ``list --json``, without
-argparse or this declaration.
+Reads the index, filters, prints the table (or JSON); imports no plugin code
+unless ``--check`` is given. ``cli.main`` declares only the subcommand it runs,
+so this module, ``_command`` and ``_output`` are all of the CLI a warm listing
+imports; the default path is kept free of ``fnmatch`` and the did-you-mean.
+
+A suite plugin (reasoning-gym registers 106 names as ``rg/<task>``) would
+otherwise push everything else off the screen. By default names sharing a
+``prefix/`` from one distribution collapse into one ``prefix/*`` row with
+their count when there are at least :data:`SUITE_FROM` of them and none is
+broken; ``--all`` or a pattern lists them one by one.
 """
 
 from __future__ import annotations
 
-from ._command import Arg, Command, flag
-from ._listing import run
+from typing import TYPE_CHECKING
 
-__all__ = ["COMMAND", "run"]
+from ._command import Arg, Command, flag
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+    from typing import Any
+
+__all__ = ["COMMAND", "SUITE_FROM", "group_suites", "run", "select", "totals"]
 
 COMMAND = Command(
     "list",
@@ -34,3 +47,151 @@ COMMAND = Command(
         ),
     ],
 )
+
+#: A ``prefix/`` shared by this many names of one distribution is shown as one row.
+SUITE_FROM = 5
+
+
+def run(args: argparse.Namespace) -> int:
+    """List the index's entries (imported and checked with ``--check``); exit 1 on a problem."""
+    from ..registry import get_registry
+
+    registry = get_registry()
+    entries = registry.check() if args.check else registry.entries()
+    rows = [e.as_dict() for e in entries] + [e.as_dict() for e in registry.plugin_problems()]
+    patterns = getattr(args, "patterns", None) or []
+    distribution = getattr(args, "distribution", None)
+    if patterns or distribution:
+        rows = select(rows, patterns, distribution)
+    if args.json:
+        from ._output import print_json
+
+        print_json(rows)
+    else:
+        filtered = bool(patterns or distribution)
+        _print_table(rows, expand=bool(getattr(args, "all", False) or patterns), filtered=filtered)
+        if not rows and filtered:
+            return 1
+    return 1 if args.check and any(r["status"] == "broken" for r in rows) else 0
+
+
+def _print_table(rows: list[dict], *, expand: bool, filtered: bool) -> None:
+    import sys
+
+    from ._output import table
+
+    if not rows:
+        if filtered:
+            sys.stderr.write(
+                "interactions: no installed interaction matches; 'interactions list' shows "
+                "them all\n"
+            )
+        else:
+            sys.stdout.write(
+                "No interactions installed. Install a plugin, e.g. "
+                "'pip install ./plugins/interactions-gsm8k'.\n"
+            )
+        return
+    shown = rows if expand else group_suites(rows)
+    headers = ("name", "distribution", "version", "target", "status")
+    cells = [[_printable(str(r[h] or "")) for h in headers] for r in shown]
+    sys.stdout.write(table(headers, cells) + "\n")
+    sys.stdout.write(totals(rows, shown) + "\n")
+    problems = [r for r in rows if r["error"]]
+    if problems:
+        sys.stdout.write("\n")
+        for r in problems:
+            line = f"{r['name']} ({r['distribution']}): {r['status']}: {r['error']}"
+            sys.stdout.write(_printable(line) + "\n")
+
+
+def select(
+    rows: list[dict[str, Any]], patterns: Sequence[str], distribution: str | None
+) -> list[dict[str, Any]]:
+    """The rows whose name (or qualified name) matches a pattern and whose distribution matches.
+
+    Patterns are shell-style (``rg/*``, ``gsm8k``, ``*arith*``); a distribution
+    is compared after PEP 503 normalisation (``Interactions_GSM8K`` matches).
+    """
+    if distribution:
+        from .._names import normalize
+
+        wanted = normalize(distribution)
+        rows = [r for r in rows if normalize(str(r["distribution"] or "")) == wanted]
+    if patterns:
+        from fnmatch import fnmatchcase
+
+        rows = [
+            r
+            for r in rows
+            if any(
+                fnmatchcase(str(r["name"]), p) or fnmatchcase(str(r.get("qualified_name")), p)
+                for p in patterns
+            )
+        ]
+    return rows
+
+
+def group_suites(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with each large healthy suite replaced by one ``prefix/*`` row (``count`` set)."""
+    sizes: dict[tuple[str, str], int] = {}
+    unhealthy: set[tuple[str, str]] = set()
+    for r in rows:
+        prefix, slash, _ = str(r["name"]).partition("/")
+        if slash:
+            key = (prefix, str(r["distribution"]))
+            sizes[key] = sizes.get(key, 0) + 1
+            if r["status"] != "ok":
+                unhealthy.add(key)
+    suites = {k for k, n in sizes.items() if n >= SUITE_FROM and k not in unhealthy}
+    out: list[dict[str, Any]] = []
+    done: set[tuple[str, str]] = set()
+    for r in rows:
+        prefix, slash, _ = str(r["name"]).partition("/")
+        key = (prefix, str(r["distribution"]))
+        if not slash or key not in suites:
+            out.append(r)
+        elif key not in done:
+            done.add(key)
+            count = sizes[key]
+            out.append(
+                {
+                    **r,
+                    "name": f"{prefix}/*",
+                    "target": f"{count} interactions (list them: --all or '{prefix}/*')",
+                    "count": count,
+                }
+            )
+    return out
+
+
+def totals(rows: list[dict[str, Any]], shown: list[dict[str, Any]]) -> str:
+    """The closing line: how many names, from how many distributions, and what is hidden."""
+    names = len(rows)
+    dists = len({r["distribution"] for r in rows})
+    broken = sum(1 for r in rows if r["status"] == "broken")
+    disabled = sum(1 for r in rows if r["status"] == "disabled")
+    line = (
+        f"{names} interaction{'s' if names != 1 else ''} from {dists} "
+        f"distribution{'s' if dists != 1 else ''}"
+    )
+    extra = []
+    if broken:
+        extra.append(f"{broken} broken")
+    if disabled:
+        extra.append(f"{disabled} disabled")
+    grouped = [r for r in shown if "count" in r]
+    if grouped:
+        inside = sum(r["count"] for r in grouped)
+        extra.append(
+            f"{inside} in {len(grouped)} suite{'s' if len(grouped) != 1 else ''} shown as one "
+            "line; --all lists every name"
+        )
+    return line + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters escaped: names from metadata never drive the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
