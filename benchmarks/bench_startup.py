@@ -12,7 +12,7 @@ bare start-up on its own), current pip writes one that imports only ``sys``.
 A second row reports warm ``list`` against that wrapper's own imports run
 alone, the share the project's code adds; its detail names them. A third row
 reports the standard-library part alone against ``python -c pass``: a script
-that imports what the CLI is written with (``argparse``, ``json``, ``typing``),
+that imports what the CLI is written with (``argparse``, ``json``),
 declares the same ``list`` parser and parses a bare ``list``. The distance
 between it and the first row is what the project's own modules and the listing
 cost.
@@ -29,14 +29,14 @@ REPRODUCE = "python benchmarks/run.py --only startup"
 WARM = "CLI start-up: warm `interactions list` / `python -c pass`"
 OVER_WRAPPER = "CLI start-up: warm `interactions list` / the console script's own imports alone"
 STDLIB = (
-    "CLI start-up: the standard-library part alone (argparse, json, typing; the same "
-    "parser) / `python -c pass`"
+    "CLI start-up: the standard-library part alone (argparse, json; the same parser) / "
+    "`python -c pass`"
 )
 #: The rows this module reports, in order (the docs' table is checked against them).
 ROWS = (WARM, OVER_WRAPPER, STDLIB)
 #: What a warm ``interactions list`` does with the standard library, and nothing else.
 STDLIB_ALONE = """\
-import argparse, json, typing
+import argparse, json
 parser = argparse.ArgumentParser(prog="interactions", description="...")
 parser.add_argument("--version", action="version", version="...")
 sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -37,8 +37,11 @@ import json
 import os
 import sys
 import zlib
-from typing import TYPE_CHECKING
 
+# ``typing`` is imported for type checkers only: this module is on the path of a
+# warm ``interactions list``, where importing ``typing`` alone costs about a
+# third of a bare interpreter start (docs/performance.md).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

@@ -23,10 +23,13 @@ these lists let an operator withdraw it without uninstalling anything.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from .errors import ConflictError, DisabledError, UnknownNameError
 
+# ``typing`` is imported for type checkers only: this module is on the path of a
+# warm ``interactions list``, where importing ``typing`` alone costs about a
+# third of a bare interpreter start (docs/performance.md).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
     from typing import Any, TypeVar

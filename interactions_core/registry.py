@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
 
 from . import _index
 from ._names import (
@@ -49,6 +48,10 @@ from .errors import (
     UnknownPolicyError,
 )
 
+# ``typing`` is imported for type checkers only: this module is on the path of a
+# warm ``interactions list``, where importing ``typing`` alone costs about a
+# third of a bare interpreter start (docs/performance.md).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any

@@ -18,14 +18,25 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar
 
-N = TypeVar("N", int, float)
+# ``typing`` is imported for type checkers only: this module is on the path of a
+# warm ``interactions list``, where importing ``typing`` alone costs about a
+# third of a bare interpreter start (docs/performance.md).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Protocol, TypeVar
+
+    N = TypeVar("N", int, float)
+
+    class Subparsers(Protocol):
+        """What ``ArgumentParser.add_subparsers()`` returns, as far as a command uses it."""
+
+        def add_parser(self, name: str, **options: Any) -> argparse.ArgumentParser: ...
+
 
 __all__ = [
     "Arg",
     "Command",
-    "Subparsers",
     "config_file",
     "default_interaction",
     "finite_number",
@@ -35,12 +46,6 @@ __all__ = [
     "timeout",
     "wait_seconds",
 ]
-
-
-class Subparsers(Protocol):
-    """What ``ArgumentParser.add_subparsers()`` returns, as far as a command uses it."""
-
-    def add_parser(self, name: str, **options: Any) -> argparse.ArgumentParser: ...
 
 
 class Arg:

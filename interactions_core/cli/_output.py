@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
+# ``typing`` is imported for type checkers only: this module is on the path of a
+# warm ``interactions list``, where importing ``typing`` alone costs about a
+# third of a bare interpreter start (docs/performance.md).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
