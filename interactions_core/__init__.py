@@ -33,9 +33,9 @@ if TYPE_CHECKING:
         last_assistant_text,
     )
     from ._spec import InteractionSpec, PluginSpec, hookimpl
-    from .errors import ConfigError, InteractionsError, SessionError
+    from .errors import ConfigError, InteractionCallError, InteractionsError, SessionError
     from .loader import load_config, load_interactions
-    from .runtime import InteractionCallError, Policy, Session, run_episodes
+    from .runtime import Policy, Session, run_episodes
 
 __version__ = "0.1.0"
 
@@ -58,7 +58,7 @@ _SOURCES = {
     "Session": ".runtime",
     "Policy": ".runtime",
     "InteractionsError": ".errors",
-    "InteractionCallError": ".runtime",
+    "InteractionCallError": ".errors",
 }
 
 __all__ = [

@@ -42,7 +42,8 @@ def test_every_exported_exception_is_in_the_family_or_says_why_not() -> None:
         and issubclass(obj, BaseException)
         and not issubclass(obj, (InteractionsError, Warning))
     }
-    assert outside == {"Interrupted"}  # a real Ctrl-C, not an error of the framework
+    # A real Ctrl-C (and its run-stopping form), not an error of the framework.
+    assert outside == {"Interrupted", "RunInterrupted"}
     assert issubclass(Interrupted, KeyboardInterrupt)
     warnings_ = {
         name

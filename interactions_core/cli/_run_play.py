@@ -77,7 +77,7 @@ class LocalRun:
         """Run to the end, or to a stop; ``skip``: the episodes ``--resume`` does not replay."""
         import asyncio
 
-        from ..runtime.errors import RunInterrupted
+        from ..errors import RunInterrupted
 
         try:
             summary, still_open = asyncio.run(self._main(skip))
@@ -150,7 +150,7 @@ class LocalRun:
 
 def _stop_at_once(signum: int) -> None:
     """A second stop signal: :class:`RunInterrupted` leaves even a blocked plugin call."""
-    from ..runtime.errors import RunInterrupted
+    from ..errors import RunInterrupted
 
     raise RunInterrupted()
 

@@ -45,7 +45,7 @@ from typing import Any
 from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, register
 from verl.experimental.agent_loop.tool_agent_loop import AgentState, ToolAgentLoop
 
-from ..runtime.errors import InteractionCallError
+from ..errors import InteractionCallError
 from ..runtime.session import Session, call_error, stops_the_run
 from ..runtime.step import ERROR, RESPONSE_LENGTH, end_reason
 from . import check_cluster_once, interactions_for

@@ -34,9 +34,9 @@ Example::
 
 from __future__ import annotations
 
+from ..errors import DatasetError, InteractionCallError, PolicyError, SampleError
 from .datasets import SampleReader, write_rows
 from .episode import EpisodeLoop
-from .errors import DatasetError, InteractionCallError, PolicyError, SampleError
 from .observers import Observers
 from .policies import Policy, create_policy, get_policy_class, list_policies
 from .policies.replay import ReplayPolicy

@@ -14,7 +14,7 @@ memory does not grow with the file.
 A bad row (invalid JSON, not an object, a missing or malformed ``prompt``,
 ``interaction_kwargs`` that is not an object) is reported with its line number
 (row number for parquet). By default it is skipped and counted; with
-``strict=True`` the first one raises :class:`~interactions_core.runtime.errors.DatasetError`.
+``strict=True`` the first one raises :class:`~interactions_core.errors.DatasetError`.
 
 :func:`write_rows` writes a dataset (``interactions data``) in one piece: under
 a temporary name next to its destination, moved into place only when
@@ -61,9 +61,8 @@ from typing import Any
 
 from .._classes import check_options, keyword_options
 from .._files import replacing
-from ..errors import ConfigError, InteractionsError, PluginLoadError
+from ..errors import ConfigError, DatasetError, InteractionsError, PluginLoadError
 from ..registry import BuilderInfo, Registry, get_registry
-from .errors import DatasetError
 from .records import LineWriter, is_special_file, refuse_existing
 
 __all__ = [

@@ -41,7 +41,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .errors import PolicyError, SampleError
+from ..errors import PolicyError, SampleError
 from .observers import Observers
 from .options import RunOptions
 from .record import EpisodeRecord

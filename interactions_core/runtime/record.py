@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from .._classes import fault_location
-from .errors import InteractionCallError
+from ..errors import InteractionCallError
 from .step import END_REASONS, ERROR
 
 __all__ = ["END_REASONS", "WALL_OFFSET", "EpisodeRecord"]

@@ -48,7 +48,7 @@ from collections.abc import Iterator, Mapping
 from typing import IO, Any, NamedTuple
 
 from .._files import lock_fd
-from .errors import DatasetError
+from ..errors import DatasetError
 from .record import EpisodeRecord
 
 __all__ = [

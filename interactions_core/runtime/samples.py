@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import SampleError
+from ..errors import SampleError
 
 __all__ = ["choose", "interaction_kwargs_of", "prompt_of", "sample_id_of"]
 

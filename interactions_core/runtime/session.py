@@ -13,7 +13,7 @@ exception in the plugin, a timeout, or the task being cancelled::
         result = await session.respond(messages)
         score = await session.score()
 
-Every failing call is raised as :class:`~interactions_core.runtime.errors.InteractionCallError`,
+Every failing call is raised as :class:`~interactions_core.errors.InteractionCallError`,
 whose message names the interaction, the session id and the method. A per-call
 ``timeout`` (seconds, off by default) turns a hung plugin call into such an error.
 
@@ -39,8 +39,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._interaction import InteractionResult, as_score
-from ..errors import Interrupted
-from .errors import InteractionCallError
+from ..errors import InteractionCallError, Interrupted
 
 __all__ = ["Session", "SessionTracker", "call_error", "stops_the_run"]
 

@@ -28,8 +28,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import BadActionError, BadResetError, ServeError
-from ..runtime.errors import InteractionCallError
+from ..errors import BadActionError, BadResetError, InteractionCallError, ServeError
 from ..runtime.session import Session
 from ..runtime.step import judge
 from .hub import Hub

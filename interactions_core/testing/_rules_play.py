@@ -35,8 +35,7 @@ from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from .._interaction import InteractionResult
-from ..errors import InteractionsError
-from ..runtime.errors import InteractionCallError
+from ..errors import InteractionCallError, InteractionsError
 from ..runtime.session import Session
 from ..runtime.step import conclude_turn
 from ._rules import CheckContext, describe_exc, new_id, short

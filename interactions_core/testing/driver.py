@@ -38,8 +38,7 @@ from contextlib import asynccontextmanager
 from typing import Any, NamedTuple, TypeVar
 
 from .._interaction import InteractionResult
-from ..errors import ConformanceError, InteractionValidationError
-from ..runtime.errors import InteractionCallError
+from ..errors import ConformanceError, InteractionCallError, InteractionValidationError
 from ..runtime.session import Session
 from ..runtime.step import EXHAUSTED, conclude_turn
 

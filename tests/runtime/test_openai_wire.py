@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from interactions_core.runtime.errors import PolicyError
+from interactions_core.errors import PolicyError
 from interactions_core.runtime.policies.openai import (
     encode_request,
     parse_reply,

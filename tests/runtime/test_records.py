@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from interactions_core.errors import DatasetError
 from interactions_core.report import read_records as report_records
-from interactions_core.runtime.errors import DatasetError
 from interactions_core.runtime.records import BadLine, LineWriter, iter_records, read_records
 
 RECORD = {"index": 0, "end_reason": "terminated", "turns": 1, "final_score": 1.0}

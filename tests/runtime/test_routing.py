@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from interactions_core.runtime.errors import SampleError
+from interactions_core.errors import SampleError
 from interactions_core.runtime.samples import choose
 
 INTERACTIONS = {"gsm8k": "G", "weather": "W"}

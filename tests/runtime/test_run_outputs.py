@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from interactions_core.cli._run_setup import RecordHandler, RecordSink, _open_files
-from interactions_core.runtime.errors import DatasetError
+from interactions_core.errors import DatasetError
 
 
 class Record:

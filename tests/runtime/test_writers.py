@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from interactions_core.errors import DatasetError
 from interactions_core.runtime.datasets import write_rows
-from interactions_core.runtime.errors import DatasetError
 from interactions_core.runtime.records import (
     LineWriter,
     is_special_file,

@@ -5,7 +5,7 @@ options are keyword-only constructor parameters, so an unknown option is an
 error naming the accepted ones) and, per episode:
 
 1. ``state = policy.start(sample)`` — per-episode state from the sample (the row
-   as read from the dataset). Raise :class:`~interactions_core.runtime.errors.PolicyError`
+   as read from the dataset). Raise :class:`~interactions_core.errors.PolicyError`
    when the sample cannot be played (the episode is recorded as an error). Under
    ``--repeat K`` a ``start`` that accepts a ``repeat`` keyword is called as
    ``start(sample, repeat=r)`` for the repeats ``r >= 1`` (a seed per repeat, the

@@ -41,7 +41,7 @@ import urllib.parse
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
-from ..errors import PolicyError
+from ...errors import PolicyError
 from .base import Policy
 from .http import (
     TRANSIENT,

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ..errors import PolicyError
+from ...errors import PolicyError
 from .base import Policy
 
 __all__ = ["ReplayPolicy"]
