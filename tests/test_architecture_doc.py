@@ -14,6 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "interactions_core"
 PAGE = ROOT / "docs" / "architecture.md"
+#: Paths the page may name that are not the package's.
+OTHER_FOLDERS = ("docs/", "tests/", "benchmarks/", "plugins/", "examples/")
 
 
 def modules() -> set[str]:
