@@ -36,10 +36,10 @@ Supported skyrl-gym releases: :data:`SUPPORTED_SKYRL_GYM`, tested by ``nox -s sk
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import uuid
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -119,8 +119,14 @@ def caller_for(name: str) -> Caller:
 
 
 def _options(env_config: Any, env_id: str) -> dict[str, Any]:
-    """``max_turns`` and ``timeout`` from the environment's config, checked."""
-    options = dict(env_config or {})
+    """``max_turns`` and ``timeout`` from the environment's config, checked.
+
+    SkyRL passes an empty ``DictConfig`` for an environment it has no config for,
+    on every trajectory; reading one costs more than a turn, so an empty one is not read.
+    """
+    if env_config is None or not len(env_config):
+        return {}
+    options = dict(env_config)
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ValueError(
@@ -166,9 +172,17 @@ def row_kwargs(extras: Any, name: str) -> dict[str, Any]:
 
 
 async def _turn(
-    session: Session, messages: list[dict[str, Any]], turns: int, user_turns: int, limit: int | None
+    session: Session,
+    start: dict[str, Any] | None,
+    messages: list[dict[str, Any]],
+    turns: int,
+    user_turns: int,
+    limit: int | None,
 ) -> tuple[InteractionResult, str | None, float | None]:
-    """One step; at the episode's end also its final score, and the session finalized."""
+    """One step (the first also starts the session, with the ``start`` kwargs); at the
+    episode's end also its final score, and the session finalized: one call per step."""
+    if start is not None:
+        await session.start(**start)
     result, end = await judge(session, messages, turns, user_turns, limit)
     if end is None:
         return result, None, None
@@ -181,10 +195,9 @@ async def _turn(
     return result, end, final
 
 
-def _release(caller: Caller, session: Session) -> None:
-    """Finalize the session of an environment dropped without ``close()``."""
-    if session.is_open:
-        caller.submit(session.finalize())
+#: Session ids: unique in the process and across processes (a random prefix per process).
+_ids = itertools.count()
+_id_prefix = f"skyrl-{uuid.uuid4().hex[:12]}-"
 
 
 class InteractionEnv(BaseTextEnv):  # type: ignore[misc]
@@ -210,10 +223,10 @@ class InteractionEnv(BaseTextEnv):  # type: ignore[misc]
         self.max_turns = _turn_limit(limit, f"max_turns of {env_id!r}")
         self._caller = caller = caller_for(interaction)
         timeout = None if caller.inline else options.get("timeout")
-        self._session = session = Session(
+        self._session = Session(
             caller.interaction,
             name=interaction,
-            instance_id=f"skyrl-{uuid.uuid4().hex}",
+            instance_id=f"{_id_prefix}{next(_ids)}",
             timeout=None if timeout is None else float(timeout),
         )
         self._messages: list[dict[str, Any]] = []
@@ -222,15 +235,11 @@ class InteractionEnv(BaseTextEnv):  # type: ignore[misc]
         self._error: str | None = None
         self._final: float | None = None
         self.end_reason: str | None = None
-        self._release = weakref.finalize(self, _release, caller, session)
 
     def init(self, prompt: Any) -> tuple[Any, dict[str, Any]]:
-        """Start the interaction's session; the prompt goes to the model unchanged."""
+        """The prompt goes to the model unchanged; the session starts with the first step
+        (in the same call to the interaction as the first turn's judgement)."""
         self._messages = list(prompt)
-        try:
-            self._caller.run(self._session.start(**self._kwargs))
-        except InteractionCallError as exc:
-            self._fail(exc)
         return prompt, {"interaction": self.name}
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
@@ -242,11 +251,10 @@ class InteractionEnv(BaseTextEnv):  # type: ignore[misc]
         self.turns += 1
         messages = self._messages
         messages.append({"role": "assistant", "content": action})
-        if self._error is not None:
-            return self._failed()
+        start = self._kwargs if self.turns == 1 else None
         try:
             result, end, final = self._caller.run(
-                _turn(self._session, messages, self.turns, self._user_turns, self.max_turns)
+                _turn(self._session, start, messages, self.turns, self._user_turns, self.max_turns)
             )
         except InteractionCallError as exc:
             self._fail(exc)
@@ -286,7 +294,16 @@ class InteractionEnv(BaseTextEnv):  # type: ignore[misc]
     def close(self) -> None:
         """Finalize the session if the episode did not end by itself (harmless twice)."""
         self._finalize()
-        self._release.detach()
+
+    def __del__(self) -> None:
+        # Dropped without close(): finalize the session on the shared loop, never here
+        # (a garbage collection can run in any thread, in the middle of anything).
+        session = getattr(self, "_session", None)
+        if session is not None and session.is_open:
+            try:
+                self._caller.submit(session.finalize())
+            except Exception:  # interpreter exit: the sessions die with the process
+                pass
 
     def get_metrics(self) -> dict[str, Any]:
         """Per episode, averaged by SkyRL: turns played, final score, whether it failed."""

@@ -228,6 +228,8 @@ def test_close_and_dropping_an_env_finalize_an_unfinished_episode() -> None:
     assert interaction.open_sessions == 0
     dropped = skyrl_gym.make("interactions/gsm8k", env_config={}, extras=row)
     dropped.init([{"role": "user", "content": "q"}])
+    assert interaction.open_sessions == 0  # the session starts with the first step
+    dropped.step("#### 3")
     assert interaction.open_sessions == 1
     del dropped
     gc.collect()
