@@ -260,3 +260,22 @@ def test_bad_rows_and_options_say_what_to_do() -> None:
         skyrl_gym.make("interactions/gsm8k", env_config={"max_turn": 3}, extras={})
     with pytest.raises(ValueError, match="positive whole number"):
         skyrl_gym.make("interactions/gsm8k", extras={"max_turns": 0})
+
+
+class Hanging(SessionInteraction):
+    """Never answers: the environment's ``timeout`` ends its episode."""
+
+    async def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        await asyncio.sleep(60)
+
+
+def test_a_hanging_interaction_times_out_and_ends_only_its_episode() -> None:
+    get_registry().add("hanging", Hanging)
+    skyrl.register_interactions(["hanging"])
+    row = {"prompt": [{"role": "user", "content": "q"}]}
+    (t,) = play([("interactions/hanging", row, ["a", "b"])], env_config={"timeout": 0.2})
+    assert t.rewards == [0.0]
+    assert t.done
+    assert t.metadata[0]["end_reason"] == "error"
+    assert "timed out after 0.2 s" in t.metadata[0]["error"]
+    assert skyrl.caller_for("hanging").interaction.open_sessions == 0
