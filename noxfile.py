@@ -223,6 +223,27 @@ def trl(session: nox.Session) -> None:
                 external=True, env=STRICT)  # fmt: skip
 
 
+#: skyrl-gym's released wheel, pinned: what `interactions-core[skyrl]` installs, tested.
+SKYRL_PINS = ["skyrl-gym==0.4.0"]
+
+
+@nox.session(python=False)
+def skyrl(session: nox.Session) -> None:
+    """interactions/<name> environments on skyrl-gym, driven as SkyRL's generator does; then
+    the benchmark against a hand-written environment (quick form)."""
+    python = heavy_env(session, "skyrl", [SKYRL_PINS])
+    session.run(str(python), "-m", "pytest", "tests/skyrl", "-q", *session.posargs,
+                external=True, env=STRICT)  # fmt: skip
+    session.run(str(python), "benchmarks/bench_skyrl.py", "--quick", external=True)
+
+
+@nox.session(python=False)
+def bench_skyrl(session: nox.Session) -> None:
+    """The SkyRL benchmark in full; rewrites the generated block of docs/trainers.md."""
+    python = heavy_env(session, "skyrl", [SKYRL_PINS])
+    session.run(str(python), "benchmarks/bench_skyrl.py", *session.posargs, external=True)
+
+
 #: The site's tools: MkDocs, and mkdocstrings with its Python handler for docs/api.md
 #: (the API reference rendered from the docstrings, so it cannot drift from the code).
 DOCS_TOOLS = ["mkdocs>=1.6", "mkdocstrings>=1.0", "mkdocstrings-python>=2.0"]
