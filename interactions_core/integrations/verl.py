@@ -37,6 +37,7 @@ is an alias of this module.
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import Mapping
@@ -259,18 +260,38 @@ async def append_assistant_message(loop: Any, agent_data: Any) -> None:
     schemas = [tool.tool_schema for tool in active.values()]
     content, calls = await loop.tool_parser.extract_tool_calls(agent_data.response_ids, schemas)
     agent_data.tool_calls = calls
-    agent_data.messages.append(_assistant_message(content, calls))
+    agent_data.messages.append(_assistant_message(content, calls[: loop.max_parallel_calls]))
 
 
-def _assistant_message(content: str, calls: list[Any]) -> dict[str, Any]:
-    """The assistant message of ``content`` and its parsed tool calls, in the chat format."""
-    message: dict[str, Any] = {"role": "assistant", "content": content}
+def _assistant_message(content: str | None, calls: list[Any]) -> dict[str, Any]:
+    """The assistant message of ``content`` and its parsed tool calls, shaped as verl's own.
+
+    As verl's tool loop writes it: the arguments parsed into a dict (kept as the
+    model's text when they are not a JSON object, as verl 0.9.1 does), the call's
+    id when the parser found one, and at most ``max_parallel_calls`` calls.
+    """
+    message: dict[str, Any] = {"role": "assistant", "content": content or ""}
     if calls:
-        message["tool_calls"] = [
-            {"type": "function", "function": {"name": call.name, "arguments": call.arguments}}
-            for call in calls
-        ]
+        message["tool_calls"] = [_tool_call(call) for call in calls]
     return message
+
+
+def _tool_call(call: Any) -> dict[str, Any]:
+    """One parsed tool call in the chat format verl's messages use."""
+    try:
+        arguments: Any = json.loads(call.arguments)
+    except (TypeError, ValueError):
+        arguments = None
+    if not isinstance(arguments, dict):
+        arguments = call.arguments
+    entry: dict[str, Any] = {
+        "type": "function",
+        "function": {"name": call.name, "arguments": arguments},
+    }
+    call_id = getattr(call, "tool_call_id", None)
+    if call_id is not None:
+        entry["id"] = call_id
+    return entry
 
 
 async def append_user_turn(loop: Any, agent_data: Any, content: str) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -366,6 +367,49 @@ def test_sigterm_drains_open_sessions_and_in_flight_steps(tmp_path: Path) -> Non
     assert "finishing 1 step(s) in flight" in output, output
     assert "2 started, 2 finalized, 0 open" in output, output
     assert "Traceback" not in output, output
+
+
+def test_a_second_signal_stops_at_once_and_still_finalizes_every_session(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C twice: no waiting for a slow step, but no session is left unfinalized."""
+    running = start_server(tmp_path, CONFIG.replace("slow: 1.5", "slow: 60"))
+    idle = GenericEnvClient(base_url=running.url).sync()
+    busy = GenericEnvClient(base_url=running.url).sync()
+    try:
+        idle.reset(interaction_kwargs={"name": "logged", "ground_truth": "x"})
+        idle_id = idle.state()["episode_id"]
+        busy.reset(interaction_kwargs={"name": "logged", "ground_truth": "x"})
+        busy_id = busy.state()["episode_id"]
+
+        import threading
+
+        def slow_step() -> None:
+            try:
+                busy.step({"content": "slow"})  # the plugin sleeps 60 s
+            except Exception:
+                pass  # the server went away mid-step: expected
+
+        threading.Thread(target=slow_step, daemon=True).start()
+        time.sleep(0.5)  # the step is in flight
+        os.kill(running.pid, signal.SIGINT)
+        time.sleep(0.5)  # the drain has started
+        started = time.monotonic()
+        running.stop(signal.SIGINT, timeout=25)
+        took = time.monotonic() - started
+    finally:
+        for env in (idle, busy):
+            try:
+                env.close()
+            except Exception:
+                pass
+    output = running.output()
+    assert took < 15, (took, output)  # neither the 60 s step nor the 30 s drain was awaited
+    assert running.proc.returncode == 0, output
+    events = running.event_lines()
+    assert f"finalize {idle_id}" in events, (events, output)
+    assert f"finalize {busy_id}" in events, (events, output)
+    assert "2 started, 2 finalized, 0 open" in output, output
 
 
 def test_a_bad_config_or_a_busy_port_fails_before_serving(server: Server, tmp_path: Path) -> None:

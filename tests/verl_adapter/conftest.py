@@ -38,7 +38,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "tokenization" in metafunc.fixturenames:
         from harness import tokenization_modes
 
-        metafunc.parametrize("tokenization", tokenization_modes())
+        # indirect: the fixture below must run with each mode, or the mode is never set.
+        metafunc.parametrize("tokenization", tokenization_modes(), indirect=True)
 
 
 @pytest.fixture(autouse=True)

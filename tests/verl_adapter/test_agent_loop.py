@@ -382,6 +382,57 @@ def test_tool_calls_go_to_tools_and_answers_to_the_interaction(
     assert "Sunny, 21 C in Paris" in tokenizer.decode(responses[tool_span[0] : tool_span[1]])
 
 
+#: The tool calls of verl's assistant message for the call below: arguments parsed to a dict.
+VERL_TOOL_CALLS = [
+    {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+]
+
+
+@pytest.mark.parametrize("max_turns", [1, 4], ids=["limit-before-verl-builds-it", "no-limit"])
+def test_the_interaction_sees_tool_calls_as_verl_writes_them(
+    tmp_path: Path, model_dir: Path, tokenizer: Any, max_turns: int
+) -> None:
+    """Whether verl or the adapter appended the assistant message, it has verl's shape.
+
+    With a turn limit verl stops before building the message, and verl 0.9.0 without
+    Continuous Token never builds it: the adapter does, and must match verl's own.
+    """
+    import yaml
+    from verl_fakes import WEATHER_TOOL_SCHEMA, RecordingInteraction
+
+    tools = tmp_path / "tools.yaml"
+    tool = {
+        "class_name": "verl_fakes.WeatherTool",
+        "config": {"type": "native"},
+        "tool_schema": WEATHER_TOOL_SCHEMA,
+    }
+    tools.write_text(yaml.safe_dump({"tools": [tool]}))
+    loops = write_setup(
+        tmp_path,
+        "interaction:\n  - name: recorded\n    class_name: verl_fakes.RecordingInteraction\n",
+    )
+    call = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+    replies = [call, "It is sunny in Paris."]
+    server = ScriptedServer(tokenizer, lambda prompt, n: replies[n])
+    RecordingInteraction.seen.clear()
+    worker = make_worker(
+        trainer_config(model_dir, loops, max_assistant_turns=max_turns, tool_config_path=tools),
+        server,
+    )
+    out = run_batch(worker, [row("Weather in Paris?", name="recorded")])
+    assert out.batch["rm_scores"].sum().item() == 1.0
+    [messages] = RecordingInteraction.seen
+    assistant = [m for m in messages if m["role"] == "assistant"]
+    assert assistant[0]["tool_calls"] == VERL_TOOL_CALLS
+    assert isinstance(assistant[0]["content"], str)
+    assert "<tool_call>" not in assistant[0]["content"]  # the parser took the call out
+    if max_turns == 1:
+        assert len(assistant) == 1  # the limit ended it; the tool call was still judged
+    else:
+        assert [m["role"] for m in messages[-3:]] == ["assistant", "tool", "assistant"]
+        assert assistant[1] == {"role": "assistant", "content": "It is sunny in Paris."}
+
+
 def test_the_loop_class_is_the_documented_one() -> None:
     assert issubclass(InteractionAgentLoop, verl_agent_loop.ToolAgentLoop)
 
