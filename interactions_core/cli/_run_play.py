@@ -56,8 +56,8 @@ def run_options(args: argparse.Namespace, default: str | None) -> RunOptions:
     )
 
 
-class LocalRun:
-    """Play ``inputs`` into ``outputs`` here; ``stopped[0]`` gets 128 + a stop signal's number."""
+class _Run:
+    """What both ways of playing a run are given: the arguments, inputs and outputs."""
 
     def __init__(
         self,
@@ -70,6 +70,19 @@ class LocalRun:
         self.inputs = inputs
         self.outputs = outputs
         self.stopped = stopped
+
+
+class LocalRun(_Run):
+    """Play ``inputs`` into ``outputs`` here; ``stopped[0]`` gets 128 + a stop signal's number."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        inputs: RunInputs,
+        outputs: RunOutputs,
+        stopped: list[int],
+    ) -> None:
+        super().__init__(args, inputs, outputs, stopped)
         self.runner: Any = None
         self.watchdog: Any = None
 
@@ -158,25 +171,13 @@ def _stop_at_once(signum: int) -> None:
 # -- the --ray branch ---------------------------------------------------------------
 
 
-class ShardedRun:
+class ShardedRun(_Run):
     """Play ``inputs`` into ``outputs`` on Ray workers; ``stopped[0]`` as in :class:`LocalRun`.
 
     The records go through the same record sink a local run writes through
     (which stamps them for ``--resume``); no session is left open (the workers
     finalize each one before returning its record).
     """
-
-    def __init__(
-        self,
-        args: argparse.Namespace,
-        inputs: RunInputs,
-        outputs: RunOutputs,
-        stopped: list[int],
-    ) -> None:
-        self.args = args
-        self.inputs = inputs
-        self.outputs = outputs
-        self.stopped = stopped
 
     def play(self, skip: Container[tuple[int, int]] | None) -> Played:
         """Shard the run; ``skip``: the episodes ``--resume`` does not replay."""
