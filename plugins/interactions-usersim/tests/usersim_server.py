@@ -135,10 +135,18 @@ class ScriptedServer:
         return [r for r in self.requests if r.get("model") == model]
 
     def close(self) -> None:
-        def stop() -> None:
-            self._server.close()
-            self._loop.stop()
+        """Stop serving: close the listener and every open connection, then the loop."""
+        if self._loop.is_closed():
+            return
 
-        self._loop.call_soon_threadsafe(stop)
+        async def shutdown() -> None:
+            self._server.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
         self._loop.close()

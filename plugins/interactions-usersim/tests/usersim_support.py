@@ -11,12 +11,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
-from usersim_server import ScriptedServer
 
 END = "###END###"
 
@@ -99,10 +95,3 @@ def config_text(url: str, **options: Any) -> str:
     lines = ["interaction:", "  - name: support", "    plugin: usersim", "    config:"]
     lines += [f"      {k}: {json.dumps(v)}" for k, v in settings.items()]
     return "\n".join(lines) + "\n"
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    s = ScriptedServer(script)
-    yield s
-    s.close()
