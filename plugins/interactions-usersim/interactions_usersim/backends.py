@@ -118,8 +118,7 @@ class LiveBackend:
         except PolicyError as exc:
             detail = str(exc).removeprefix("openai: ")
             raise ModelCallError(
-                f"usersim: the {call} call after assistant turn {turn} failed ({client.url}): "
-                f"{detail}"
+                f"usersim: the {call} call after assistant turn {turn} failed: {detail}"
             ) from None
         if self._record is not None:
             self._write(call, goal, turn, text)
