@@ -192,11 +192,16 @@ class UserSimInteraction(SessionInteraction):
     def _extra(
         state: UserSimSession, turn_calls: dict[str, Any], ended: str | None
     ) -> dict[str, Any]:
-        """The turn's ``extra``: this turn's calls, the session's totals, why it ended."""
+        """The turn's ``extra``: this turn's calls, the session's totals, why it ended.
+
+        ``usage`` lists the turn's requests in the shape the run summary adds up
+        (its ``interaction calls`` lines); ``usersim`` has them by call, with totals.
+        """
         usersim: dict[str, Any] = {"calls": turn_calls, "totals": state.totals()}
         if ended is not None:
             usersim["ended"] = ended
-        return {"usersim": usersim}
+        usage = [{"call": name, **figures} for name, figures in turn_calls.items()]
+        return {"usage": usage, "usersim": usersim}
 
     async def aclose(self) -> None:
         """Close the kept-alive connections (a new event loop opens new ones)."""

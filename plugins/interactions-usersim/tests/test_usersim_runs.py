@@ -91,6 +91,13 @@ def test_the_users_turns_are_the_simulators_and_the_scores_the_judges(
     assert sum(t["prompt_tokens"] for t in totals) == server.prompt_tokens
     assert sum(t["completion_tokens"] for t in totals) == server.completion_tokens
     assert all(t["latency_s"] > 0 for t in totals)
+    # ... and in the run's summary, apart from the policy's (the replay policy has none).
+    summary = json.loads(done.stdout)
+    assert summary["usage"] is None
+    calls = summary["interaction_usage"]
+    assert calls["requests"] == 7 and calls["episodes"] == 2
+    assert calls["prompt_tokens"] == server.prompt_tokens
+    assert calls["completion_tokens"] == server.completion_tokens
 
 
 def test_the_openai_policy_plays_the_assistant_on_a_second_server(
@@ -118,6 +125,7 @@ def test_the_openai_policy_plays_the_assistant_on_a_second_server(
         assert record["usage"]["completion_tokens"] > 0  # the policy's own accounting
     assert len(assistant.requests) == sum(r["turns"] for r in records)
     assert "final score mean" in done.stdout
+    assert "interaction calls (requests the interactions made themselves):" in done.stdout
 
 
 def test_an_unparseable_judge_reply_is_an_error_of_that_sample_keeping_the_text(
