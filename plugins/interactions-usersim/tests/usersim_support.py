@@ -39,10 +39,10 @@ def goal_of(system: str) -> str:
 
 
 def script(body: dict[str, Any]) -> str:
-    """Plays every model: ``sim`` (users), ``judge``, ``assistant``; anything else is a bug."""
+    """Plays every model: ``sim``/``user-sim`` (users), ``judge``, ``assistant``."""
     messages = body["messages"]
     model = body["model"]
-    if model == "sim":
+    if model in ("sim", "user-sim"):
         lines = GOALS[goal_of(messages[0]["content"])]
         said = sum(1 for m in messages if m["role"] == "assistant")  # the user's own lines
         return lines[min(said - 1, len(lines) - 1)]
