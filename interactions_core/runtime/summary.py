@@ -341,8 +341,8 @@ def interaction_calls(extras: list[dict[str, Any]]) -> dict[str, Any] | None:
     ]
     if not calls:
         return None
-    totals = {}
+    totals: dict[str, int | None] = {}
     for key in ("prompt_tokens", "completion_tokens"):
-        counts = [c.get(key) for c in calls if c.get(key).__class__ is int]
+        counts = [c[key] for c in calls if c.get(key).__class__ is int]
         totals[key] = sum(counts) if counts else None
     return {**totals, "turns": calls}

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from interactions_core import InteractionResult, SessionInteraction
+from interactions_core.runtime.policies.openai import ChatClient
 
 from .backends import Backend, LiveBackend, ReplayBackend, client_for
 from .config import UserSimConfig
@@ -82,18 +83,22 @@ class UserSimInteraction(SessionInteraction):
         if s.mode == "replay":
             assert s.replay_file is not None  # the config's check
             return ReplayBackend(s.replay_file)
-        common = {
-            "max_in_flight": s.max_in_flight,
-            "timeout": s.timeout,
-            "retries": s.retries,
-            "backoff": s.backoff,
-        }
-        simulator = client_for(s.base_url, s.api_key_env, **common)
-        judge = simulator
+
+        def client(base_url: str, api_key_env: str | None) -> ChatClient:
+            return client_for(
+                base_url,
+                api_key_env,
+                max_in_flight=s.max_in_flight,
+                timeout=s.timeout,
+                retries=s.retries,
+                backoff=s.backoff,
+            )
+
+        simulator = judge = client(s.base_url, s.api_key_env)
         judge_url = s.judge_base_url or s.base_url
-        judge_key = s.judge_api_key_env if s.judge_base_url else s.api_key_env
+        judge_key = s.judge_api_key_env or s.api_key_env
         if judge_url != s.base_url or judge_key != s.api_key_env:
-            judge = client_for(judge_url, s.judge_api_key_env or judge_key, **common)
+            judge = client(judge_url, judge_key)  # the judge's own endpoint or key
         sampling = {"temperature": s.temperature, "top_p": s.top_p, "max_tokens": s.max_tokens}
         sampling["seed"] = s.seed
         params = {
