@@ -165,9 +165,6 @@ class UserSimInteraction(SessionInteraction):
             state.score = await self._judge(state, "judge", self.settings.judge_template, {})
         return state.score
 
-    def end_session(self, state: UserSimSession) -> None:
-        """Nothing to release per session: connections are the interaction's, kept alive."""
-
     # -- the calls ------------------------------------------------------------------
 
     async def _judge(
@@ -208,8 +205,8 @@ class UserSimInteraction(SessionInteraction):
         usage = [{"call": name, **figures} for name, figures in turn_calls.items()]
         return {"usage": usage, "usersim": usersim}
 
-    async def aclose(self) -> None:
-        """Close the kept-alive connections (a new event loop opens new ones)."""
+    def close(self) -> None:
+        """Close the idle kept-alive connections (sessions share them; a later request reopens)."""
         self.backend.close()
 
 
