@@ -110,6 +110,10 @@ class UserSimConfig:
         validator=_positive,
         metadata={"help": "the judge scores in [0, judge_scale]; rewards are that / judge_scale"},
     )
+    scorer: str | None = attrs.field(
+        default=None,
+        metadata={"help": "package.module:function scoring in [0, 1] in place of the judge model"},
+    )
     judge_base_url: str | None = None
     judge_model: str | None = None
     judge_api_key_env: str | None = None

@@ -28,6 +28,7 @@ from interactions_core.runtime.policies.openai import ChatClient
 from .backends import Backend, LiveBackend, ReplayBackend, client_for
 from .config import UserSimConfig
 from .prompts import DEFAULT_PERSONA, DEFAULT_RUBRIC, render, simulator_messages, transcript
+from .scorers import Scorer, load_scorer
 from .scoring import parse_score
 
 __all__ = ["UserSimInteraction", "UserSimSession"]
@@ -77,6 +78,8 @@ class UserSimInteraction(SessionInteraction):
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         super().__init__(config)
         self.backend: Backend = self._backend(self.settings)
+        target = self.settings.scorer
+        self.scorer: Scorer | None = load_scorer(target) if target else None
 
     @staticmethod
     def _backend(s: UserSimConfig) -> Backend:
@@ -170,6 +173,8 @@ class UserSimInteraction(SessionInteraction):
     async def _judge(
         self, state: UserSimSession, call: str, template: str, turn_calls: dict[str, Any]
     ) -> float:
+        if self.scorer is not None:
+            return await self.scorer.score(state.messages, state.fields)
         fields = {**state.fields, "transcript": transcript(state.messages)}
         which = "judge_template" if call == "judge" else "turn_judge_template"
         prompt = [{"role": "user", "content": render(template, fields, which)}]

@@ -95,3 +95,14 @@ def config_text(url: str, **options: Any) -> str:
     lines = ["interaction:", "  - name: support", "    plugin: usersim", "    config:"]
     lines += [f"      {k}: {json.dumps(v)}" for k, v in settings.items()]
     return "\n".join(lines) + "\n"
+
+
+def refund_scorer(messages: list[dict[str, Any]], fields: dict[str, Any]) -> float:
+    """A scorer in code: 1.0 once the assistant issued a refund, else 0.0."""
+    assert "goal" in fields
+    issued = any("Refund" in m["content"] for m in messages if m["role"] == "assistant")
+    return 1.0 if issued else 0.0
+
+
+async def out_of_range_scorer(messages: list[dict[str, Any]], fields: dict[str, Any]) -> float:
+    return 7.0
