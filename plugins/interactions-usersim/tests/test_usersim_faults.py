@@ -5,14 +5,17 @@ The simulator and judge server fails 10 % of requests with HTTP 503 and drops
 episodes still fail; each such record says which call failed after which turn,
 and ``--retry-errors`` (a ``--resume`` that replays errored samples too)
 completes the run: every sample ends with exactly one scored record in the end.
+A run stopped part-way (SIGTERM) is completed the same way, ``--resume`` first.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from usersim_server import ScriptedServer
@@ -76,3 +79,37 @@ def test_faults_end_episodes_as_named_errors_and_a_resume_completes_the_run(
     assert len(final) == EPISODES
     assert all(not r["errors"] and r["final_score"] == 0.3 for r in final.values())
     assert summary["episodes"] == EPISODES and summary["errors"] == 0
+
+
+def test_a_run_stopped_midway_under_faults_is_completed_by_resume(tmp_path: Path) -> None:
+    """SIGTERM part-way through; ``--resume`` then ``--retry-errors`` finish every sample."""
+    server = ScriptedServer(script, latency=0.02, fail_rate=0.10, drop_rate=0.02, seed=11)
+    try:
+        options = {"retries": 1, "backoff": 0.01, "timeout": 10}
+        (tmp_path / "config.yaml").write_text(config_text(server.url, **options), "utf-8")
+        write_jsonl(tmp_path / "data.jsonl", samples(60))
+        command = [sys.executable, "-m", "interactions_core", "run", "config.yaml", "--data"]
+        command += ["data.jsonl", "--output", "out.jsonl", "--no-progress", "--concurrency", "4"]
+        out = tmp_path / "out.jsonl"
+        proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if out.exists() and len(out.read_text(encoding="utf-8").splitlines()) >= 10:
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 143  # stopped, not finished
+        stopped = final_records(out)
+        assert 10 <= len(stopped) < 60
+        code, summary = run(tmp_path, "--resume")
+        for _ in range(10):
+            if code == 0:
+                break
+            code, summary = run(tmp_path, "--retry-errors")
+        assert code == 0, summary
+    finally:
+        server.close()
+    final = final_records(out)
+    assert sorted(final) == sorted(f"s{i}" for i in range(60))
+    assert all(not r["errors"] and r["final_score"] == 0.3 for r in final.values())
+    assert summary["episodes"] == 60 and summary["errors"] == 0
