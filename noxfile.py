@@ -43,6 +43,8 @@ PROJECT = [
     f"{ROOT}/plugins/interactions-gsm8k",
     "-e",
     f"{ROOT}/plugins/interactions-weather",
+    "-e",
+    f"{ROOT}/plugins/interactions-usersim",
 ]
 
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE))
 from _common import DocsBlock, Row  # noqa: E402
 
 #: Benchmark modules, in table order: ``--only`` takes these names.
-BENCHMARKS = ("startup", "import", "discovery", "turn", "sessions", "served", "report")
+BENCHMARKS = ("startup", "import", "discovery", "turn", "sessions", "served", "usersim", "report")
 REPEATS = {"full": 41, "quick": 11}
 DOCS = DocsBlock(HERE.parent / "docs" / "performance.md", "run.py", "bench")
 HEADER = "| benchmark | goal | measured | result | detail | reproduce |"

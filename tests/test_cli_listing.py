@@ -56,7 +56,7 @@ def test_the_installed_suite_is_one_line(capsys: pytest.CaptureFixture[str]) -> 
     assert len(suite) == 1 and "interactions-reasoning-gym" in suite[0]
     count = int(suite[0].split()[3])
     assert count >= 100
-    assert lines[-1].startswith(f"{count + 2} interactions from 3 distributions")
+    assert lines[-1].startswith(f"{count + 3} interactions from 4 distributions")
     assert len(lines) < 10
 
 
@@ -65,7 +65,7 @@ def test_patterns_all_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     rg = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("rg/")]
     assert len(rg) >= 100 and "rg/*" not in [ln.split()[0] for ln in rg]
     assert main(["list", "--all"]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == len(rg) + 4  # header, 2 more, totals
+    assert len(capsys.readouterr().out.splitlines()) == len(rg) + 5  # header, 3 more, totals
     assert main(["list", "--json", "--distribution", "interactions-weather"]) == 0
     assert [r["name"] for r in json.loads(capsys.readouterr().out)] == ["weather"]
     assert main(["list", "no-such-*"]) == 1

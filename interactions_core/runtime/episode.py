@@ -255,6 +255,8 @@ class EpisodeLoop:
             record.stage = "generate_response"
             result = await respond(messages)
             record.scores.append(result.score)
+            if result.extra or record.extras is not None:
+                record.keep_extra(result.extra)
             if observers is not None:
                 observers.notify(
                     record, "on_turn", turn=record.turns, messages=messages, result=result

@@ -48,6 +48,7 @@ class EpisodeRecord:
         "duration_s",
         "end_reason",
         "errors",
+        "extras",
         "final_score",
         "index",
         "instance_id",
@@ -79,6 +80,8 @@ class EpisodeRecord:
         self.started_at = 0.0  # a perf_counter reading; to_dict() gives epoch seconds
         self.duration_s = 0.0
         self.usage: dict[str, Any] | None = None  # the policy's accounting (tokens, latency)
+        #: Each judged turn's ``extra`` (aligned with ``scores``), once any turn returned one.
+        self.extras: list[dict[str, Any]] | None = None
         #: Where the episode is (a lifecycle method, ``policy.reply``, ...): an error's ``where``.
         self.stage = "sample"
 
@@ -111,11 +114,22 @@ class EpisodeRecord:
             self.errors = []
         self.errors.append(entry)
 
+    def keep_extra(self, extra: dict[str, Any]) -> None:
+        """Keep the ``extra`` of the turn just judged (``{}`` fills earlier turns without one)."""
+        if self.extras is None:
+            self.extras = [{} for _ in range(len(self.scores) - 1)]
+        self.extras.append(extra)
+
     def to_dict(self) -> dict[str, Any]:
-        """The JSONL record: :data:`RECORD_FIELDS` in order, ``started_at`` in epoch seconds."""
+        """The JSONL record: :data:`RECORD_FIELDS` in order, ``started_at`` in epoch seconds.
+
+        ``extras`` (each turn's ``extra``) is written only when an interaction returned one.
+        """
         record = {field: getattr(self, field) for field in RECORD_FIELDS}
         record["errors"] = list(self.errors)
         record["started_at"] = round(self.started_at + WALL_OFFSET, 6)
+        if self.extras is not None:
+            record["extras"] = self.extras
         return record
 
     def __repr__(self) -> str:

@@ -196,6 +196,8 @@ class RunSummary:
         self.stats = SummaryStats()
         self.groups = PromptGroups()  # pass@k and the spread within a prompt's repeats
         self.usage = UsageStats()  # tokens and request latency, when the policy reports them
+        #: The interactions' own model requests (a simulated user, a judge): ``extra["usage"]``.
+        self.interaction_usage = UsageStats()
         self.requests_in_flight_max: int | None = None
 
     def add(self, record: EpisodeRecord) -> None:
@@ -203,6 +205,10 @@ class RunSummary:
         self.stats.add_record(record)
         if record.usage is not None:
             self.usage.add(record.usage)
+        if record.extras is not None:
+            calls = interaction_calls(record.extras)
+            if calls is not None:
+                self.interaction_usage.add(calls)
         if record.errors:
             if len(self.error_examples) < ERROR_EXAMPLES:
                 first = record.errors[0]
@@ -276,6 +282,7 @@ class RunSummary:
             "pass_at_k": groups.pop("pass_at_k"),
             "prompt_groups": groups,
             "usage": self.usage.as_dict(),
+            "interaction_usage": self.interaction_usage.as_dict(),
             "requests_in_flight_max": self.requests_in_flight_max,
         }
 
@@ -307,9 +314,35 @@ class RunSummary:
         lines.extend(self.stats.format_lines())
         lines += self.groups.format_lines()
         lines += self.usage.format_lines(self.requests_in_flight_max)
+        calls = self.interaction_usage.format_lines()
+        if calls:
+            lines.append("interaction calls (requests the interactions made themselves):")
+            lines += ["  " + line for line in calls]
         rate = self.episodes_per_second
         rate_text = f" ({rate:,.0f} episodes/s)" if rate else ""
         lines.append(f"time              {self.elapsed_s:.2f} s{rate_text}")
         if self.interrupted:
             lines.append("interrupted       yes (the run was stopped before the end)")
         return "\n".join(lines)
+
+
+def interaction_calls(extras: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """An episode's interaction requests, shaped as a policy's usage; ``None`` if it made none.
+
+    An interaction that calls models reports each turn's requests in its
+    ``extra["usage"]``: a list of ``{"prompt_tokens", "completion_tokens", "latency_s"}``.
+    """
+    calls = [
+        call
+        for extra in extras
+        if extra.__class__ is dict and extra.get("usage").__class__ is list
+        for call in extra["usage"]
+        if call.__class__ is dict
+    ]
+    if not calls:
+        return None
+    totals: dict[str, int | None] = {}
+    for key in ("prompt_tokens", "completion_tokens"):
+        counts = [c[key] for c in calls if c.get(key).__class__ is int]
+        totals[key] = sum(counts) if counts else None
+    return {**totals, "turns": calls}

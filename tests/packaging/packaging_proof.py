@@ -170,7 +170,7 @@ def prove(workdir: Path, pip_args: list[str], python: str) -> None:
 
     code, names = venv.listing()
     expect(code == 0, "interactions list exited non-zero")
-    for required in ("gsm8k", "weather", "rg/countdown", "rg/basic_arithmetic"):
+    for required in ("gsm8k", "weather", "usersim", "rg/countdown", "rg/basic_arithmetic"):
         expect(required in names, f"{required!r} is not listed; got {sorted(names)[:10]}...")
     rg = [n for n in names if n.startswith("rg/")]
     expect(len(rg) >= 100, f"expected over a hundred rg/ names, got {len(rg)}")

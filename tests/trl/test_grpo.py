@@ -34,7 +34,9 @@ def dataset() -> Dataset:
     return Dataset.from_list([row] * ROWS)
 
 
-def train(factory: type, tmp_path: Path) -> tuple[list[dict[str, Any]], list[float]]:
+def train(
+    factory: type, tmp_path: Path, rows: Dataset | None = None
+) -> tuple[list[dict[str, Any]], list[float]]:
     """Two GRPO steps; returns TRL's log history and the rewards the environment returned."""
     rewards: list[float] = []
 
@@ -65,7 +67,7 @@ def train(factory: type, tmp_path: Path) -> tuple[list[dict[str, Any]], list[flo
         model=build_model(tokenizer),
         args=args,
         processing_class=tokenizer,
-        train_dataset=dataset(),
+        train_dataset=dataset() if rows is None else rows,
         environment_factory=Recorded,
     )
     trainer.train()
