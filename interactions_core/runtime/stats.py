@@ -25,6 +25,7 @@ back from a file can use them as well. :mod:`.summary` puts them together.
 from __future__ import annotations
 
 import math
+import sys
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -120,8 +121,12 @@ def percentile(ordered: Sequence[float], q: float) -> float:
 def _std(scores: Sequence[float]) -> float:
     """Sample standard deviation (``n - 1``), the one GRPO implementations divide by."""
     n = len(scores)
-    mean = sum(scores) / n
-    return math.sqrt(sum((s - mean) ** 2 for s in scores) / (n - 1))
+    # Scaled by the largest magnitude so that finite scores near 1e308 do not overflow.
+    # A power of two, so that the division is exact.
+    scale = math.ldexp(1.0, math.frexp(max(abs(s) for s in scores))[1] - 1)
+    scaled = [s / scale for s in scores]
+    mean = sum(scaled) / n
+    return math.sqrt(sum((s - mean) ** 2 for s in scaled) / (n - 1)) * scale
 
 
 def error_kind(error: Mapping[str, Any]) -> str:
@@ -162,6 +167,7 @@ class GroupStats:
         "final_m2",
         "final_mean",
         "final_n",
+        "final_scale",
         "final_sum",
         "final_unit",
         "scored",
@@ -184,7 +190,8 @@ class GroupStats:
         self.final_n = 0
         self.final_sum = 0.0  # the mean reported is final_sum / final_n, as a plain average
         self.final_mean = 0.0
-        self.final_m2 = 0.0
+        self.final_m2 = 0.0  # in units of final_scale ** 2 (see _add_final)
+        self.final_scale = 1.0
         self.final_binary = True  # every final score so far is 0 or 1
         self.final_unit = True  # every final score so far lies in [0, 1]
         self.scored = 0  # episodes without error that had an interaction
@@ -232,18 +239,36 @@ class GroupStats:
             by_kind[kind] = by_kind.get(kind, 0) + 1
 
     def _add_final(self, final_score: float) -> None:
-        """Welford's update of the final score's mean and sum of squared deviations."""
+        """Welford's update of the final score's mean and sum of squared deviations.
+
+        The sum of squares is kept in units of ``final_scale ** 2``, a power of two
+        at least half as large as every score seen, so that finite scores as large as
+        ``1e308`` give a finite standard deviation instead of overflowing to
+        infinity (the ``--json`` summary must stay valid JSON). Dividing by a power
+        of two is exact, so scores in [-1, 1] are computed exactly as before.
+        """
         n = self.final_n = self.final_n + 1
         self.final_sum += final_score
+        scale = self._widen(abs(final_score))
         mean = self.final_mean
-        delta = final_score - mean
-        mean += delta / n
+        delta = final_score / scale - mean / scale
+        mean += delta / n * scale
         self.final_mean = mean
-        self.final_m2 += delta * (final_score - mean)
+        self.final_m2 += delta * (final_score / scale - mean / scale)
         if final_score != 0 and final_score != 1:
             self.final_binary = False
             if not 0.0 <= final_score <= 1.0:
                 self.final_unit = False
+
+    def _widen(self, magnitude: float) -> float:
+        """Grow ``final_scale`` to cover ``magnitude`` (rescaling ``final_m2``); return it."""
+        scale = self.final_scale
+        if magnitude > scale:
+            wider = math.ldexp(1.0, math.frexp(magnitude)[1] - 1)
+            ratio = scale / wider
+            self.final_m2 *= ratio * ratio
+            self.final_scale = scale = wider
+        return scale
 
     def _add_turn_scores(self, scores: Sequence[float], threshold: float) -> int:
         """Add each turn's score to its turn's sum; return the first solving turn (0: none)."""
@@ -282,9 +307,12 @@ class GroupStats:
             _add_counts(out.errors_by_kind, g.errors_by_kind)
             if g.final_n:
                 n = out.final_n + g.final_n
-                delta = g.final_mean - out.final_mean
-                out.final_m2 += g.final_m2 + delta * delta * out.final_n * g.final_n / n
-                out.final_mean += delta * g.final_n / n
+                scale = out._widen(g.final_scale)
+                ratio = g.final_scale / scale
+                delta = g.final_mean / scale - out.final_mean / scale
+                share = g.final_n / n
+                out.final_m2 += g.final_m2 * ratio * ratio + delta * delta * out.final_n * share
+                out.final_mean += delta * share * scale
                 out.final_n = n
                 out.final_sum += g.final_sum
                 out.final_binary = out.final_binary and g.final_binary
@@ -329,13 +357,18 @@ class GroupStats:
         if n < 2:
             return out
         mean = self.final_mean
-        std = math.sqrt(max(self.final_m2, 0.0) / (n - 1))
+        if not math.isfinite(out["mean"]):  # the plain sum overflowed; Welford's mean did not
+            out["mean"] = mean
+        std = math.sqrt(max(self.final_m2, 0.0) / (n - 1)) * self.final_scale
         stderr = std / math.sqrt(n)
         if self.final_unit:
             ci = _wilson(min(max(mean, 0.0), 1.0), n)
             method = "wilson" if self.final_binary else "wilson-bounded"
         else:
-            ci, method = [mean - _Z95 * stderr, mean + _Z95 * stderr], "normal"
+            # A bound beyond the largest float is reported as the largest float.
+            half = _Z95 * stderr
+            ci = [max(mean - half, -sys.float_info.max), min(mean + half, sys.float_info.max)]
+            method = "normal"
         out.update(std=std, stderr=stderr, ci95=ci, ci95_method=method)
         return out
 
