@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import SampleError
 
-__all__ = ["choose", "interaction_kwargs_of", "prompt_of", "sample_id_of"]
+__all__ = ["choose", "copy_messages", "interaction_kwargs_of", "prompt_of", "sample_id_of"]
 
 
 def interaction_kwargs_of(sample: Mapping[str, Any]) -> Any:
@@ -47,6 +47,15 @@ def prompt_of(sample: Mapping[str, Any]) -> list[dict[str, Any]]:
             '([{"role": ..., "content": ...}, ...])'
         )
     return [_copy_message(m) for m in prompt]
+
+
+def copy_messages(messages: list[Any]) -> list[Any]:
+    """A copy of the conversation for a plugin: editing it never reaches the record.
+
+    The record shows what the policy saw; a plugin that rewrites
+    ``messages[0]["content"]`` or appends to the list changes only its copy.
+    """
+    return [_copy_message(m) for m in messages]
 
 
 def _copy_message(message: Any) -> Any:
