@@ -14,7 +14,7 @@ from interactions_core import _index
 
 @pytest.fixture
 def cache_home(fresh_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(_index, "_checked", {})
+    monkeypatch.setattr(_index, "_checked", {}, raising=False)
     monkeypatch.setattr(_index, "_warned", False)
     return fresh_cache
 
@@ -46,7 +46,7 @@ def test_a_folder_others_can_write_is_not_trusted(
     forge(folder)
     assert entries() == [{"name": "forged"}]  # the forged file is what a trusting reader gets
     folder.chmod(0o777)
-    monkeypatch.setattr(_index, "_checked", {})
+    monkeypatch.setattr(_index, "_checked", {}, raising=False)
     assert {"name": "forged"} not in entries()
     err = capsys.readouterr().err
     assert "can be written by other users (mode 777)" in err
@@ -59,7 +59,7 @@ def test_a_folder_another_user_owns_is_not_trusted(
 ) -> None:
     entries()
     forge(cache_home / "interactions-core")
-    monkeypatch.setattr(_index, "_checked", {})
+    monkeypatch.setattr(_index, "_checked", {}, raising=False)
     me = os.getuid()
     monkeypatch.setattr(os, "getuid", lambda: me + 4242)
     assert {"name": "forged"} not in entries()
