@@ -6,9 +6,8 @@ What an RL engineer reads after a run (defined in ``docs/run.md``):
   or a whole run): the assistant-turn distribution, the final score's mean with
   its standard error and 95% interval, the cumulative share of episodes solved
   by turn *k*, the end reasons and the errors by kind. Two groups merge exactly
-  (the run's total is the merge of its interactions); the variance is
-  accumulated with Welford's method, which stays accurate when the scores are
-  large or nearly constant.
+  (the run's total is the merge of its interactions); the variance is Welford's,
+  in a scaled unit: accurate for nearly constant scores, finite up to ``1e308``.
 - :class:`PromptGroups`: how often the model solves a prompt in ``k`` tries
   (pass@k), and how much the final score varies among the ``K`` episodes of one
   prompt (GRPO's advantage is the score minus the group mean, divided by the
@@ -16,10 +15,9 @@ What an RL engineer reads after a run (defined in ``docs/run.md``):
 - :class:`UsageStats`: what the run cost in tokens and request time.
 
 The counters keep no episode: per prompt at most its ``K`` final scores (only
-when ``K > 1``), per request one latency, otherwise counts. One threshold,
-:data:`PASS_SCORE`, decides both when an episode passes (pass@k) and when a
-turn solves it. The functions take plain numbers so a report over records read
-back from a file can use them as well. :mod:`.summary` puts them together.
+when ``K > 1``), per request one latency, otherwise counts. :data:`PASS_SCORE`
+decides both when an episode passes (pass@k) and when a turn solves it. The
+functions take plain numbers, so a report over records can use them too.
 """
 
 from __future__ import annotations
@@ -118,12 +116,15 @@ def percentile(ordered: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * fraction
 
 
+def _scale_for(magnitude: float) -> float:
+    """A power of two within a factor 2 of ``magnitude``: dividing by it is exact."""
+    return math.ldexp(1.0, math.frexp(magnitude)[1] - 1)
+
+
 def _std(scores: Sequence[float]) -> float:
     """Sample standard deviation (``n - 1``), the one GRPO implementations divide by."""
     n = len(scores)
-    # Scaled by the largest magnitude so that finite scores near 1e308 do not overflow.
-    # A power of two, so that the division is exact.
-    scale = math.ldexp(1.0, math.frexp(max(abs(s) for s in scores))[1] - 1)
+    scale = _scale_for(max(abs(s) for s in scores))  # scores near 1e308 do not overflow
     scaled = [s / scale for s in scores]
     mean = sum(scaled) / n
     return math.sqrt(sum((s - mean) ** 2 for s in scaled) / (n - 1)) * scale
@@ -239,21 +240,12 @@ class GroupStats:
             by_kind[kind] = by_kind.get(kind, 0) + 1
 
     def _add_final(self, final_score: float) -> None:
-        """Welford's update of the final score's mean and sum of squared deviations.
-
-        The sum of squares is kept in units of ``final_scale ** 2``, a power of two
-        at least half as large as every score seen, so that finite scores as large as
-        ``1e308`` give a finite standard deviation instead of overflowing to
-        infinity (the ``--json`` summary must stay valid JSON). Dividing by a power
-        of two is exact, so scores in [-1, 1] are computed exactly as before.
-        """
+        """Welford's update of the mean and the squared deviations (in ``final_scale`` units)."""
         n = self.final_n = self.final_n + 1
         self.final_sum += final_score
         scale = self._widen(abs(final_score))
-        mean = self.final_mean
-        delta = final_score / scale - mean / scale
-        mean += delta / n * scale
-        self.final_mean = mean
+        delta = final_score / scale - self.final_mean / scale
+        mean = self.final_mean = self.final_mean + delta / n * scale
         self.final_m2 += delta * (final_score / scale - mean / scale)
         if final_score != 0 and final_score != 1:
             self.final_binary = False
@@ -264,7 +256,7 @@ class GroupStats:
         """Grow ``final_scale`` to cover ``magnitude`` (rescaling ``final_m2``); return it."""
         scale = self.final_scale
         if magnitude > scale:
-            wider = math.ldexp(1.0, math.frexp(magnitude)[1] - 1)
+            wider = _scale_for(magnitude)
             ratio = scale / wider
             self.final_m2 *= ratio * ratio
             self.final_scale = scale = wider
@@ -335,15 +327,12 @@ class GroupStats:
     def final_score(self) -> dict[str, Any]:
         """Mean final score with its standard deviation, standard error and 95% interval.
 
-        When every final score is 0 or 1 (pass/fail) the interval is Wilson's
-        (``"wilson"``), which stays inside [0, 1] and behaves at small n and near
-        0 or 1. When every score lies in [0, 1] but some are fractional, it is
-        Wilson's interval around the mean (``"wilson-bounded"``): a score bounded
-        by [0, 1] has a variance of at most ``mean * (1 - mean)``, so the interval
-        is conservative and, unlike ``mean ± 1.96 · stderr``, never leaves the
-        range the scores can take. Scores outside [0, 1] get the normal
-        approximation (``"normal"``).
-        Standard deviation, error and interval need at least two scores.
+        Pass/fail scores get Wilson's interval (``"wilson"``: inside [0, 1], sound
+        at small n and near 0 or 1); fractional scores in [0, 1] get Wilson's
+        around the mean (``"wilson-bounded"``: their variance is at most
+        ``mean * (1 - mean)``, so it is conservative and never leaves [0, 1]);
+        other scores the normal approximation (``"normal"``). The spread and
+        interval need at least two scores.
         """
         n = self.final_n
         out: dict[str, Any] = {
@@ -357,7 +346,7 @@ class GroupStats:
         if n < 2:
             return out
         mean = self.final_mean
-        if not math.isfinite(out["mean"]):  # the plain sum overflowed; Welford's mean did not
+        if not math.isfinite(out["mean"]):  # the sum overflowed; Welford's mean did not
             out["mean"] = mean
         std = math.sqrt(max(self.final_m2, 0.0) / (n - 1)) * self.final_scale
         stderr = std / math.sqrt(n)
@@ -365,10 +354,8 @@ class GroupStats:
             ci = _wilson(min(max(mean, 0.0), 1.0), n)
             method = "wilson" if self.final_binary else "wilson-bounded"
         else:
-            # A bound beyond the largest float is reported as the largest float.
-            half = _Z95 * stderr
-            ci = [max(mean - half, -sys.float_info.max), min(mean + half, sys.float_info.max)]
-            method = "normal"
+            half, top = _Z95 * stderr, sys.float_info.max  # a bound past it is reported as it
+            ci, method = [max(mean - half, -top), min(mean + half, top)], "normal"
         out.update(std=std, stderr=stderr, ci95=ci, ci95_method=method)
         return out
 
