@@ -423,21 +423,34 @@ def _hints(schema: type) -> dict[str, Any]:
 
 
 def type_name(tp: Any) -> str:
-    """A short, readable name for an annotation (``'strict' | 'flexible'``, ``int``)."""
+    """A short name for an annotation in a config author's words (``int``, ``list[str]``).
+
+    Every sequence type is called a list, the only sequence YAML has: a user
+    told "must be tuple" cannot write one.
+    """
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin is typing.Literal:
         return " | ".join(repr(a) for a in args)
     if origin in (typing.Union, types.UnionType):
         return " | ".join(type_name(a) for a in args)
+    if origin in _SEQUENCES:  # YAML has lists only: tuple[str, ...] reads list[str]
+        inner = ", ".join(dict.fromkeys(type_name(a) for a in args if a is not Ellipsis))
+        return f"list[{inner}]" if inner else "list"
     if origin is not None:
         inner = ", ".join(type_name(a) for a in args)
         return f"{getattr(origin, '__name__', str(origin))}[{inner}]"
     if tp is type(None):
         return "None"
+    if tp in _SEQUENCES:
+        return "list"
     if isinstance(tp, type):
         return tp.__name__
     return str(tp)
+
+
+#: Python's sequence types, each of which a config file writes as a YAML list.
+_SEQUENCES = (list, tuple, set, frozenset)
 
 
 def _matches(value: Any, tp: Any) -> bool:

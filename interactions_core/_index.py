@@ -103,6 +103,53 @@ def cache_dir() -> str:
     return os.path.join(base, "interactions-core")
 
 
+#: The folders already checked by :func:`_folder_is_safe`, with the verdict.
+_checked: dict[str, bool] = {}
+
+
+def _folder_is_safe(folder: str) -> bool:
+    """Whether the cache ``folder`` may be trusted: created 0700, else ours and not shared.
+
+    Whoever can write the folder decides what ``interactions list`` shows and
+    which class a name loads, so a folder another user owns, or that others can
+    write (a shared ``XDG_CACHE_HOME``), is never read or written: the cache is
+    bypassed with one warning saying what to do. Checked once per process.
+    """
+    verdict = _checked.get(folder)
+    if verdict is None:
+        verdict = _checked[folder] = _check_folder(folder)
+    return verdict
+
+
+def _check_folder(folder: str) -> bool:
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        info = os.stat(folder)
+    except OSError:
+        return True  # unusable: the writes fail and say so (_write)
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    if uid is None:  # no owners to compare (Windows): the user's profile protects it
+        return True
+    problem = ""
+    if info.st_uid != uid:
+        problem = f"is owned by another user (uid {info.st_uid}, you are {uid})"
+    elif info.st_mode & 0o022:
+        problem = f"can be written by other users (mode {info.st_mode & 0o777:o})"
+    if problem:
+        _warn(
+            f"the index cache folder {folder} {problem}, so it is not trusted. Remove it "
+            f"(or run 'chmod 700 {folder}' if it is yours), or set XDG_CACHE_HOME to a "
+            f"folder of your own; {NO_CACHE_VAR}=1 turns the cache off"
+        )
+        return False
+    return True
+
+
+def _cache_usable() -> bool:
+    """The cache is on and its folder is safe to trust (see :func:`_folder_is_safe`)."""
+    return cache_enabled() and _folder_is_safe(cache_dir())
+
+
 def _mtime(path: str) -> int:
     try:
         return os.stat(path or ".").st_mtime_ns
@@ -178,7 +225,7 @@ def _write(path: str, content: dict[str, Any]) -> bool:
     folder = os.path.dirname(path)
     tmp = f"{path}.{os.getpid()}.{id(content):x}.tmp"
     try:
-        os.makedirs(folder, exist_ok=True)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as fh:
             json.dump({"format": FORMAT, **content}, fh, ensure_ascii=False)
         os.replace(tmp, path)
@@ -194,7 +241,7 @@ def _write(path: str, content: dict[str, Any]) -> bool:
 
 def _load_cached(key: list[object]) -> Index | None:
     """The cached index for ``key``, or ``None`` when missing, stale or unreadable."""
-    if not cache_enabled():
+    if not _cache_usable():
         return None
     stored = _read(_index_file(key))
     if stored is None or stored.get("key") != key:
@@ -204,14 +251,14 @@ def _load_cached(key: list[object]) -> Index | None:
 
 
 def _store(key: list[object], payload: Index) -> bool:
-    if not cache_enabled():
+    if not _cache_usable():
         return False
     return _write(_index_file(key), {"key": key, "payload": payload})
 
 
 def _load_hook_results() -> dict[str, Any]:
     """What hook plugins registered, by the JSON text of their :func:`hook_key`."""
-    if not cache_enabled():
+    if not _cache_usable():
         return {}
     stored = _read(_hooks_file())
     results = stored.get("results") if stored else None
@@ -219,7 +266,7 @@ def _load_hook_results() -> dict[str, Any]:
 
 
 def _store_hook_results(results: dict[str, Any]) -> bool:
-    if not cache_enabled():
+    if not _cache_usable():
         return False
     return _write(_hooks_file(), {"results": results})
 
@@ -257,12 +304,11 @@ class BuildLock:
         self._fd: int | None = None
 
     def __enter__(self) -> BuildLock:
-        if not cache_enabled():
+        if not _cache_usable():
             return self
         try:
             import fcntl
 
-            os.makedirs(cache_dir(), exist_ok=True)
             fd = os.open(os.path.join(cache_dir(), "build.lock"), os.O_RDWR | os.O_CREAT, 0o644)
         except (ImportError, OSError):
             return self
@@ -485,7 +531,7 @@ def _remember_hooks(payload: Index, known: dict[str, Any]) -> None:
 def save_hooks(index: Index) -> None:
     """Persist the hook registrations learned after ``index`` was loaded (best effort)."""
     key = index.get("_key")
-    if key is None or not cache_enabled():
+    if key is None or not _cache_usable():
         return
     payload = {k: v for k, v in index.items() if not k.startswith("_")}
     _store(key, payload)

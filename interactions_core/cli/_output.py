@@ -52,7 +52,24 @@ class json_output:
 
 
 def print_json(data: Any) -> None:
-    """Print ``data`` as ``json.dumps(data, indent=2)`` (unknown types as their ``str``)."""
+    """Print ``data`` as ``json.dumps(data, indent=2)`` (unknown types as their ``str``).
+
+    The document is always valid JSON (RFC 8259): a float that is ``NaN`` or
+    infinite, which ``json`` would print as the non-standard ``NaN`` or
+    ``Infinity``, is printed as ``null``.
+    """
     import json
 
-    (_json_stream or sys.stdout).write(json.dumps(data, indent=2, default=str) + "\n")
+    text = json.dumps(_finite(data), indent=2, default=str, allow_nan=False)
+    (_json_stream or sys.stdout).write(text + "\n")
+
+
+def _finite(data: Any) -> Any:
+    """``data`` with every non-finite float replaced by ``None`` (lists, tuples, dicts)."""
+    if isinstance(data, float):
+        return data if data - data == 0.0 else None  # NaN and ±inf give NaN
+    if isinstance(data, dict):
+        return {key: _finite(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [_finite(value) for value in data]
+    return data

@@ -104,7 +104,10 @@ def _print_table(rows: list[dict], *, expand: bool, filtered: bool) -> None:
         sys.stdout.write("\n")
         for r in problems:
             line = f"{r['name']} ({r['distribution']}): {r['status']}: {r['error']}"
-            sys.stdout.write(_printable(line) + "\n")
+            # A multi-line error (the spec's list of problems) keeps its lines;
+            # only the characters inside each line are escaped.
+            for part in line.splitlines():
+                sys.stdout.write(_printable(part) + "\n")
 
 
 def select(

@@ -10,9 +10,10 @@ verl's multi-turn semantics, precisely (see ``docs/episodes.md``):
    ``start_interaction(instance_id, **interaction_kwargs)``.
 3. ``messages`` starts as a copy of the sample's ``prompt``. Each turn: the
    policy's reply is appended as ``{"role": "assistant", "content": reply}``;
-   ``generate_response(instance_id, messages, **interaction_kwargs)`` sees the
-   whole list; its score is recorded; unless the episode ends here, its feedback
-   is appended as ``{"role": "user", "content": feedback}``.
+   ``generate_response(instance_id, messages, **interaction_kwargs)`` sees a
+   copy of the whole list (its edits never reach the record or the policy);
+   its score is recorded; unless the episode ends here, its feedback is
+   appended as ``{"role": "user", "content": feedback}``.
 4. The episode ends, checked in this order after each judged turn, when the
    interaction says terminate (``terminated``), when ``max_assistant_turns``
    assistant turns were judged (``max_assistant_turns``), when
@@ -45,7 +46,7 @@ from ..errors import PolicyError, SampleError
 from .observers import Observers
 from .options import RunOptions
 from .record import EpisodeRecord
-from .samples import choose, interaction_kwargs_of, prompt_of, sample_id_of
+from .samples import choose, copy_messages, interaction_kwargs_of, prompt_of, sample_id_of
 from .session import Session, SessionTracker, call_error, stops_the_run
 from .step import CANCELLED, ERROR, EXHAUSTED, SINGLE_TURN, conclude_turn
 
@@ -253,7 +254,7 @@ class EpisodeLoop:
             messages.append({"role": "assistant", "content": text})
             record.turns += 1
             record.stage = "generate_response"
-            result = await respond(messages)
+            result = await respond(copy_messages(messages))  # the record keeps what the policy saw
             record.scores.append(result.score)
             if result.extra or record.extras is not None:
                 record.keep_extra(result.extra)

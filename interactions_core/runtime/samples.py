@@ -15,17 +15,46 @@ from typing import Any
 
 from ..errors import SampleError
 
-__all__ = ["choose", "interaction_kwargs_of", "prompt_of", "sample_id_of"]
+__all__ = ["choose", "copy_messages", "interaction_kwargs_of", "prompt_of", "sample_id_of"]
 
 
 def interaction_kwargs_of(sample: Mapping[str, Any]) -> Any:
-    """The sample's ``interaction_kwargs``: ``extra_info``'s (verl) or the top-level one."""
+    """The sample's ``interaction_kwargs``: ``extra_info``'s (verl) or the top-level one.
+
+    ``extra_info``'s wins because it is the only one verl reads: a row then
+    plays the same interaction here as in training. When both are present and
+    name different interactions, an :class:`~interactions_core.errors.InteractionsWarning`
+    says which is used and why, instead of a silent pick.
+    """
     extra = sample.get("extra_info")
     if extra is not None and (extra.__class__ is dict or isinstance(extra, Mapping)):
         kwargs = extra.get("interaction_kwargs")
         if kwargs is not None:
+            top = sample.get("interaction_kwargs")
+            if top is not None:
+                _warn_if_names_differ(kwargs, top)
             return kwargs
     return sample.get("interaction_kwargs")
+
+
+def _warn_if_names_differ(used: Any, ignored: Any) -> None:
+    """Warn when ``extra_info``'s and the top-level ``interaction_kwargs`` name different ones."""
+    if not (isinstance(used, Mapping) and isinstance(ignored, Mapping)):
+        return
+    name, other = used.get("name"), ignored.get("name")
+    if other is None or name == other:
+        return
+    import warnings
+
+    from ..errors import InteractionsWarning
+
+    warnings.warn(
+        f"the sample names interaction {name!r} in extra_info.interaction_kwargs and "
+        f"{other!r} in its top-level interaction_kwargs; using extra_info's ({name!r}), "
+        "the one verl reads. Remove one of the two so that the row says what it plays.",
+        InteractionsWarning,
+        stacklevel=3,
+    )
 
 
 def sample_id_of(sample: Mapping[str, Any], index: int) -> Any:
@@ -47,6 +76,15 @@ def prompt_of(sample: Mapping[str, Any]) -> list[dict[str, Any]]:
             '([{"role": ..., "content": ...}, ...])'
         )
     return [_copy_message(m) for m in prompt]
+
+
+def copy_messages(messages: list[Any]) -> list[Any]:
+    """A copy of the conversation for a plugin: editing it never reaches the record.
+
+    The record shows what the policy saw; a plugin that rewrites
+    ``messages[0]["content"]`` or appends to the list changes only its copy.
+    """
+    return [_copy_message(m) for m in messages]
 
 
 def _copy_message(message: Any) -> Any:
@@ -94,7 +132,13 @@ def choose(
                 "or set 'default:' in the config"
             )
         name = kwargs["name"] = default
-    interaction = interactions.get(name) if isinstance(name, str) else None
+    if not isinstance(name, str):
+        raise error(
+            f"interaction_kwargs 'name' must be a string such as \"gsm8k\", "
+            f"not {type(name).__name__} {name!r}"
+            + (f"; write {name[0]!r}" if isinstance(name, list) and len(name) == 1 else "")
+        )
+    interaction = interactions.get(name)
     if interaction is None:
         from .._names import suggest
 

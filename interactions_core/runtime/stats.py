@@ -6,9 +6,8 @@ What an RL engineer reads after a run (defined in ``docs/run.md``):
   or a whole run): the assistant-turn distribution, the final score's mean with
   its standard error and 95% interval, the cumulative share of episodes solved
   by turn *k*, the end reasons and the errors by kind. Two groups merge exactly
-  (the run's total is the merge of its interactions); the variance is
-  accumulated with Welford's method, which stays accurate when the scores are
-  large or nearly constant.
+  (the run's total is the merge of its interactions); the variance is Welford's,
+  in a scaled unit: accurate for nearly constant scores, finite up to ``1e308``.
 - :class:`PromptGroups`: how often the model solves a prompt in ``k`` tries
   (pass@k), and how much the final score varies among the ``K`` episodes of one
   prompt (GRPO's advantage is the score minus the group mean, divided by the
@@ -16,15 +15,15 @@ What an RL engineer reads after a run (defined in ``docs/run.md``):
 - :class:`UsageStats`: what the run cost in tokens and request time.
 
 The counters keep no episode: per prompt at most its ``K`` final scores (only
-when ``K > 1``), per request one latency, otherwise counts. One threshold,
-:data:`PASS_SCORE`, decides both when an episode passes (pass@k) and when a
-turn solves it. The functions take plain numbers so a report over records read
-back from a file can use them as well. :mod:`.summary` puts them together.
+when ``K > 1``), per request one latency, otherwise counts. :data:`PASS_SCORE`
+decides both when an episode passes (pass@k) and when a turn solves it. The
+functions take plain numbers, so a report over records can use them too.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -117,11 +116,18 @@ def percentile(ordered: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * fraction
 
 
+def _scale_for(magnitude: float) -> float:
+    """A power of two within a factor 2 of ``magnitude``: dividing by it is exact."""
+    return math.ldexp(1.0, math.frexp(magnitude)[1] - 1)
+
+
 def _std(scores: Sequence[float]) -> float:
     """Sample standard deviation (``n - 1``), the one GRPO implementations divide by."""
     n = len(scores)
-    mean = sum(scores) / n
-    return math.sqrt(sum((s - mean) ** 2 for s in scores) / (n - 1))
+    scale = _scale_for(max(abs(s) for s in scores))  # scores near 1e308 do not overflow
+    scaled = [s / scale for s in scores]
+    mean = sum(scaled) / n
+    return math.sqrt(sum((s - mean) ** 2 for s in scaled) / (n - 1)) * scale
 
 
 def error_kind(error: Mapping[str, Any]) -> str:
@@ -162,6 +168,7 @@ class GroupStats:
         "final_m2",
         "final_mean",
         "final_n",
+        "final_scale",
         "final_sum",
         "final_unit",
         "scored",
@@ -184,7 +191,8 @@ class GroupStats:
         self.final_n = 0
         self.final_sum = 0.0  # the mean reported is final_sum / final_n, as a plain average
         self.final_mean = 0.0
-        self.final_m2 = 0.0
+        self.final_m2 = 0.0  # in units of final_scale ** 2 (see _add_final)
+        self.final_scale = 1.0
         self.final_binary = True  # every final score so far is 0 or 1
         self.final_unit = True  # every final score so far lies in [0, 1]
         self.scored = 0  # episodes without error that had an interaction
@@ -232,18 +240,27 @@ class GroupStats:
             by_kind[kind] = by_kind.get(kind, 0) + 1
 
     def _add_final(self, final_score: float) -> None:
-        """Welford's update of the final score's mean and sum of squared deviations."""
+        """Welford's update of the mean and the squared deviations (in ``final_scale`` units)."""
         n = self.final_n = self.final_n + 1
         self.final_sum += final_score
-        mean = self.final_mean
-        delta = final_score - mean
-        mean += delta / n
-        self.final_mean = mean
-        self.final_m2 += delta * (final_score - mean)
+        scale = self._widen(abs(final_score))
+        delta = final_score / scale - self.final_mean / scale
+        mean = self.final_mean = self.final_mean + delta / n * scale
+        self.final_m2 += delta * (final_score / scale - mean / scale)
         if final_score != 0 and final_score != 1:
             self.final_binary = False
             if not 0.0 <= final_score <= 1.0:
                 self.final_unit = False
+
+    def _widen(self, magnitude: float) -> float:
+        """Grow ``final_scale`` to cover ``magnitude`` (rescaling ``final_m2``); return it."""
+        scale = self.final_scale
+        if magnitude > scale:
+            wider = _scale_for(magnitude)
+            ratio = scale / wider
+            self.final_m2 *= ratio * ratio
+            self.final_scale = scale = wider
+        return scale
 
     def _add_turn_scores(self, scores: Sequence[float], threshold: float) -> int:
         """Add each turn's score to its turn's sum; return the first solving turn (0: none)."""
@@ -282,9 +299,12 @@ class GroupStats:
             _add_counts(out.errors_by_kind, g.errors_by_kind)
             if g.final_n:
                 n = out.final_n + g.final_n
-                delta = g.final_mean - out.final_mean
-                out.final_m2 += g.final_m2 + delta * delta * out.final_n * g.final_n / n
-                out.final_mean += delta * g.final_n / n
+                scale = out._widen(g.final_scale)
+                ratio = g.final_scale / scale
+                delta = g.final_mean / scale - out.final_mean / scale
+                share = g.final_n / n
+                out.final_m2 += g.final_m2 * ratio * ratio + delta * delta * out.final_n * share
+                out.final_mean += delta * share * scale
                 out.final_n = n
                 out.final_sum += g.final_sum
                 out.final_binary = out.final_binary and g.final_binary
@@ -307,15 +327,12 @@ class GroupStats:
     def final_score(self) -> dict[str, Any]:
         """Mean final score with its standard deviation, standard error and 95% interval.
 
-        When every final score is 0 or 1 (pass/fail) the interval is Wilson's
-        (``"wilson"``), which stays inside [0, 1] and behaves at small n and near
-        0 or 1. When every score lies in [0, 1] but some are fractional, it is
-        Wilson's interval around the mean (``"wilson-bounded"``): a score bounded
-        by [0, 1] has a variance of at most ``mean * (1 - mean)``, so the interval
-        is conservative and, unlike ``mean ± 1.96 · stderr``, never leaves the
-        range the scores can take. Scores outside [0, 1] get the normal
-        approximation (``"normal"``).
-        Standard deviation, error and interval need at least two scores.
+        Pass/fail scores get Wilson's interval (``"wilson"``: inside [0, 1], sound
+        at small n and near 0 or 1); fractional scores in [0, 1] get Wilson's
+        around the mean (``"wilson-bounded"``: their variance is at most
+        ``mean * (1 - mean)``, so it is conservative and never leaves [0, 1]);
+        other scores the normal approximation (``"normal"``). The spread and
+        interval need at least two scores.
         """
         n = self.final_n
         out: dict[str, Any] = {
@@ -329,13 +346,16 @@ class GroupStats:
         if n < 2:
             return out
         mean = self.final_mean
-        std = math.sqrt(max(self.final_m2, 0.0) / (n - 1))
+        if not math.isfinite(out["mean"]):  # the sum overflowed; Welford's mean did not
+            out["mean"] = mean
+        std = math.sqrt(max(self.final_m2, 0.0) / (n - 1)) * self.final_scale
         stderr = std / math.sqrt(n)
         if self.final_unit:
             ci = _wilson(min(max(mean, 0.0), 1.0), n)
             method = "wilson" if self.final_binary else "wilson-bounded"
         else:
-            ci, method = [mean - _Z95 * stderr, mean + _Z95 * stderr], "normal"
+            half, top = _Z95 * stderr, sys.float_info.max  # a bound past it is reported as it
+            ci, method = [max(mean - half, -top), min(mean + half, top)], "normal"
         out.update(std=std, stderr=stderr, ci95=ci, ci95_method=method)
         return out
 

@@ -1,0 +1,74 @@
+"""``--json`` output is always valid JSON, and huge finite scores keep finite figures."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+from typing import Any
+
+import pytest
+
+from interactions_core.cli._output import print_json
+from interactions_core.runtime.summary import SummaryStats
+
+
+def strict_loads(text: str) -> Any:
+    """``json.loads`` that refuses the non-standard ``NaN``/``Infinity`` tokens."""
+
+    def refuse(token: str) -> None:
+        raise ValueError(f"not valid JSON: {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def summary(scores: list[float]) -> SummaryStats:
+    stats = SummaryStats()
+    for score in scores:
+        stats.add("t", "exhausted", 1, [score], score, ())
+    return stats
+
+
+@pytest.mark.parametrize(
+    "scores",
+    [[1e308, 1e308, 0.0], [1e308, -1e308], [-1.7e308, 1.7e308, 1.7e308, 3.0]],
+)
+def test_finite_huge_scores_keep_std_stderr_and_ci95_finite(scores: list[float]) -> None:
+    final = summary(scores).total.final_score()
+    for key in ("mean", "std", "stderr"):
+        assert math.isfinite(final[key]), (key, final)
+    assert all(math.isfinite(bound) for bound in final["ci95"])
+    expected = statistics.stdev([s / 2.0**1000 for s in scores]) * 2.0**1000
+    assert final["std"] == pytest.approx(expected, rel=1e-9)
+    assert final["mean"] == pytest.approx(statistics.fmean([s / 4 for s in scores]) * 4)
+
+
+def test_merged_groups_with_huge_scores_stay_finite() -> None:
+    stats = SummaryStats()
+    for name, score in [("a", 1e308), ("a", 0.5), ("b", -1e308), ("b", 2.0)]:
+        stats.add(name, "exhausted", 1, [score], score, ())
+    final = stats.total.final_score()
+    assert math.isfinite(final["std"]) and math.isfinite(final["stderr"])
+    assert final["ci95"][1] <= sys.float_info.max
+
+
+def test_small_scores_give_the_same_figures_as_before() -> None:
+    scores = [0.25, 3.0, -2.5, 7.75, 0.0]
+    final = summary(scores).total.final_score()
+    assert final["std"] == pytest.approx(statistics.stdev(scores), rel=1e-12)
+
+
+def test_summary_with_huge_scores_prints_valid_json(capsys: pytest.CaptureFixture[str]) -> None:
+    print_json(summary([1e308, 1e308, 0.0]).as_dict())
+    data = strict_loads(capsys.readouterr().out)
+    assert isinstance(data, dict)
+
+
+def test_non_finite_floats_print_as_null(capsys: pytest.CaptureFixture[str]) -> None:
+    print_json({"a": math.nan, "b": [math.inf, -math.inf, 1.5], "c": (2.0, math.nan)})
+    assert strict_loads(capsys.readouterr().out) == {
+        "a": None,
+        "b": [None, None, 1.5],
+        "c": [2.0, None],
+    }
