@@ -200,7 +200,11 @@ def bench_ray(session: nox.Session) -> None:
 
 
 #: The OpenEnv server stack, pinned: what `interactions-core[openenv]` installs, tested.
-OPENENV_PINS = ["openenv-core==0.3.0", "uvicorn==0.55.0"]
+OPENENV_PINS = ["openenv==0.10.0", "uvicorn==0.55.0"]
+#: The older package name, still installed by some users: tested alone, never beside `openenv`.
+OPENENV_CORE_PINS = ["openenv-core==0.3.0", "uvicorn==0.55.0"]
+#: Tells tests/serve/test_server_packaging.py which OpenEnv distribution a session pinned.
+OPENENV_EXPECTED = "INTERACTIONS_EXPECT_OPENENV"
 #: TRL and what its GRPO trainer needs on CPU; torch first so its CPU build is the one used.
 TRL_STEPS = [["torch==2.13.0"], ["trl==1.16.0", *OPENENV_PINS]]
 
@@ -213,16 +217,25 @@ def serve(session: nox.Session) -> None:
     """
     python = heavy_env(session, "serve", [OPENENV_PINS])
     session.run(str(python), "-m", "pytest", "tests/serve", "-q", *session.posargs,
-                external=True, env=STRICT)  # fmt: skip
+                external=True, env={**STRICT, OPENENV_EXPECTED: OPENENV_PINS[0]})  # fmt: skip
     session.run(str(python), "benchmarks/bench_serve.py", "--quick", external=True)
+
+
+@nox.session(python=False)
+def serve_openenv_core(session: nox.Session) -> None:
+    """The server tests again with the older `openenv-core` 0.3 installed alone."""
+    python = heavy_env(session, "openenv-core", [OPENENV_CORE_PINS])
+    session.run(str(python), "-m", "pytest", "tests/serve", "-q", *session.posargs,
+                external=True, env={**STRICT, OPENENV_EXPECTED: OPENENV_CORE_PINS[0]})  # fmt: skip
 
 
 @nox.session(python=False)
 def trl(session: nox.Session) -> None:
     """Two GRPO steps on CPU through `interactions_core.integrations.trl`, in-process and served."""
     python = heavy_env(session, "trl", TRL_STEPS)
-    session.run(str(python), "-m", "pytest", "tests/trl", "-q", *session.posargs,
-                external=True, env=STRICT)  # fmt: skip
+    session.run(str(python), "-m", "pytest", "tests/trl", "tests/serve/test_server_packaging.py",
+                "-q", *session.posargs, external=True,
+                env={**STRICT, OPENENV_EXPECTED: OPENENV_PINS[0]})  # fmt: skip
 
 
 #: skyrl-gym's released wheel, pinned: what `interactions-core[skyrl]` installs, tested.

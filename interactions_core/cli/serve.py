@@ -52,6 +52,13 @@ COMMAND = Command(
             metavar="N",
             help="end an episode once N feedback messages were appended (default: no limit)",
         ),
+        Arg(
+            "--rewards",
+            default="turn",
+            choices=("turn", "final"),
+            help="each step's reward: turn (default), the turn's score; final, 0 until the "
+            "last step, whose reward is the episode's score (for clients that sum rewards)",
+        ),
         timeout("a timeout ends that episode with an error"),
         default_interaction("resets"),
         Arg(
@@ -123,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
         max_user_turns=args.max_user_turns,
         timeout=args.timeout,
         token=token,
+        rewards=args.rewards,
     )
     warning = host_warning(args.host, token)
     if warning:

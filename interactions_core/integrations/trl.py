@@ -31,7 +31,7 @@ import asyncio
 import atexit
 import threading
 import weakref
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, ClassVar, TypeVar
 
 from ..errors import InteractionsError
@@ -110,6 +110,16 @@ class _InProcess:
         return self.hub.tracker.open
 
 
+async def _awaited(call: Callable[[], Any]) -> Any:
+    """Call an OpenEnv client method on the private loop and await what it returns.
+
+    ``openenv-core`` 0.3 returns a coroutine; ``openenv`` 0.10 returns an awaitable
+    inside a running loop but runs the call synchronously outside one, so the
+    method is called here, on the loop.
+    """
+    return await call()
+
+
 class _Remote:
     """Episodes played on a running ``interactions serve`` through OpenEnv's client."""
 
@@ -138,9 +148,9 @@ class _Remote:
         observation["done"] = result.done
         return observation
 
-    def _call(self, coro: Coroutine[Any, Any, Any]) -> Any:
+    def _call(self, call: Callable[[], Any]) -> Any:
         try:
-            return self.loop.run(coro)
+            return self.loop.run(_awaited(call))
         except RuntimeError as exc:  # OpenEnv's client reports server errors this way
             message = str(exc).removeprefix("Server error: ")
             raise InteractionsError(message) from exc
@@ -161,7 +171,7 @@ class _Remote:
         delay = 0.05
         while True:
             try:
-                return self._result(self._call(client.reset(**arguments)))
+                return self._result(self._call(lambda: client.reset(**arguments)))
             except InteractionsError as exc:
                 if not str(exc).startswith(AT_CAPACITY) or time.monotonic() > deadline:
                     raise
@@ -169,19 +179,19 @@ class _Remote:
             delay = min(delay * 2, 1.0)
 
     def step(self, client: Any, content: str) -> dict[str, Any]:
-        return self._result(self._call(client.step({"content": content})))
+        return self._result(self._call(lambda: client.step({"content": content})))
 
     def end(self, client: Any) -> None:
         # Closing the connection ends the episode: the server finalizes its session.
-        self.loop.run(client.close())
+        self.loop.run(_awaited(client.close))
 
     def release(self, client: Any) -> None:
-        self.loop.submit(client.close())
+        self.loop.submit(_awaited(client.close))
 
     def shutdown(self) -> None:
         for client in list(self._clients):
             try:
-                self.loop.run(client.close(), timeout=10)
+                self.loop.run(_awaited(client.close), timeout=10)
             except Exception:  # interpreter exit: the server finalizes on disconnect anyway
                 pass
 

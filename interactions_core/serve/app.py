@@ -44,6 +44,7 @@ from .. import __version__
 from ..errors import BadActionError, BadResetError, ServeError
 from .episode import ServedEpisode
 from .hub import Hub
+from .schema import publish_reset_schema, reset_schema_options
 
 __all__ = [
     "InteractionAction",
@@ -215,7 +216,9 @@ def create_app(hub: Hub) -> Any:
         InteractionObservation,
         env_name="interactions",
         max_concurrent_envs=limit,
+        **reset_schema_options(openenv_app, InteractionObservation),
     )
+    publish_reset_schema(app, InteractionAction, InteractionObservation, InteractionState)
 
     async def serve_error(request: Request, exc: Exception) -> JSONResponse:
         status = getattr(exc, "status", 400)

@@ -18,7 +18,9 @@
 
 Observations are plain dicts with the fields of the OpenEnv observation:
 ``messages``, ``feedback``, ``turn``, ``final_score``, ``interaction``,
-``reward`` (the turn's score) and ``done``.
+``reward`` and ``done``. ``reward`` follows the hub's ``rewards`` mode: the
+turn's score (``turn``), or 0 until the last step, which carries the episode's
+score (``final``), so a consumer summing step rewards gets ``calculate_score``.
 """
 
 from __future__ import annotations
@@ -201,7 +203,13 @@ class ServedEpisode:
                 await self._close(session)
             else:
                 self.user_turns += 1  # the step appended the feedback
-            return self.observation(result.content, result.score)
+            return self.observation(result.content, self._reward(result.score))
+
+    def _reward(self, turn_score: float) -> float:
+        """The step's reward under the hub's ``rewards`` mode (see the module docstring)."""
+        if self.hub.rewards == "turn":
+            return turn_score
+        return self.final_score if self.done and self.final_score is not None else 0.0
 
     async def end(self) -> None:
         """End the episode in progress, if any, finalizing its session; never raises."""

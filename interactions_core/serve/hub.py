@@ -23,7 +23,12 @@ from ..runtime.session import SessionTracker
 if TYPE_CHECKING:
     from .episode import ServedEpisode
 
-__all__ = ["Hub"]
+__all__ = ["REWARD_MODES", "Hub"]
+
+#: What a step's ``reward`` carries: ``turn``, the turn's score (the default);
+#: ``final``, 0 until the last step, which carries ``calculate_score``, so a
+#: consumer that sums the step rewards gets the interaction's score.
+REWARD_MODES = ("turn", "final")
 
 
 class Hub:
@@ -34,7 +39,8 @@ class Hub:
     the start-up summary. ``max_sessions`` bounds the episodes open at once,
     ``max_turns`` the assistant turns of one episode, ``max_user_turns`` the
     feedback messages appended in one episode, ``timeout`` (seconds) each
-    call into a plugin; ``token``, when set, must come with every reset.
+    call into a plugin; ``token``, when set, must come with every reset;
+    ``rewards`` is one of :data:`REWARD_MODES`.
     """
 
     def __init__(
@@ -48,6 +54,7 @@ class Hub:
         max_user_turns: int | None = None,
         timeout: float | None = None,
         token: str | None = None,
+        rewards: str = "turn",
     ) -> None:
         if not interactions:
             raise ValueError("a hub needs at least one interaction")
@@ -62,7 +69,13 @@ class Hub:
         ):
             if value is not None and (isinstance(value, bool) or value < 1):
                 raise ValueError(f"{label} must be a positive integer or None, not {value!r}")
+        if rewards not in REWARD_MODES:
+            raise ValueError(
+                f"rewards must be one of {', '.join(REWARD_MODES)}, not {rewards!r}: 'turn' "
+                "gives each step its turn score, 'final' gives the episode's score at the end"
+            )
         self.interactions = dict(interactions)
+        self.rewards = rewards
         self.default = default
         self.origins = dict(origins or {})
         self.max_sessions = max_sessions
@@ -188,6 +201,7 @@ class Hub:
             "max_sessions": self.max_sessions,
             "max_turns": self.max_turns,
             "max_user_turns": self.max_user_turns,
+            "rewards": self.rewards,
             "sessions": {
                 "open": tracker.open,
                 "started": tracker.started,
@@ -207,5 +221,7 @@ class Hub:
             limits += f", max {self.max_turns} turns"
         if self.max_user_turns:
             limits += f", max {self.max_user_turns} user turns"
+        if self.rewards != "turn":
+            limits += f", {self.rewards} rewards"
         plural = "s" if len(parts) != 1 else ""
         return f"serving {len(parts)} interaction{plural}: {', '.join(parts)}; {limits}"
