@@ -221,20 +221,16 @@ def _read(path: str) -> dict[str, Any] | None:
 
 
 def _write(path: str, content: dict[str, Any]) -> bool:
-    """Write ``content`` as JSON to ``path`` through a temporary file and a rename."""
+    """Write ``content`` as JSON to ``path`` whole (the one atomic write, ``_files``)."""
+    from ._files import write_atomically
+
     folder = os.path.dirname(path)
-    tmp = f"{path}.{os.getpid()}.{id(content):x}.tmp"
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"format": FORMAT, **content}, fh, ensure_ascii=False)
-        os.replace(tmp, path)
+        data = json.dumps({"format": FORMAT, **content}, ensure_ascii=False).encode("utf-8")
+        write_atomically(path, data)
         return True
     except (OSError, ValueError, TypeError) as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         _warn(f"cannot write the index cache in {folder} ({exc.__class__.__name__}: {exc})")
         return False
 
@@ -307,46 +303,34 @@ class BuildLock:
         if not _cache_usable():
             return self
         try:
-            import fcntl
-
             fd = os.open(os.path.join(cache_dir(), "build.lock"), os.O_RDWR | os.O_CREAT, 0o644)
-        except (ImportError, OSError):
+        except OSError:
             return self
-        if self._wait(fcntl, fd):
+        if self._wait(fd):
             self._fd = fd
         else:
             os.close(fd)
         return self
 
     @staticmethod
-    def _wait(fcntl: Any, fd: int) -> bool:
-        import time
+    def _wait(fd: int) -> bool:
+        """Take the lock (the one lock helper, ``_files``), waiting at most the limit."""
+        from ._files import lock_fd
 
         text = os.environ.get(LOCK_TIMEOUT_VAR, "").strip()
         try:
             limit = float(text) if text else LOCK_TIMEOUT
         except ValueError:
             limit = LOCK_TIMEOUT
-        deadline = time.monotonic() + limit
-        pause = 0.005
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return True
-            except BlockingIOError:
-                pass
-            except OSError:
-                return False
-            if time.monotonic() >= deadline:
-                sys.stderr.write(
-                    "interactions-core: warning: another interactions process has held the "
-                    f"index lock in {cache_dir()} for over {limit:g} s (a plugin hanging at "
-                    "import?); building the index without waiting "
-                    f"({LOCK_TIMEOUT_VAR} sets the wait)\n"
-                )
-                return False
-            time.sleep(pause)
-            pause = min(pause * 2, 0.1)
+        held = lock_fd(fd, limit)
+        if held is False:
+            sys.stderr.write(
+                "interactions-core: warning: another interactions process has held the "
+                f"index lock in {cache_dir()} for over {limit:g} s (a plugin hanging at "
+                "import?); building the index without waiting "
+                f"({LOCK_TIMEOUT_VAR} sets the wait)\n"
+            )
+        return bool(held)
 
     def __exit__(self, *exc_info: object) -> None:
         if self._fd is not None:
