@@ -75,16 +75,9 @@ class _Run:
 class LocalRun(_Run):
     """Play ``inputs`` into ``outputs`` here; ``stopped[0]`` gets 128 + a stop signal's number."""
 
-    def __init__(
-        self,
-        args: argparse.Namespace,
-        inputs: RunInputs,
-        outputs: RunOutputs,
-        stopped: list[int],
-    ) -> None:
-        super().__init__(args, inputs, outputs, stopped)
-        self.runner: Any = None
-        self.watchdog: Any = None
+    #: The runner and the watchdog, once :meth:`play` has started them.
+    runner: Any = None
+    watchdog: Any = None
 
     def play(self, skip: Container[tuple[int, int]] | None) -> Played:
         """Run to the end, or to a stop; ``skip``: the episodes ``--resume`` does not replay."""
