@@ -231,7 +231,8 @@ def write_report(
     The page is written under a temporary name and renamed into place, so a
     reader never sees half a report.
     """
-    data = render(runs, title=title).encode("utf-8")
+    # A lone surrogate in a record (valid JSON) has no UTF-8 form: shown as its escape.
+    data = render(runs, title=title).encode("utf-8", errors="backslashreplace")
     target = os.fspath(path)
     try:
         write_atomically(target, data)

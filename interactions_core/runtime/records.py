@@ -57,6 +57,7 @@ __all__ = [
     "ResumeState",
     "config_hash",
     "data_hash",
+    "encode_line",
     "is_special_file",
     "is_whole_record",
     "iter_records",
@@ -161,7 +162,7 @@ class LineWriter:
             text = json.dumps(obj, ensure_ascii=False, default=str, allow_nan=False)
         except ValueError:  # NaN/Infinity are not JSON: write them as null
             text = json.dumps(_finite(obj), ensure_ascii=False, default=str, allow_nan=False)
-        line = (text + "\n").encode("utf-8")
+        line = encode_line(text, obj)
         with self._lock:
             if self._error is not None:
                 raise self._error
@@ -269,6 +270,21 @@ class LineWriter:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def encode_line(text: str, obj: Any) -> bytes:
+    """``text`` and a newline as UTF-8; a lone surrogate is written as its ``\\uXXXX`` escape.
+
+    Valid JSON input can hold a lone surrogate (``"\\udc80"``), which has no
+    UTF-8 form. The rule for every file a run writes: such text is escaped
+    (``ensure_ascii=True``, for that line only), never an error, so one odd row
+    or plugin reply cannot stop a run; :func:`json.loads` reads it back as it was.
+    """
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        escaped = json.dumps(_finite(obj), ensure_ascii=True, default=str, allow_nan=False)
+        return (escaped + "\n").encode("ascii")
 
 
 def is_whole_record(line: bytes) -> bool:
