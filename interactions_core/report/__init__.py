@@ -24,12 +24,14 @@ import json
 import math
 import os
 import random
+import stat
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._files import write_atomically
 from ..errors import InteractionsError
+from ..runtime.record_check import record_problem
 from ..runtime.records import BadLine, iter_records
 from ..runtime.summary import SummaryStats
 from .page import render
@@ -199,9 +201,14 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
                 "interactions run --output)"
             ) from None
         with handle:
+            _refuse_devices(handle, path)
             for number, record in iter_records(handle, path):
                 if isinstance(record, BadLine):
                     run.note_bad_line(record)
+                    continue
+                problem = record_problem(record)
+                if problem is not None and (run.seen or "end_reason" in record):
+                    run.note_bad_line(BadLine(path, number, problem))
                     continue
                 if not run.seen and "end_reason" not in record:
                     raise RecordsError(
@@ -218,6 +225,16 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
             )
         runs.append(run)
     return runs
+
+
+def _refuse_devices(handle: Any, path: str) -> None:
+    """A device (``/dev/zero``) is no records file: it may never end, or never hold a line."""
+    mode = os.fstat(handle.fileno()).st_mode
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        raise RecordsError(
+            f"{path} is a device, not a records file; give the file written by "
+            "interactions run --output"
+        )
 
 
 # -- the page, written whole ------------------------------------------------------
