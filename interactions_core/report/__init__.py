@@ -105,6 +105,7 @@ class RunData:
         self.bad_lines = 0
         self.bad_examples: list[str] = []
         self.torn_line: str | None = None  # the note on a torn last line, if any
+        self.superseded = 0  # records replaced by a later one of the same (sample, repeat)
 
     def note_bad_line(self, line: BadLine) -> None:
         """Count an unreadable line (a torn last line is only noted, not counted)."""
@@ -202,6 +203,7 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
             ) from None
         with handle:
             _refuse_devices(handle, path)
+            last = _last_lines(handle, path)
             for number, record in iter_records(handle, path):
                 if isinstance(record, BadLine):
                     run.note_bad_line(record)
@@ -209,6 +211,9 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
                 problem = record_problem(record)
                 if problem is not None and (run.seen or "end_reason" in record):
                     run.note_bad_line(BadLine(path, number, problem))
+                    continue
+                if last is not None and last.get(_key(record), number) != number:
+                    run.superseded += 1  # a later record of this (sample, repeat) counts
                     continue
                 if not run.seen and "end_reason" not in record:
                     raise RecordsError(
@@ -225,6 +230,29 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
             )
         runs.append(run)
     return runs
+
+
+def _key(record: Mapping[str, Any]) -> tuple[Any, Any]:
+    return record.get("index"), record.get("repeat") or 0
+
+
+def _last_lines(handle: Any, path: str) -> dict[tuple[Any, Any], int] | None:
+    """The line of the last record of each (sample, repeat), or ``None`` when none repeats.
+
+    After ``--retry-errors`` a file holds an errored record and, later, its
+    replacement: as in the run's own summary, only the last one counts. A file
+    that cannot be read twice (a pipe) is taken as it is.
+    """
+    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        return None
+    last: dict[tuple[Any, Any], int] = {}
+    records = 0
+    for number, record in iter_records(handle, path):
+        if not isinstance(record, BadLine) and record_problem(record) is None:
+            last[_key(record)] = number
+            records += 1
+    handle.seek(0)
+    return last if len(last) < records else None
 
 
 def _refuse_devices(handle: Any, path: str) -> None:

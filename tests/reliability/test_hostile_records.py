@@ -192,3 +192,21 @@ def test_report_of_a_device_or_an_endless_line_ends_with_a_message(tmp_path: Pat
     long.write_bytes(b"x" * (records.MAX_LINE + 10) + b"\n" + out.read_bytes())
     code, _, err = run_cli("report", str(long), "-o", str(tmp_path / "l.html"))
     assert code == 0 and "2 episodes" in err and "1 unreadable line(s)" in err, err
+
+
+# -- #9: the last record of a (sample, repeat) is the one that counts ----------------------
+
+
+def test_report_counts_the_last_record_of_each_sample_and_repeat(tmp_path: Path) -> None:
+    _, out = play(tmp_path, 4)
+    records = read_lines(out)
+    errored = {**records[1], "errors": [{"where": "x", "type": "E", "message": "boom"}]}
+    with out.open("wb") as file:  # an errored record, replaced later by --retry-errors
+        for record in [records[0], errored, records[2], records[3], records[1]]:
+            file.write(json.dumps(record).encode() + b"\n")
+    code, _, err = run_cli("report", str(out), "-o", str(tmp_path / "r.html"))
+    assert code == 0 and "4 episodes" in err and "1 record(s) replaced" in err, err
+    from interactions_core.report import read_records as report_records
+
+    (run,) = report_records([str(out)])
+    assert run.stats.total.episodes == 4 and run.stats.total.errors == 0
