@@ -232,11 +232,12 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
     return runs
 
 
-def _key(record: Mapping[str, Any]) -> tuple[Any, Any]:
-    return record.get("index"), record.get("repeat") or 0
+def _key(record: Mapping[str, Any]) -> int:
+    """``(index, repeat)`` packed in one int (checked non-negative ints): less memory."""
+    return (int(record.get("index") or 0) << 64) | int(record.get("repeat") or 0)
 
 
-def _last_lines(handle: Any, path: str) -> dict[tuple[Any, Any], int] | None:
+def _last_lines(handle: Any, path: str) -> dict[int, int] | None:
     """The line of the last record of each (sample, repeat), or ``None`` when none repeats.
 
     After ``--retry-errors`` a file holds an errored record and, later, its
@@ -245,7 +246,7 @@ def _last_lines(handle: Any, path: str) -> dict[tuple[Any, Any], int] | None:
     """
     if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
         return None
-    last: dict[tuple[Any, Any], int] = {}
+    last: dict[int, int] = {}
     records = 0
     for number, record in iter_records(handle, path):
         if not isinstance(record, BadLine) and record_problem(record) is None:
