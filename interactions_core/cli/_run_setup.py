@@ -298,6 +298,12 @@ def open_outputs(args: argparse.Namespace, inputs: RunInputs) -> RunOutputs:
         from ..report import RunData
 
         report = RunData(os.path.basename(args.output or args.data))
+        if resume is not None and resume.state is not None:
+            # The earlier records the summary counts: the report counts them too
+            # (their counters; a resumed record keeps no conversation to show).
+            for key, record in resume.state.records.items():
+                if key in resume.done:
+                    report.add(record.to_dict())
     stamp = resume.stamp if resume is not None else {}
     sink = RecordSink(output, report, stamp) if output is not None or report is not None else None
     return RunOutputs(progress, resume, output, trace, report, sink)

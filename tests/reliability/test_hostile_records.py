@@ -210,3 +210,18 @@ def test_report_counts_the_last_record_of_each_sample_and_repeat(tmp_path: Path)
 
     (run,) = report_records([str(out)])
     assert run.stats.total.episodes == 4 and run.stats.total.errors == 0
+
+
+def test_resume_report_counts_the_earlier_records_as_the_summary_does(tmp_path: Path) -> None:
+    data, out = play(tmp_path, 11)
+    out.write_bytes(b"".join(out.read_bytes().splitlines(keepends=True)[:7]))
+    html = tmp_path / "r.html"
+    code, _, err = run_cli(
+        "run", "--data", str(data), "--output", str(out), "--resume", "--report", str(html)
+    )
+    assert code == 0 and "7 episode(s) from earlier runs, 4 played now" in err, err
+    from interactions_core.report import read_records as report_records
+
+    (whole,) = report_records([str(out)])
+    assert whole.stats.total.episodes == 11
+    assert '<td>episodes</td><td class="num">11</td>' in html.read_text()
