@@ -291,13 +291,19 @@ class RunOutputs:
 def open_outputs(args: argparse.Namespace, inputs: RunInputs) -> RunOutputs:
     """The progress bar, the ``--resume`` state, then the files, in that order."""
     progress = progress_bar(args, inputs.reader, inputs.policy)
-    resume = resume_state(args)
+    resume = resume_state(args, inputs.reader)
     output, trace = _open_files(args)
     report = None
     if args.report:
         from ..report import RunData
 
         report = RunData(os.path.basename(args.output or args.data))
+        if resume is not None and resume.state is not None:
+            # The earlier records the summary counts: the report counts them too
+            # (their counters; a resumed record keeps no conversation to show).
+            for key, record in resume.state.records.items():
+                if key in resume.done:
+                    report.add(record.to_dict())
     stamp = resume.stamp if resume is not None else {}
     sink = RecordSink(output, report, stamp) if output is not None or report is not None else None
     return RunOutputs(progress, resume, output, trace, report, sink)
@@ -388,16 +394,19 @@ def _fingerprints(args: argparse.Namespace) -> tuple[str, str | None]:
         "max_user_turns": args.max_user_turns,
         "default_interaction": args.default_interaction,
     }
+    if getattr(args, "repeat", 1) != 1:  # absent when 1: earlier runs' records still match
+        options["repeat"] = args.repeat
     return config_hash(args.config, options), data_hash(args.data)
 
 
-def resume_state(args: argparse.Namespace) -> Resume | None:
+def resume_state(args: argparse.Namespace, reader: Any = None) -> Resume | None:
     """Fingerprint this run; with ``--resume``, read what ``--output`` already holds.
 
     ``None`` when there is no ``--output`` (nothing to stamp, nothing to resume).
+    ``reader`` (the dataset) bounds the ``index`` a resumed record may have.
     """
     from ..errors import ConfigError
-    from ..runtime.records import read_records
+    from ..runtime.records import is_special_file, read_records
 
     _check_flags(args)
     if not args.output:
@@ -413,7 +422,15 @@ def resume_state(args: argparse.Namespace) -> Resume | None:
                 "made from the same data), not standard input or a pipe"
             ]
         )
-    state = read_records(args.output, config, data)
+    if is_special_file(args.output):
+        raise ConfigError(
+            [
+                f"--resume reads --output back, so it must be a regular file; {args.output} "
+                "is a pipe or device (write to a file, or leave out --resume)"
+            ]
+        )
+    samples = reader.count() if reader is not None else None
+    state = read_records(args.output, config, data, samples=samples or None)
     if state.unmarked:
         sys.stderr.write(
             f"interactions: warning: {state.unmarked} record(s) in {args.output} carry no "

@@ -65,6 +65,11 @@ def run(args: argparse.Namespace) -> int:
     for r in runs:
         if r.bad_lines:
             sys.stderr.write(f"note: {r.label}: {r.bad_lines} unreadable line(s) skipped\n")
+        if r.superseded:
+            sys.stderr.write(
+                f"note: {r.label}: {r.superseded} record(s) replaced by a later record of the "
+                "same sample and repeat (--retry-errors); only the last one counts\n"
+            )
         if r.torn_line:
             sys.stderr.write(f"note: {r.torn_line}\n")
     return 0

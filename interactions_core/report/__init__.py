@@ -24,12 +24,14 @@ import json
 import math
 import os
 import random
+import stat
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .._files import write_atomically
 from ..errors import InteractionsError
+from ..runtime.record_check import record_problem
 from ..runtime.records import BadLine, iter_records
 from ..runtime.summary import SummaryStats
 from .page import render
@@ -103,6 +105,7 @@ class RunData:
         self.bad_lines = 0
         self.bad_examples: list[str] = []
         self.torn_line: str | None = None  # the note on a torn last line, if any
+        self.superseded = 0  # records replaced by a later one of the same (sample, repeat)
 
     def note_bad_line(self, line: BadLine) -> None:
         """Count an unreadable line (a torn last line is only noted, not counted)."""
@@ -199,9 +202,18 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
                 "interactions run --output)"
             ) from None
         with handle:
+            _refuse_devices(handle, path)
+            last = _last_lines(handle, path)
             for number, record in iter_records(handle, path):
                 if isinstance(record, BadLine):
                     run.note_bad_line(record)
+                    continue
+                problem = record_problem(record)
+                if problem is not None and (run.seen or "end_reason" in record):
+                    run.note_bad_line(BadLine(path, number, problem))
+                    continue
+                if last is not None and last.get(_key(record), number) != number:
+                    run.superseded += 1  # a later record of this (sample, repeat) counts
                     continue
                 if not run.seen and "end_reason" not in record:
                     raise RecordsError(
@@ -220,6 +232,40 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
     return runs
 
 
+def _key(record: Mapping[str, Any]) -> int:
+    """``(index, repeat)`` packed in one int (checked non-negative ints): less memory."""
+    return (int(record.get("index") or 0) << 64) | int(record.get("repeat") or 0)
+
+
+def _last_lines(handle: Any, path: str) -> dict[int, int] | None:
+    """The line of the last record of each (sample, repeat), or ``None`` when none repeats.
+
+    After ``--retry-errors`` a file holds an errored record and, later, its
+    replacement: as in the run's own summary, only the last one counts. A file
+    that cannot be read twice (a pipe) is taken as it is.
+    """
+    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        return None
+    last: dict[int, int] = {}
+    records = 0
+    for number, record in iter_records(handle, path):
+        if not isinstance(record, BadLine) and record_problem(record) is None:
+            last[_key(record)] = number
+            records += 1
+    handle.seek(0)
+    return last if len(last) < records else None
+
+
+def _refuse_devices(handle: Any, path: str) -> None:
+    """A device (``/dev/zero``) is no records file: it may never end, or never hold a line."""
+    mode = os.fstat(handle.fileno()).st_mode
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        raise RecordsError(
+            f"{path} is a device, not a records file; give the file written by "
+            "interactions run --output"
+        )
+
+
 # -- the page, written whole ------------------------------------------------------
 
 
@@ -231,7 +277,8 @@ def write_report(
     The page is written under a temporary name and renamed into place, so a
     reader never sees half a report.
     """
-    data = render(runs, title=title).encode("utf-8")
+    # A lone surrogate in a record (valid JSON) has no UTF-8 form: shown as its escape.
+    data = render(runs, title=title).encode("utf-8", errors="backslashreplace")
     target = os.fspath(path)
     try:
         write_atomically(target, data)

@@ -57,6 +57,7 @@ __all__ = [
     "ResumeState",
     "config_hash",
     "data_hash",
+    "encode_line",
     "is_special_file",
     "is_whole_record",
     "iter_records",
@@ -161,7 +162,7 @@ class LineWriter:
             text = json.dumps(obj, ensure_ascii=False, default=str, allow_nan=False)
         except ValueError:  # NaN/Infinity are not JSON: write them as null
             text = json.dumps(_finite(obj), ensure_ascii=False, default=str, allow_nan=False)
-        line = (text + "\n").encode("utf-8")
+        line = encode_line(text, obj)
         with self._lock:
             if self._error is not None:
                 raise self._error
@@ -271,6 +272,21 @@ class LineWriter:
         self.close()
 
 
+def encode_line(text: str, obj: Any) -> bytes:
+    """``text`` and a newline as UTF-8; a lone surrogate is written as its ``\\uXXXX`` escape.
+
+    Valid JSON input can hold a lone surrogate (``"\\udc80"``), which has no
+    UTF-8 form. The rule for every file a run writes: such text is escaped
+    (``ensure_ascii=True``, for that line only), never an error, so one odd row
+    or plugin reply cannot stop a run; :func:`json.loads` reads it back as it was.
+    """
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        escaped = json.dumps(_finite(obj), ensure_ascii=True, default=str, allow_nan=False)
+        return (escaped + "\n").encode("ascii")
+
+
 def is_whole_record(line: bytes) -> bool:
     """Whether ``line`` (without its newline) parses as one JSON object."""
     try:
@@ -366,6 +382,8 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
 # -- reading: the one records reader, and resuming ---------------------------------
 
 _HASH_CHARS = 16
+#: The longest line read as a record (a whole conversation fits many times over).
+MAX_LINE = 64 << 20
 
 
 class BadLine(NamedTuple):
@@ -389,7 +407,10 @@ def iter_records(file: IO[bytes], path: str) -> Iterator[tuple[int, dict[str, An
     the rule on torn and bad lines.
     """
     loads = json.loads
-    for number, line in enumerate(file, 1):
+    for number, line in enumerate(_bounded_lines(file), 1):
+        if line is None:
+            yield number, BadLine(path, number, f"a line longer than {MAX_LINE >> 20} MiB")
+            continue
         if not line.strip():
             continue
         try:
@@ -406,6 +427,20 @@ def iter_records(file: IO[bytes], path: str) -> Iterator[tuple[int, dict[str, An
             yield number, BadLine(path, number, "a torn last line", torn=True)
         else:
             yield number, BadLine(path, number, "not a JSON object")
+
+
+def _bounded_lines(file: IO[bytes]) -> Iterator[bytes | None]:
+    """The lines of ``file``; ``None`` for a line over :data:`MAX_LINE` (read past, not kept)."""
+    while True:
+        line = file.readline(MAX_LINE)
+        if not line:
+            return
+        if len(line) < MAX_LINE or line.endswith(b"\n"):
+            yield line
+            continue
+        while (rest := file.readline(1 << 20)) and not rest.endswith(b"\n"):
+            pass
+        yield None
 
 
 def config_hash(config_path: str | None, options: Mapping[str, Any]) -> str:
@@ -474,8 +509,17 @@ class ResumeState:
         return {key for key, record in self.records.items() if not record.errors}
 
 
-def read_records(path: str, config: str, data: str | None) -> ResumeState:
-    """Read ``path``'s records; refuse them when they come from another config or dataset."""
+def read_records(
+    path: str, config: str, data: str | None, *, samples: int | None = None
+) -> ResumeState:
+    """Read ``path``'s records; refuse them when they come from another config or dataset.
+
+    A line that is not a usable record (:func:`.record_check.record_problem`;
+    ``samples``: the dataset's size, which every ``index`` must be below) is
+    refused with its line number.
+    """
+    from .record_check import record_problem
+
     state = ResumeState()
     try:
         file = open(path, "rb")  # noqa: SIM115 - closed below
@@ -488,15 +532,15 @@ def read_records(path: str, config: str, data: str | None) -> ResumeState:
             if isinstance(record, BadLine) and record.torn:
                 sys.stderr.write(f"note: {record}; that sample runs again\n")
                 break
-            try:
-                if isinstance(record, BadLine):
-                    raise ValueError(record.problem)
-                key = record_key(record)
-            except (ValueError, KeyError, TypeError):
+            problem = record.problem if isinstance(record, BadLine) else None
+            if not isinstance(record, BadLine):
+                problem = record_problem(record, samples)
+            if problem is not None or isinstance(record, BadLine):
                 raise DatasetError(
-                    f"{path}:{number}: not a record of `interactions run`; --resume needs "
-                    "the --output file of an earlier run (or a new file name)"
-                ) from None
+                    f"{path}:{number}: not a record of `interactions run` ({problem}); "
+                    "--resume needs the --output file of an earlier run (or a new file name)"
+                )
+            key = record_key(record)
             _check_fingerprints(state, record, f"{path}:{number}", config, data)
             state.records[key] = _light_record(record)
             state.lines += 1
@@ -514,7 +558,7 @@ def _check_fingerprints(
     elif seen_config != config:
         raise DatasetError(
             f"{where}: this record was made with another config or other "
-            "run options (policy, its options, turn limits, default interaction); "
+            "run options (policy, its options, turn limits, default interaction, --repeat); "
             "resume with the same ones, or write to a new --output file"
         )
     elif data is not None and seen_data is not None and seen_data != data:
