@@ -31,7 +31,7 @@ from typing import Any
 
 from .._files import write_atomically
 from ..errors import InteractionsError
-from ..runtime.record_check import record_problem
+from ..runtime.record import record_problem
 from ..runtime.records import BadLine, iter_records
 from ..runtime.summary import SummaryStats
 from .page import render

@@ -514,11 +514,11 @@ def read_records(
 ) -> ResumeState:
     """Read ``path``'s records; refuse them when they come from another config or dataset.
 
-    A line that is not a usable record (:func:`.record_check.record_problem`;
+    A line that is not a usable record (:func:`.record.record_problem`;
     ``samples``: the dataset's size, which every ``index`` must be below) is
     refused with its line number.
     """
-    from .record_check import record_problem
+    from .record import record_problem
 
     state = ResumeState()
     try:
