@@ -202,20 +202,28 @@ CONNECTIONS_PER_SESSION = 2
 DRAIN_WAIT = 30.0
 
 
-def create_app(hub: Hub) -> Any:
-    """The FastAPI application serving every interaction of ``hub`` as one environment."""
+def create_app(hub: Hub, **guard: Any) -> Any:
+    """The FastAPI application serving every interaction of ``hub`` as one environment.
+
+    ``guard`` are the options of :class:`~interactions_core.serve.guard.Guard`;
+    the guarded application to serve is ``app.state.guard``.
+    """
     from fastapi import Request
     from fastapi.responses import JSONResponse
-    from openenv.core.env_server import create_app as openenv_app
 
-    limit = (hub.max_sessions or 64) * CONNECTIONS_PER_SESSION
-    app = openenv_app(
+    from .guard import Guard
+    from .openenv_app import plain_openenv_app
+
+    connections = guard.setdefault(
+        "max_connections", (hub.max_sessions or 64) * CONNECTIONS_PER_SESSION
+    )
+    app = plain_openenv_app(
         functools.partial(InteractionEnvironment, hub),
         InteractionAction,
         InteractionObservation,
-        env_name="interactions",
-        max_concurrent_envs=limit,
+        max_concurrent_envs=connections,
     )
+    app.state.guard = front = Guard(app, **guard)
 
     async def serve_error(request: Request, exc: Exception) -> JSONResponse:
         status = getattr(exc, "status", 400)
@@ -226,7 +234,9 @@ def create_app(hub: Hub) -> Any:
     @app.get("/interactions", tags=["Environment Info"], summary="Served interactions")
     async def interactions() -> dict[str, Any]:
         """The served interactions, the default, the limits and the session counters."""
-        return hub.describe()
+        described = hub.describe()
+        described["connections"] = {"open": front.connections, "max": front.max_connections}
+        return described
 
     async def started() -> None:
         log.info("%s", hub.summary())
@@ -358,8 +368,13 @@ def _on_stop_signals(stop: Callable[[], None]) -> None:
 # ---------------------------------------------------------------------------
 
 
-def run(hub: Hub, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
-    """Serve ``hub`` until SIGTERM or Ctrl-C; open sessions are finalized on the way out."""
+def run(
+    hub: Hub, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info", **guard: Any
+) -> None:
+    """Serve ``hub`` until SIGTERM or Ctrl-C; open sessions are finalized on the way out.
+
+    ``guard`` are the options of :class:`~interactions_core.serve.guard.Guard`.
+    """
     import uvicorn
 
     _configure_logging(log_level)
@@ -367,9 +382,9 @@ def run(hub: Hub, host: str = "127.0.0.1", port: int = 8000, log_level: str = "i
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     log.info("listening on http://%s:%d (OpenEnv WebSocket at /ws)", shown, bound)
-    app = create_app(hub)
+    app = create_app(hub, bind_host=host, **guard)
     config = uvicorn.Config(
-        _QuietClose(app),
+        _QuietClose(app.state.guard),
         log_level=log_level,
         lifespan="on",
         timeout_graceful_shutdown=30,

@@ -109,7 +109,9 @@ class Hub:
         """Raise :class:`AuthError` unless ``token`` is the server's (when it has one)."""
         if self.token is None:
             return
-        if not isinstance(token, str) or not hmac.compare_digest(token, self.token):
+        if not isinstance(token, str) or not hmac.compare_digest(
+            token.encode("utf-8", "surrogatepass"), self.token.encode("utf-8", "surrogatepass")
+        ):
             problem = "no token was given" if token is None else "the token does not match"
             raise AuthError(
                 f"this server requires its shared token and {problem}: pass it as the "
