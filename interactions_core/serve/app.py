@@ -44,6 +44,7 @@ from .. import __version__
 from ..errors import BadActionError, BadResetError, ServeError
 from .episode import ServedEpisode
 from .hub import Hub
+from .watch import ServeWatchdog
 
 __all__ = [
     "InteractionAction",
@@ -390,7 +391,11 @@ def run(
         timeout_graceful_shutdown=30,
     )
     server = uvicorn.Server(config)
-    app.router.on_startup.append(_Drain(hub, server).take_signals)
+    drain = _Drain(hub, server)
+    app.router.on_startup.append(drain.take_signals)
+    watch = ServeWatchdog(hub.timeout, lambda: drain.draining)
+    app.router.on_startup.append(watch.start)
+    app.router.on_shutdown.insert(0, watch.stop)
     try:
         server.run(sockets=[sock])
     finally:
