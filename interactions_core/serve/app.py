@@ -45,6 +45,7 @@ from ..errors import BadActionError, BadResetError, ServeError
 from .episode import ServedEpisode
 from .hub import Hub
 from .watch import ServeWatchdog
+from .wire import sendable
 
 __all__ = [
     "InteractionAction",
@@ -106,6 +107,10 @@ class InteractionState(State):
     open: bool = Field(default=False, description="True while the episode is in progress.")
 
 
+def _observation(fields: dict[str, Any]) -> InteractionObservation:
+    return InteractionObservation(**fields)
+
+
 class InteractionEnvironment(
     Environment[InteractionAction, InteractionObservation, InteractionState]
 ):
@@ -137,13 +142,15 @@ class InteractionEnvironment(
                 'as {"name": "gsm8k", "ground_truth": "72"})'
             )
         self._loop = asyncio.get_running_loop()
-        return InteractionObservation(**await self.episode.start(prompt, interaction_kwargs, token))
+        fields = await self.episode.start(prompt, interaction_kwargs, token)
+        return await sendable(_observation, fields, self.episode.end)
 
     async def step_async(  # type: ignore[override]
         self, action: InteractionAction, timeout_s: float | None = None, **kwargs: Any
     ) -> InteractionObservation:
         """Judge ``action.content``; the observation's ``reward`` is the turn's score."""
-        return InteractionObservation(**await self.episode.step(action.content))
+        fields = await self.episode.step(action.content)
+        return await sendable(_observation, fields, self.episode.end)
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Any:
         raise ServeError("this environment is asynchronous: the server calls reset_async")
