@@ -58,8 +58,12 @@ __all__ = [
 
 log = logging.getLogger("interactions_core.serve")
 
-#: Seconds a disconnecting client's environment waits for its session to be finalized.
-CLOSE_WAIT = 30.0
+#: Seconds a disconnecting client's environment waits for its session to be finalized:
+#: less than uvicorn's graceful shutdown (30 s), so a hung ``finalize_interaction`` at
+#: shutdown is logged as a warning instead of uvicorn cancelling the connection.
+CLOSE_WAIT = 10.0
+#: Seconds the shutdown gives each session still open to be finalized.
+FINALIZE_WAIT = 10.0
 
 
 class InteractionAction(Action):
@@ -250,8 +254,14 @@ def create_app(hub: Hub, **guard: Any) -> Any:
         log.info("%s", hub.summary())
 
     async def stopping() -> None:
-        drained = await hub.drain()
+        drained = await hub.drain(FINALIZE_WAIT) - len(hub.unfinalized)
         tracker = hub.tracker
+        if hub.unfinalized:
+            log.warning(
+                "%d session(s) not finalized: finalize_interaction did not return within %g s",
+                len(hub.unfinalized),
+                FINALIZE_WAIT,
+            )
         log.info(
             "shut down: %d session%s finalized at shutdown; %d started, %d finalized, %d open",
             drained,

@@ -76,6 +76,8 @@ class Hub:
         #: False once the server is shutting down: new episodes are refused.
         self.accepting = True
         self._open: set[ServedEpisode] = set()
+        #: Episodes a drain could not finalize (their plugin's finalize hung).
+        self.unfinalized: list[ServedEpisode] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ids = itertools.count()
         self._prefix = "serve-" + uuid.uuid4().hex[:8] + "-"
@@ -167,13 +169,25 @@ class Hub:
             await asyncio.sleep(0.02)
         return not self.busy
 
-    async def drain(self) -> int:
-        """End every episode still open (finalizing its session); return how many there were."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+    async def drain(self, wait: float | None = None) -> int:
+        """End every episode still open (finalizing its session); return how many there were.
+
+        With ``wait``, each end is given at most ``wait`` seconds: a plugin whose
+        ``finalize_interaction`` hangs must not hold the shutdown. The episodes
+        whose session was not finalized are left in :attr:`unfinalized`.
+        """
+        if wait is None:
+            while self._tasks:
+                await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        elif self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=wait)
         still_open = list(self._open)
         for episode in still_open:
-            await episode.end()
+            try:
+                await asyncio.wait_for(episode.end(), wait)
+            except asyncio.TimeoutError:
+                pass
+        self.unfinalized = [episode for episode in still_open if episode in self._open]
         return len(still_open)
 
     # -- description ---------------------------------------------------------------

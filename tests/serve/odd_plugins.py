@@ -20,3 +20,12 @@ class Surrogate(BaseInteraction):
 
     async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
         return 0.5
+
+
+class HungFinalize(Surrogate):
+    """A plugin whose ``finalize_interaction`` never returns."""
+
+    async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
+        import asyncio
+
+        await asyncio.sleep(3600)
