@@ -8,7 +8,15 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from ._command import Arg, Command, config_file, default_interaction, positive_int, timeout
+from ._command import (
+    Arg,
+    Command,
+    config_file,
+    default_interaction,
+    positive_int,
+    positive_seconds,
+    timeout,
+)
 
 if TYPE_CHECKING:
     import argparse
@@ -61,6 +69,29 @@ COMMAND = Command(
         ),
         timeout("a timeout ends that episode with an error"),
         default_interaction("resets"),
+        Arg(
+            "--allow-origin",
+            action="append",
+            default=[],
+            metavar="ORIGIN",
+            help="let web pages from ORIGIN (https://host:port; * for any) connect; repeatable "
+            "(default: only clients that send no Origin, and the server's own origin)",
+        ),
+        Arg(
+            "--max-connections",
+            type=positive_int,
+            metavar="N",
+            help="WebSocket connections open at once, authenticated or not (default: twice "
+            "--max-sessions); a session is taken only by a reset that passed the token check",
+        ),
+        Arg(
+            "--idle-timeout",
+            type=positive_seconds,
+            default=300.0,
+            metavar="S",
+            help="close a WebSocket that sends nothing for S seconds, ending its episode "
+            "(default 300)",
+        ),
         Arg(
             "--log-level",
             default="info",
@@ -135,5 +166,8 @@ def run(args: argparse.Namespace) -> int:
     warning = host_warning(args.host, token)
     if warning:
         sys.stderr.write(f"interactions: warning: {warning}\n")
-    serve(hub, args.host, args.port, args.log_level)
+    guard = {"allowed_origins": args.allow_origin, "idle_timeout": args.idle_timeout}
+    if args.max_connections:
+        guard["max_connections"] = args.max_connections
+    serve(hub, args.host, args.port, args.log_level, **guard)
     return 0

@@ -45,6 +45,8 @@ from ..errors import BadActionError, BadResetError, ServeError
 from .episode import ServedEpisode
 from .hub import Hub
 from .schema import publish_reset_schema, reset_schema_options
+from .watch import ServeWatchdog
+from .wire import sendable
 
 __all__ = [
     "InteractionAction",
@@ -57,8 +59,12 @@ __all__ = [
 
 log = logging.getLogger("interactions_core.serve")
 
-#: Seconds a disconnecting client's environment waits for its session to be finalized.
-CLOSE_WAIT = 30.0
+#: Seconds a disconnecting client's environment waits for its session to be finalized:
+#: less than uvicorn's graceful shutdown (30 s), so a hung ``finalize_interaction`` at
+#: shutdown is logged as a warning instead of uvicorn cancelling the connection.
+CLOSE_WAIT = 10.0
+#: Seconds the shutdown gives each session still open to be finalized.
+FINALIZE_WAIT = 10.0
 
 
 class InteractionAction(Action):
@@ -106,6 +112,10 @@ class InteractionState(State):
     open: bool = Field(default=False, description="True while the episode is in progress.")
 
 
+def _observation(fields: dict[str, Any]) -> InteractionObservation:
+    return InteractionObservation(**fields)
+
+
 class InteractionEnvironment(
     Environment[InteractionAction, InteractionObservation, InteractionState]
 ):
@@ -137,13 +147,15 @@ class InteractionEnvironment(
                 'as {"name": "gsm8k", "ground_truth": "72"})'
             )
         self._loop = asyncio.get_running_loop()
-        return InteractionObservation(**await self.episode.start(prompt, interaction_kwargs, token))
+        fields = await self.episode.start(prompt, interaction_kwargs, token)
+        return await sendable(_observation, fields, self.episode.end)
 
     async def step_async(  # type: ignore[override]
         self, action: InteractionAction, timeout_s: float | None = None, **kwargs: Any
     ) -> InteractionObservation:
         """Judge ``action.content``; the observation's ``reward`` is the turn's score."""
-        return InteractionObservation(**await self.episode.step(action.content))
+        fields = await self.episode.step(action.content)
+        return await sendable(_observation, fields, self.episode.end)
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> Any:
         raise ServeError("this environment is asynchronous: the server calls reset_async")
@@ -203,22 +215,31 @@ CONNECTIONS_PER_SESSION = 2
 DRAIN_WAIT = 30.0
 
 
-def create_app(hub: Hub) -> Any:
-    """The FastAPI application serving every interaction of ``hub`` as one environment."""
+def create_app(hub: Hub, **guard: Any) -> Any:
+    """The FastAPI application serving every interaction of ``hub`` as one environment.
+
+    ``guard`` are the options of :class:`~interactions_core.serve.guard.Guard`;
+    the guarded application to serve is ``app.state.guard``.
+    """
     from fastapi import Request
     from fastapi.responses import JSONResponse
-    from openenv.core.env_server import create_app as openenv_app
+    from openenv.core.env_server import create_fastapi_app
 
-    limit = (hub.max_sessions or 64) * CONNECTIONS_PER_SESSION
-    app = openenv_app(
+    from .guard import Guard
+    from .openenv_app import plain_openenv_app
+
+    connections = guard.setdefault(
+        "max_connections", (hub.max_sessions or 64) * CONNECTIONS_PER_SESSION
+    )
+    app = plain_openenv_app(
         functools.partial(InteractionEnvironment, hub),
         InteractionAction,
         InteractionObservation,
-        env_name="interactions",
-        max_concurrent_envs=limit,
-        **reset_schema_options(openenv_app, InteractionObservation),
+        max_concurrent_envs=connections,
+        **reset_schema_options(create_fastapi_app, InteractionObservation),
     )
     publish_reset_schema(app, InteractionAction, InteractionObservation, InteractionState)
+    app.state.guard = front = Guard(app, **guard)
 
     async def serve_error(request: Request, exc: Exception) -> JSONResponse:
         status = getattr(exc, "status", 400)
@@ -229,14 +250,22 @@ def create_app(hub: Hub) -> Any:
     @app.get("/interactions", tags=["Environment Info"], summary="Served interactions")
     async def interactions() -> dict[str, Any]:
         """The served interactions, the default, the limits and the session counters."""
-        return hub.describe()
+        described = hub.describe()
+        described["connections"] = {"open": front.connections, "max": front.max_connections}
+        return described
 
     async def started() -> None:
         log.info("%s", hub.summary())
 
     async def stopping() -> None:
-        drained = await hub.drain()
+        drained = await hub.drain(FINALIZE_WAIT) - len(hub.unfinalized)
         tracker = hub.tracker
+        if hub.unfinalized:
+            log.warning(
+                "%d session(s) not finalized: finalize_interaction did not return within %g s",
+                len(hub.unfinalized),
+                FINALIZE_WAIT,
+            )
         log.info(
             "shut down: %d session%s finalized at shutdown; %d started, %d finalized, %d open",
             drained,
@@ -361,8 +390,13 @@ def _on_stop_signals(stop: Callable[[], None]) -> None:
 # ---------------------------------------------------------------------------
 
 
-def run(hub: Hub, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
-    """Serve ``hub`` until SIGTERM or Ctrl-C; open sessions are finalized on the way out."""
+def run(
+    hub: Hub, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info", **guard: Any
+) -> None:
+    """Serve ``hub`` until SIGTERM or Ctrl-C; open sessions are finalized on the way out.
+
+    ``guard`` are the options of :class:`~interactions_core.serve.guard.Guard`.
+    """
     import uvicorn
 
     _configure_logging(log_level)
@@ -370,15 +404,19 @@ def run(hub: Hub, host: str = "127.0.0.1", port: int = 8000, log_level: str = "i
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     log.info("listening on http://%s:%d (OpenEnv WebSocket at /ws)", shown, bound)
-    app = create_app(hub)
+    app = create_app(hub, bind_host=host, **guard)
     config = uvicorn.Config(
-        _QuietClose(app),
+        _QuietClose(app.state.guard),
         log_level=log_level,
         lifespan="on",
         timeout_graceful_shutdown=30,
     )
     server = uvicorn.Server(config)
-    app.router.on_startup.append(_Drain(hub, server).take_signals)
+    drain = _Drain(hub, server)
+    app.router.on_startup.append(drain.take_signals)
+    watch = ServeWatchdog(hub.timeout, lambda: drain.draining)
+    app.router.on_startup.append(watch.start)
+    app.router.on_shutdown.insert(0, watch.stop)
     try:
         server.run(sockets=[sock])
     finally:

@@ -89,6 +89,8 @@ class Hub:
         #: False once the server is shutting down: new episodes are refused.
         self.accepting = True
         self._open: set[ServedEpisode] = set()
+        #: Episodes a drain could not finalize (their plugin's finalize hung).
+        self.unfinalized: list[ServedEpisode] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ids = itertools.count()
         self._prefix = "serve-" + uuid.uuid4().hex[:8] + "-"
@@ -122,7 +124,9 @@ class Hub:
         """Raise :class:`AuthError` unless ``token`` is the server's (when it has one)."""
         if self.token is None:
             return
-        if not isinstance(token, str) or not hmac.compare_digest(token, self.token):
+        if not isinstance(token, str) or not hmac.compare_digest(
+            token.encode("utf-8", "surrogatepass"), self.token.encode("utf-8", "surrogatepass")
+        ):
             problem = "no token was given" if token is None else "the token does not match"
             raise AuthError(
                 f"this server requires its shared token and {problem}: pass it as the "
@@ -178,13 +182,25 @@ class Hub:
             await asyncio.sleep(0.02)
         return not self.busy
 
-    async def drain(self) -> int:
-        """End every episode still open (finalizing its session); return how many there were."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+    async def drain(self, wait: float | None = None) -> int:
+        """End every episode still open (finalizing its session); return how many there were.
+
+        With ``wait``, each end is given at most ``wait`` seconds: a plugin whose
+        ``finalize_interaction`` hangs must not hold the shutdown. The episodes
+        whose session was not finalized are left in :attr:`unfinalized`.
+        """
+        if wait is None:
+            while self._tasks:
+                await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        elif self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=wait)
         still_open = list(self._open)
         for episode in still_open:
-            await episode.end()
+            try:
+                await asyncio.wait_for(episode.end(), wait)
+            except asyncio.TimeoutError:
+                pass
+        self.unfinalized = [episode for episode in still_open if episode in self._open]
         return len(still_open)
 
     # -- description ---------------------------------------------------------------

@@ -1,7 +1,7 @@
 """``/schema`` with the reset observation, on every supported OpenEnv release.
 
 OpenEnv 0.10 servers publish, beside the action, observation and state schemas,
-``reset_observation``: the model a reset returns (``create_app(...,
+``reset_observation``: the model a reset returns (``create_fastapi_app(...,
 reset_observation_cls=...)``), so a client can check a reset before it steps.
 The older ``openenv-core`` 0.3 has no such argument and its ``/schema`` response
 model drops unknown fields, so there the route is replaced by one giving the
@@ -31,9 +31,9 @@ def publish_reset_schema(app: Any, action: type, observation: type, state: type)
     Does nothing on an OpenEnv whose ``create_app`` took ``reset_observation_cls``
     (see :func:`reset_schema_options`); otherwise replaces its ``/schema`` route.
     """
-    from openenv.core.env_server import create_app
+    from openenv.core.env_server import create_fastapi_app
 
-    if reset_schema_options(create_app, observation):
+    if reset_schema_options(create_fastapi_app, observation):
         return
     app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) != "/schema"]
 

@@ -134,7 +134,7 @@ def test_interactions_serve_passes_max_user_turns_to_the_hub(
 
     served: list[Hub] = []
     fake_app = types.ModuleType("interactions_core.serve.app")
-    fake_app.run = lambda hub, *args: served.append(hub)  # type: ignore[attr-defined]
+    fake_app.run = lambda hub, *args, **kwargs: served.append(hub)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "interactions_core.serve.app", fake_app)
     monkeypatch.setattr(serve_command, "_require_openenv", lambda: None)
     config = tmp_path / "c.yaml"

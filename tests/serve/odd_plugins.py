@@ -1,0 +1,31 @@
+"""An interaction whose feedback holds a lone surrogate, which UTF-8 JSON cannot carry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from interactions_core._interaction import BaseInteraction, InteractionResult
+
+
+class Surrogate(BaseInteraction):
+    """Feedback ``"odd \\ud800"`` on the first turn; done, with reward 1, on the second."""
+
+    async def generate_response(
+        self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
+    ) -> InteractionResult:
+        turns = sum(1 for m in messages if m.get("role") == "assistant")
+        if turns >= 2:
+            return InteractionResult(True, "done", 1.0)
+        return InteractionResult(False, "odd \ud800", 0.0)
+
+    async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
+        return 0.5
+
+
+class HungFinalize(Surrogate):
+    """A plugin whose ``finalize_interaction`` never returns."""
+
+    async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
+        import asyncio
+
+        await asyncio.sleep(3600)

@@ -1,0 +1,134 @@
+"""The server's front door on 127.0.0.1: token before any session, Origin and Host, idle
+connections, a non-ASCII token, and OpenEnv routes the server does not offer."""
+
+from __future__ import annotations
+
+import base64
+import os
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from openenv.core import GenericEnvClient
+from server_harness import Server, start_server
+
+CONFIG = """\
+default: weather
+interaction:
+  - name: weather
+"""
+TOKEN = "pässwörd-ß"
+
+
+@pytest.fixture
+def guarded(tmp_path: Path) -> Iterator[Server]:
+    running = start_server(
+        tmp_path,
+        CONFIG,
+        "--max-sessions",
+        "2",
+        "--idle-timeout",
+        "1",
+        env={"INTERACTIONS_SERVE_TOKEN": TOKEN, "ENABLE_WEB_INTERFACE": "true"},
+    )
+    yield running
+    assert running.stop() == 0, running.output()
+
+
+def handshake(server: Server, headers: dict[str, str] | None = None) -> tuple[int, socket.socket]:
+    """Open a raw WebSocket handshake to ``/ws``; return the status and the open socket."""
+    port = int(server.url.rsplit(":", 1)[1])
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    fields = {
+        "Host": f"127.0.0.1:{port}",
+        "Upgrade": "websocket",
+        "Connection": "Upgrade",
+        "Sec-WebSocket-Key": base64.b64encode(os.urandom(16)).decode(),
+        "Sec-WebSocket-Version": "13",
+    }
+    fields.update(headers or {})
+    request = "GET /ws HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
+    sock.sendall((request + "\r\n").encode())
+    status_line = sock.recv(4096).split(b"\r\n", 1)[0]
+    return int(status_line.split()[1]), sock
+
+
+def test_mcp_is_not_mounted_so_it_allocates_nothing(guarded: Server) -> None:
+    for _ in range(8):
+        status, body = guarded.post("/mcp", {"method": "openenv/session/create"})
+        assert status in (404, 405), (status, body)
+    assert guarded.get("/interactions")["sessions"]["open"] == 0
+    with GenericEnvClient(base_url=guarded.url).sync() as env:
+        result = env.reset(interaction_kwargs={"name": "weather"}, token=TOKEN)
+        assert result.observation["interaction"] == "weather"
+    assert "does not offer OpenEnv's web interface" in guarded.output()
+
+
+def test_a_non_ascii_token_is_compared_as_bytes(guarded: Server) -> None:
+    status, body = guarded.post("/reset", {"token": "wrong"})
+    assert status == 401 or status == 403, (status, body)
+    assert "the token does not match" in body["detail"]
+    status, body = guarded.post("/reset", {"token": TOKEN})
+    assert status == 200, (status, body)
+    assert "Traceback" not in guarded.output()
+
+
+def test_foreign_origins_and_hosts_are_refused(guarded: Server) -> None:
+    port = guarded.url.rsplit(":", 1)[1]
+    for headers in (
+        {"Origin": "https://evil.example"},
+        {"Origin": "null"},
+        {"Host": "attacker.example"},
+        {"Host": f"attacker.example:{port}", "Origin": f"http://attacker.example:{port}"},
+    ):
+        status, sock = handshake(guarded, headers)
+        sock.close()
+        assert status == 403, headers
+    for headers in ({}, {"Origin": f"http://127.0.0.1:{port}"}, {"Host": f"localhost:{port}"}):
+        status, sock = handshake(guarded, headers)
+        sock.close()
+        assert status == 101, headers
+    status, sock = handshake(guarded, {"Origin": "https://evil.example"})
+    sock.close()
+    assert "Origin 'https://evil.example' is not allowed" in guarded.output()
+
+
+def test_an_allowed_origin_connects(tmp_path: Path) -> None:
+    running = start_server(tmp_path, CONFIG, "--allow-origin", "https://lab.example")
+    try:
+        for origin, expected in (("https://lab.example", 101), ("https://evil.example", 403)):
+            status, sock = handshake(running, {"Origin": origin})
+            sock.close()
+            assert status == expected, origin
+    finally:
+        assert running.stop() == 0, running.output()
+
+
+def test_idle_connections_are_closed_and_never_hold_a_session(guarded: Server) -> None:
+    # --max-sessions 2: four connections (the connection limit) that never reset
+    idle = [handshake(guarded)[1] for _ in range(4)]
+    counts = guarded.get("/interactions")
+    assert counts["connections"]["open"] == 4
+    assert counts["sessions"]["open"] == 0
+    status, sock = handshake(guarded)
+    sock.close()
+    assert status in (403, 503)
+    time.sleep(2.5)  # --idle-timeout 1: the idle connections are closed
+    for sock in idle:
+        sock.settimeout(5)
+        try:
+            data = sock.recv(4096)
+        except ConnectionResetError:
+            data = b""
+        assert data == b"" or data[:1] == b"\x88", data  # the server closed it
+        sock.close()
+    deadline = time.monotonic() + 10
+    while guarded.get("/interactions")["connections"]["open"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert guarded.get("/interactions")["connections"]["open"] == 0
+    with GenericEnvClient(base_url=guarded.url).sync() as env:
+        env.reset(interaction_kwargs={"name": "weather"}, token=TOKEN)
+        assert guarded.get("/interactions")["sessions"]["open"] == 1
+    assert guarded.wait_sessions(0)["open"] == 0

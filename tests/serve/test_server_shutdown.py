@@ -1,0 +1,30 @@
+"""Shutting down while a plugin's ``finalize_interaction`` hangs: a warning that says so, and
+counters that do not claim the session was finalized."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from openenv.core import GenericEnvClient
+from server_harness import start_server
+
+CONFIG = """\
+default: hung
+interaction:
+  - name: hung
+    class_name: odd_plugins.HungFinalize
+"""
+
+
+def test_a_hung_finalize_at_shutdown_is_reported_truthfully(tmp_path: Path) -> None:
+    server = start_server(tmp_path, CONFIG)
+    client = GenericEnvClient(base_url=server.url).sync()
+    client.connect()
+    client.reset(prompt=[{"role": "user", "content": "hi"}])
+    assert server.sessions()["open"] == 1
+    assert server.stop(timeout=60) == 0, server.output()
+    client.close()
+    output = server.output()
+    assert "Exception in ASGI application" not in output, output
+    assert "1 session(s) not finalized: finalize_interaction did not return" in output, output
+    assert "shut down: 0 sessions finalized at shutdown; 1 started, 0 finalized, 1 open" in output

@@ -1,0 +1,51 @@
+"""Observations that UTF-8 JSON cannot carry: escaped, or the episode ends and its session
+is given back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openenv.core import GenericEnvClient
+from server_harness import Server, start_server
+
+CONFIG = """\
+default: odd
+interaction:
+  - name: odd
+    class_name: odd_plugins.Surrogate
+"""
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    running = start_server(tmp_path, CONFIG, "--max-sessions", "1")
+    yield running
+    assert running.stop() == 0, running.output()
+
+
+def test_a_lone_surrogate_is_escaped_and_the_score_arrives(server: Server) -> None:
+    with GenericEnvClient(base_url=server.url).sync() as env:
+        env.reset(prompt=[{"role": "user", "content": "hi \udc80"}])
+        first = env.step({"content": "a"})
+        assert first.observation["feedback"] == "odd \\ud800"
+        assert first.observation["messages"][0]["content"] == "hi \\udc80"
+        second = env.step({"content": "b"})
+        assert (second.done, second.reward, second.observation["final_score"]) == (True, 1.0, 0.5)
+    assert server.wait_sessions(0)["open"] == 0
+
+
+def test_a_prompt_too_deep_to_send_gives_its_session_back(server: Server) -> None:
+    nested: Any = "x"
+    for _ in range(900):
+        nested = {"a": nested}
+    with GenericEnvClient(base_url=server.url).sync() as env:
+        with pytest.raises(Exception) as raised:
+            env.reset(prompt=[{"role": "user", "content": "deep", "extra": nested}])
+        assert "Traceback" not in str(raised.value)
+    assert server.wait_sessions(0)["open"] == 0
+    with GenericEnvClient(base_url=server.url).sync() as env:  # --max-sessions 1: free again
+        env.reset(prompt=[{"role": "user", "content": "shallow"}])
+    assert server.wait_sessions(0)["open"] == 0
