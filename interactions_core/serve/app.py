@@ -43,10 +43,9 @@ from pydantic import Field, ValidationError, model_validator
 from .. import __version__
 from ..errors import BadActionError, BadResetError, ServeError
 from .episode import ServedEpisode
+from .guard import ServeWatchdog
 from .hub import Hub
-from .schema import publish_reset_schema, reset_schema_options
-from .watch import ServeWatchdog
-from .wire import sendable
+from .openenv_app import publish_reset_schema, reset_schema_options, sendable
 
 __all__ = [
     "InteractionAction",

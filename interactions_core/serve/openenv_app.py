@@ -12,12 +12,22 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-__all__ = ["REMOVED_ROUTES", "plain_openenv_app"]
+from ..errors import ServeError
+
+__all__ = [
+    "REMOVED_ROUTES",
+    "escape_surrogates",
+    "plain_openenv_app",
+    "publish_reset_schema",
+    "reset_schema_options",
+    "sendable",
+]
 
 log = logging.getLogger("interactions_core.serve")
 
@@ -51,3 +61,91 @@ def plain_openenv_app(
         route for route in app.router.routes if getattr(route, "path", None) not in REMOVED_ROUTES
     ]
     return app
+
+
+# ``/schema`` with the reset observation, on every supported OpenEnv release.
+#
+# OpenEnv 0.10 servers publish, beside the action, observation and state schemas,
+# ``reset_observation``: the model a reset returns (``create_fastapi_app(...,
+# reset_observation_cls=...)``), so a client can check a reset before it steps.
+# The older ``openenv-core`` 0.3 has no such argument and its ``/schema`` response
+# model drops unknown fields, so there the route is replaced by one giving the
+# same four schemas. A served reset returns an :class:`InteractionObservation`
+# (the prompt at turn 0), the same model as a step.
+
+
+def reset_schema_options(create_app: Callable[..., Any], reset_cls: type) -> dict[str, Any]:
+    """The keyword giving ``create_app`` the reset observation, if this OpenEnv takes it."""
+    if "reset_observation_cls" in inspect.signature(create_app).parameters:
+        return {"reset_observation_cls": reset_cls}
+    return {}
+
+
+def publish_reset_schema(app: Any, action: type, observation: type, state: type) -> None:
+    """Make ``GET /schema`` include ``reset_observation`` when OpenEnv's own does not.
+
+    Does nothing on an OpenEnv whose ``create_app`` took ``reset_observation_cls``
+    (see :func:`reset_schema_options`); otherwise replaces its ``/schema`` route.
+    """
+    from openenv.core.env_server import create_fastapi_app
+
+    if reset_schema_options(create_fastapi_app, observation):
+        return
+    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) != "/schema"]
+
+    @app.get("/schema", tags=["Schema"], summary="Get all JSON schemas")
+    async def schema() -> dict[str, Any]:
+        """The action, observation, reset observation and state schemas."""
+        return {
+            "action": action.model_json_schema(),  # type: ignore[attr-defined]
+            "observation": observation.model_json_schema(),  # type: ignore[attr-defined]
+            "reset_observation": observation.model_json_schema(),  # type: ignore[attr-defined]
+            "state": state.model_json_schema(),  # type: ignore[attr-defined]
+        }
+
+
+# What goes over the wire: an observation every client can decode, or a readable error.
+#
+# An observation is sent as UTF-8 JSON, which cannot carry a lone surrogate
+# (``"\ud800"``, valid in a Python string and in ``json.loads`` input). Such a
+# character in the prompt, the feedback or a message is replaced by its escape,
+# the six characters ``\ud800`` (the rule ``backslashreplace`` applies when
+# encoding UTF-8), so the episode goes on and its reward and score arrive.
+#
+# An observation that still cannot be serialised (nesting too deep for the
+# serialiser) ends its episode, finalizing the session so it no longer counts
+# against ``--max-sessions``, and the client gets an error saying why.
+
+
+def escape_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings written as ``\\udXXX``."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, dict):
+        return {escape_surrogates(k): escape_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [escape_surrogates(item) for item in value]
+    return value
+
+
+async def sendable(
+    build: Callable[[dict[str, Any]], Any],
+    fields: dict[str, Any],
+    end: Callable[[], Awaitable[Any]],
+) -> Any:
+    """The observation ``build(fields)``, checked to serialise; else end the episode and say so."""
+    try:
+        observation = build(escape_surrogates(fields))
+        observation.model_dump_json()
+    except (RecursionError, ValueError) as exc:
+        await end()
+        raise ServeError(
+            f"the observation cannot be sent as JSON ({type(exc).__name__}: "
+            f"{str(exc)[:200]}); the episode is over and its session finalized. Keep prompts "
+            "and feedback to plain, moderately nested chat messages, then call reset"
+        ) from None
+    return observation
