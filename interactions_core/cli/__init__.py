@@ -118,7 +118,7 @@ def _dispatch(run: Callable[[argparse.Namespace], int], args: argparse.Namespace
     try:
         with _user_interrupts():
             if getattr(args, "json", False):
-                from ._output import json_output
+                from ._command import json_output
 
                 with json_output():
                     return int(run(args) or 0)

@@ -69,7 +69,7 @@ class RunInputs:
         return self.reader if self.interactions is not None else self._counted()
 
     def _counted(self) -> Iterator[Any]:
-        from ..runtime.samples import interaction_kwargs_of
+        from ..runtime.episode import interaction_kwargs_of
 
         for sample in self.reader:
             if interaction_kwargs_of(sample) is not None:

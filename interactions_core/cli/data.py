@@ -81,14 +81,14 @@ def _list(as_json: bool) -> int:
 
     builders = list_builders()
     if as_json:
-        from ._output import print_json
+        from ._command import print_json
 
         print_json([b.as_dict() for b in builders])
         return 0
     if not builders:
         print("No dataset builders installed. Plugins provide them (see docs/run.md).")
         return 0
-    from ._output import table
+    from ._command import table
 
     print(
         table(

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if patterns or distribution:
         rows = select(rows, patterns, distribution)
     if args.json:
-        from ._output import print_json
+        from ._command import print_json
 
         print_json(rows)
     else:
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 def _print_table(rows: list[dict], *, expand: bool, filtered: bool) -> None:
     import sys
 
-    from ._output import table
+    from ._command import table
 
     if not rows:
         if filtered:

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     address = args.address or os.environ.get("RAY_ADDRESS") or "auto"
     report = check_cluster_plugins(address, timeout=args.timeout)
     if args.json:
-        from ._output import print_json
+        from ._command import print_json
 
         print_json(report.as_dict())
     else:
@@ -65,6 +65,6 @@ def render(report: Any) -> str:
     """A cluster report (``ClusterReport``) as text, its differences as a table."""
     if report.consistent:
         return str(report.headline())
-    from ._output import table
+    from ._command import table
 
     return "\n".join([report.headline(), table(report.COLUMNS, report.rows()), report.ADVICE])

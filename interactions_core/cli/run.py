@@ -173,11 +173,11 @@ def list_policies(as_json: bool) -> int:
 
     rows = [p.as_dict() for p in policies(get_registry())]
     if as_json:
-        from ._output import print_json
+        from ._command import print_json
 
         print_json(rows)
         return 0
-    from ._output import table
+    from ._command import table
 
     headers = ("name", "distribution", "kind", "target", "status")
     print(table(headers, [[str(r[h] or "") for h in headers] for r in rows]))
@@ -238,7 +238,7 @@ def _print_summary(args: argparse.Namespace, summary: Any, watchdog: Any) -> Non
     if not args.json:
         print(summary.format())
         return
-    from ._output import print_json
+    from ._command import print_json
 
     document = summary.as_dict()
     if watchdog is not None and watchdog.blocks:  # plugin methods that blocked the event loop

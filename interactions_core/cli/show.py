@@ -57,7 +57,7 @@ def describe(name: str) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     info = describe(args.name)
     if args.json:
-        from ._output import print_json
+        from ._command import print_json
 
         print_json(info)
         return 0

@@ -48,7 +48,7 @@ from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
 from .. import InteractionCallError, InteractionResult, InteractionsError, Session
 from ..runtime import SampleError
-from ..runtime.samples import interaction_kwargs_of
+from ..runtime.episode import interaction_kwargs_of
 from ..runtime.step import ERROR, judge
 from . import Caller
 

@@ -35,7 +35,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, ClassVar, TypeVar
 
 from ..errors import InteractionsError
-from ..runtime.samples import interaction_kwargs_of
+from ..runtime.episode import interaction_kwargs_of
 
 __all__ = ["InteractionsEnvironment", "environment_factory"]
 

@@ -267,8 +267,8 @@ class ShardDriver:
 
 def lost_chunk(chunk: Chunk, exc: BaseException) -> list[Any]:
     """Error records for a chunk whose task failed as a whole (its worker died)."""
+    from ..runtime.episode import sample_id_of
     from ..runtime.record import EpisodeRecord
-    from ..runtime.samples import sample_id_of
 
     cause = getattr(exc, "cause", None) or exc
     error = RuntimeError(

@@ -207,8 +207,6 @@ class Guard:
 # never returns to Python (a C extension holding the GIL) cannot be broken.
 
 
-log = logging.getLogger("interactions_core.serve")
-
 #: Seconds the loop may be held before the block is logged (and, when stopping, broken).
 REPORT_AFTER = 1.0
 

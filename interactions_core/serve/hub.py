@@ -159,7 +159,7 @@ class Hub:
         The name is ``interaction_kwargs["name"]``, else the config's ``default:``.
         ``kwargs`` (with the name) are passed to the interaction's lifecycle calls.
         """
-        from ..runtime.samples import choose
+        from ..runtime.episode import choose
 
         return choose(
             self.interactions, interaction_kwargs, self.default, error=BadResetError, served=True

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from interactions_core.cli._output import print_json
+from interactions_core.cli._command import print_json
 from interactions_core.runtime.summary import SummaryStats
 
 

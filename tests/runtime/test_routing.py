@@ -1,11 +1,11 @@
-"""``runtime.samples.choose``: the one rule by which a sample or a reset finds its interaction."""
+"""``runtime.episode.choose``: the one rule by which a sample or a reset finds its interaction."""
 
 from __future__ import annotations
 
 import pytest
 
 from interactions_core.errors import SampleError
-from interactions_core.runtime.samples import choose
+from interactions_core.runtime.episode import choose
 
 INTERACTIONS = {"gsm8k": "G", "weather": "W"}
 

@@ -10,7 +10,7 @@ import pytest
 
 from interactions_core.cli import main
 from interactions_core.errors import InteractionsWarning, SampleError
-from interactions_core.runtime.samples import choose, interaction_kwargs_of
+from interactions_core.runtime.episode import choose, interaction_kwargs_of
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CONFIG = str(ROOT / "examples" / "config.yaml")
