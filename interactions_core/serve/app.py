@@ -256,27 +256,29 @@ def create_app(hub: Hub, **guard: Any) -> Any:
     async def started() -> None:
         log.info("%s", hub.summary())
 
-    async def stopping() -> None:
-        drained = await hub.drain(FINALIZE_WAIT) - len(hub.unfinalized)
-        tracker = hub.tracker
-        if hub.unfinalized:
-            log.warning(
-                "%d session(s) not finalized: finalize_interaction did not return within %g s",
-                len(hub.unfinalized),
-                FINALIZE_WAIT,
-            )
-        log.info(
-            "shut down: %d session%s finalized at shutdown; %d started, %d finalized, %d open",
-            drained,
-            "" if drained == 1 else "s",
-            tracker.started,
-            tracker.finalized,
-            tracker.open,
-        )
-
     app.router.on_startup.append(started)
-    app.router.on_shutdown.append(stopping)
+    app.router.on_shutdown.append(functools.partial(_finalize_at_shutdown, hub))
     return app
+
+
+async def _finalize_at_shutdown(hub: Hub) -> None:
+    """Finalize the sessions still open (each within ``FINALIZE_WAIT``) and say how it went."""
+    drained = await hub.drain(FINALIZE_WAIT) - len(hub.unfinalized)
+    tracker = hub.tracker
+    if hub.unfinalized:
+        log.warning(
+            "%d session(s) not finalized: finalize_interaction did not return within %g s",
+            len(hub.unfinalized),
+            FINALIZE_WAIT,
+        )
+    log.info(
+        "shut down: %d session%s finalized at shutdown; %d started, %d finalized, %d open",
+        drained,
+        "" if drained == 1 else "s",
+        tracker.started,
+        tracker.finalized,
+        tracker.open,
+    )
 
 
 def _bind(host: str, port: int) -> socket.socket:
