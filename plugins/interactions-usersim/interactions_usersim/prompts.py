@@ -13,6 +13,8 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from interactions_core import last_assistant_text
+
 __all__ = ["DEFAULT_PERSONA", "DEFAULT_RUBRIC", "render", "simulator_messages", "transcript"]
 
 DEFAULT_PERSONA = "an ordinary user of this service"
@@ -46,20 +48,8 @@ def render(template: str, fields: Mapping[str, Any], which: str) -> str:
 
 
 def text_of(content: Any) -> str:
-    """A message's text: a string as is, the text parts of a list joined, else ``""``."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, (list, tuple)):
-        parts = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, Mapping) and part.get("type", "text") == "text":
-                text = part.get("text")
-                if isinstance(text, str):
-                    parts.append(text)
-        return "".join(parts)
-    return ""
+    """A message's text, read the way the core reads it (:func:`last_assistant_text`)."""
+    return last_assistant_text([{"role": "assistant", "content": content}])
 
 
 def simulator_messages(system: str, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
