@@ -20,14 +20,19 @@ import time
 import urllib.parse
 
 
-async def main(data: str, url: str, concurrency: int) -> dict[str, float]:
+def endpoint(url: str) -> tuple[str, int, bytes]:
+    """Host, port and the request head (up to the body's length) of ``url``'s chat route."""
     parts = urllib.parse.urlsplit(url)
-    host, port = parts.hostname or "127.0.0.1", parts.port or 80
     path = parts.path.rstrip("/") + "/chat/completions"
     head = (
         f"POST {path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
         "Content-Type: application/json\r\nContent-Length: "
     ).encode()
+    return parts.hostname or "127.0.0.1", parts.port or 80, head
+
+
+async def main(data: str, url: str, concurrency: int) -> dict[str, float]:
+    host, port, head = endpoint(url)
     started = time.perf_counter()
     with open(data, encoding="utf-8") as lines:
         rows = iter(lines)

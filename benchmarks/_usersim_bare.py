@@ -19,9 +19,9 @@ import json
 import re
 import sys
 import time
-import urllib.parse
 from typing import Any
 
+from _bare_client import endpoint
 from interactions_usersim.config import (
     DEFAULT_CONVERSATION_JUDGE_TEMPLATE,
     DEFAULT_END_MARKER,
@@ -34,13 +34,7 @@ RUBRIC = "Full marks when the assistant fully achieved the user's goal, none whe
 
 
 async def main(data: str, url: str, concurrency: int, turns: int) -> dict[str, float]:
-    parts = urllib.parse.urlsplit(url)
-    host, port = parts.hostname or "127.0.0.1", parts.port or 80
-    path = parts.path.rstrip("/") + "/chat/completions"
-    head = (
-        f"POST {path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
-        "Content-Type: application/json\r\nContent-Length: "
-    ).encode()
+    host, port, head = endpoint(url)
     started = time.perf_counter()
     with open(data, encoding="utf-8") as lines:
         rows = iter(lines)
