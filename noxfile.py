@@ -114,8 +114,9 @@ def bench(session: nox.Session) -> None:
 
 #: The verl releases the agent-loop adapter supports, each tested in its own environment.
 VERL_VERSIONS = ["0.9.0", "0.9.1"]
-#: What verl's agent loop imports without declaring it, and what the tests build tokenizers with.
-VERL_UNDECLARED = ["cachetools", "uvicorn", "fastapi", "tokenizers"]
+#: What verl's agent loop imports without declaring it, what the tests build tokenizers with,
+#: and TransferQueue, which verl's default (v1) trainer path needs and does not declare.
+VERL_UNDECLARED = ["cachetools", "uvicorn", "fastapi", "tokenizers", "transferqueue==0.1.11"]
 
 
 @nox.session(venv_backend="none")
