@@ -3,13 +3,18 @@
 verl 0.8 removed its interaction module; multi-turn rollouts now run through
 *agent loops*, chosen per sample by the dataset's ``agent_name`` column. This
 module is that bridge: importing it registers :class:`InteractionAgentLoop` with
-verl under the agent name ``interactions``, and the usual way to reach every
-rollout worker is one entry in the YAML file named by
+verl under the agent name ``interactions``. The project's ``verl.plugins`` entry
+point (:mod:`interactions_core.integrations.verl_plugin`) arranges that import in
+every verl process, so installing the project is enough for rows whose
+``agent_name`` is ``interactions``. Per-entry options go in the YAML file named by
 ``actor_rollout_ref.rollout.agent.agent_loop_config_path``::
 
     - name: interactions
       _target_: interactions_core.integrations.verl.InteractionAgentLoop
       interaction_config: path/to/interactions.yaml
+
+Without that entry, the interactions config is ``$INTERACTIONS_CONFIG`` when set,
+else every installed interaction by name with its default options.
 
 The loop is verl's own ``ToolAgentLoop`` (so configured tools keep working) with
 one change: an assistant turn without tool calls goes to the sample's interaction
@@ -39,6 +44,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -53,6 +59,7 @@ from . import check_cluster_once, interactions_for
 
 __all__ = [
     "AGENT_NAME",
+    "CONFIG_ENV",
     "SUPPORTED_VERL",
     "InteractionAgentLoop",
     "check_cluster_once",
@@ -61,6 +68,9 @@ __all__ = [
 
 #: The agent name this loop registers under (the dataset's ``agent_name`` value).
 AGENT_NAME = "interactions"
+#: The interactions config used when the agent-loop entry names none (or there is no
+#: entry: the ``verl.plugins`` entry point registers the loop without one).
+CONFIG_ENV = "INTERACTIONS_CONFIG"
 #: The verl releases this adapter is tested against.
 SUPPORTED_VERL = ">=0.9.0,<0.10"
 
@@ -83,9 +93,10 @@ class InteractionAgentLoop(ToolAgentLoop):
     """verl's tool agent loop with an interaction playing the user's side.
 
     ``interaction_config`` is a path to an interactions-core config (verl's
-    format or the by-name one); without it every installed interaction is
-    available by name. ``ray_check: true`` runs :func:`check_cluster_once` when
-    the first trajectory of a worker process starts. verl builds one instance per
+    format or the by-name one); without it, the path in ``$INTERACTIONS_CONFIG``;
+    without either, every installed interaction is available by name.
+    ``ray_check: true`` runs :func:`check_cluster_once` when the first
+    trajectory of a worker process starts. verl builds one instance per
     trajectory, so the per-episode state lives on the instance while the
     interactions are shared per process.
     """
@@ -101,6 +112,7 @@ class InteractionAgentLoop(ToolAgentLoop):
         super().__init__(*args, **kwargs)
         if ray_check:
             check_cluster_once()
+        interaction_config = interaction_config or os.environ.get(CONFIG_ENV) or None
         if interaction_config:
             interaction_config = _resolve_path(str(interaction_config))
         self.catalog = interactions_for(interaction_config, dict(ray_pool or {}))
