@@ -127,6 +127,16 @@ def play_rows(config: Any, model_dir: Path, tokenizer: Any, files: str) -> Any:
     return asyncio.run(worker.generate_sequences(batch))
 
 
+@pytest.fixture(autouse=True)
+def registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent-loop registry as a fresh process has it, restored afterwards: verl's
+    workers keep agent-loop YAML entries in a process-wide registry."""
+    from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
+
+    target = "interactions_core.integrations.verl.InteractionAgentLoop"
+    monkeypatch.setitem(_agent_loop_registry, "interactions", {"_target_": target})
+
+
 def test_the_worked_example_runs_through_verl(
     workdir: Path, model_dir: Path, tokenizer: Any
 ) -> None:

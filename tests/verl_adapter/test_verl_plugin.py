@@ -21,6 +21,9 @@ from harness import ScriptedServer, make_worker, run_batch, trainer_config
 
 from interactions_core.errors import InteractionsError
 
+#: What the entry point registers.
+REGISTERED = {"_target_": "interactions_core.integrations.verl.InteractionAgentLoop"}
+
 PROBE = r"""
 import json, sys
 import verl
@@ -77,7 +80,7 @@ def fresh() -> dict[str, Any]:
 
 def test_import_verl_alone_registers_the_agent_loop(fresh: dict[str, Any]) -> None:
     seen = fresh
-    assert seen["entry"] == {"_target_": "interactions_core.integrations.verl.InteractionAgentLoop"}
+    assert seen["entry"] == REGISTERED
     assert seen["adapter_loaded"]
 
 
@@ -131,12 +134,22 @@ GSM8K_ROW = {
 }
 
 
+@pytest.fixture
+def registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registry as a fresh process has it: verl's workers keep agent-loop YAML
+    entries in a process-wide registry, so earlier tests' entries would linger."""
+    from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
+
+    monkeypatch.setitem(_agent_loop_registry, "interactions", dict(REGISTERED))
+
+
 def no_yaml_config(model_dir: Path, tmp_path: Path) -> Any:
     config = trainer_config(model_dir, tmp_path / "unused.yaml", max_assistant_turns=2)
     config.actor_rollout_ref.rollout.agent.agent_loop_config_path = None
     return config
 
 
+@pytest.mark.usefixtures("registered")
 def test_a_worker_without_an_agent_loop_yaml_plays_by_name(
     model_dir: Path, tokenizer: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -147,6 +160,7 @@ def test_a_worker_without_an_agent_loop_yaml_plays_by_name(
     assert list(out.non_tensor_batch["interaction_name"]) == ["gsm8k"]
 
 
+@pytest.mark.usefixtures("registered")
 def test_interactions_config_names_the_config_when_no_entry_does(
     model_dir: Path, tokenizer: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
