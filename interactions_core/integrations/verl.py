@@ -87,6 +87,8 @@ SUPPORTED_VERL = ">=0.9.0,<0.10"
 #: The ``extra_fields`` key of a turn-rewards sample: the ``[position, reward]``
 #: pairs (response token index, value) that make up its token-level scores.
 TOKEN_REWARDS = "token_rewards"
+#: Where a configuration error of the loop's options is, for its message.
+_ENTRY = f"the agent-loop entry {AGENT_NAME!r}"
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +129,7 @@ class InteractionAgentLoop(ToolAgentLoop):
     ) -> None:
         super().__init__(*args, **kwargs)
         if not isinstance(turn_rewards, bool):
-            raise ConfigError(f"turn_rewards must be true or false, not {turn_rewards!r}")
+            raise ConfigError([f"turn_rewards must be true or false, not {turn_rewards!r}"], _ENTRY)
         self.turn_rewards = turn_rewards
         if ray_check:
             check_cluster_once()
@@ -445,10 +447,13 @@ def _check_turn_rewards_reach_verl(run_kwargs: Mapping[str, Any]) -> None:
     if _WORKER_PLACES_TURNS.get() or "session_id" in run_kwargs:
         return
     raise ConfigError(
-        "turn_rewards: true on verl's legacy trainer path (trainer.use_v1=false) needs "
-        "actor_rollout_ref.rollout.agent.agent_loop_manager_class="
-        "interactions_core.integrations.verl.TurnRewardAgentLoopManager; without it verl "
-        "would train on the episode's summed score at the last token only"
+        [
+            "turn_rewards: true on verl's legacy trainer path (trainer.use_v1=false) needs "
+            "actor_rollout_ref.rollout.agent.agent_loop_manager_class="
+            "interactions_core.integrations.verl.TurnRewardAgentLoopManager; without it "
+            "verl would train on the episode's summed score at the last token only"
+        ],
+        _ENTRY,
     )
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import torch
 from harness import ScriptedServer, make_worker, run_batch, spans, trainer_config
+from hydra.errors import InstantiationException
 
 from interactions_core import InteractionResult, SessionInteraction
 from interactions_core.errors import ConfigError
@@ -57,6 +58,7 @@ class ScoredTurns(SessionInteraction):
 
 
 def write_setup(tmp_path: Path, *, turn_rewards: bool | None) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     config = tmp_path / "interactions.yaml"
     config.write_text(
         "interaction:\n  - name: scored\n    class_name: test_turn_rewards.ScoredTurns\n"
@@ -140,7 +142,6 @@ def test_default_mode_is_verls_final_score_at_the_last_token(
 ) -> None:
     for turn_rewards in (None, False):
         folder = tmp_path / str(turn_rewards)
-        folder.mkdir()
         loops = write_setup(folder, turn_rewards=turn_rewards)
         config = trainer_config(model_dir, loops, max_assistant_turns=5)
         # verl's own worker: default mode needs nothing of the project's.
@@ -167,7 +168,8 @@ def test_turn_rewards_must_be_a_boolean(tmp_path: Path, model_dir: Path, tokeniz
     loops.write_text(loops.read_text() + "  turn_rewards: 'no'\n")
     config = trainer_config(model_dir, loops, max_assistant_turns=5)
     worker = make_turn_worker(config, ScriptedServer(tokenizer, script))
-    with pytest.raises(ConfigError, match="turn_rewards"):
+    # hydra builds the loop and wraps what its constructor raises.
+    with pytest.raises(InstantiationException, match="turn_rewards must be true or false"):
         run_batch(worker, [row("plan-a")])
 
 
@@ -309,7 +311,12 @@ def run_v1(tmp_path: Path, model_dir: Path, tokenizer: Any, plan: str, **kw: Any
     assert queue.keys == ["uid-0_0_0"]
     stored = queue.fields[0]
     # As the v1 trainer's _compute_advantage reads them: padded, rm_scores as scores.
-    return stored["rm_scores"].to_padded_tensor(0.0), stored["response_mask"].to_padded_tensor(0)
+    return padded(stored["rm_scores"]), padded(stored["response_mask"])
+
+
+def padded(values: torch.Tensor) -> torch.Tensor:
+    """A stored field as rows (verl stacks equal lengths, nests ragged ones)."""
+    return values.to_padded_tensor(0) if values.is_nested else values
 
 
 def test_v1_worker_stores_each_turn_score_on_its_last_token(
