@@ -37,8 +37,9 @@ PLANS = {
     "plan-a": ["try 0.25", "try 0.5", "done 0.75"],
     "plan-b": ["try 0.0", "done 1.0"],
     "plan-c": ["done 0.5"],
+    "plan-x": ["try 0.25", "boom 0.5"],
 }
-FINAL = {"plan-a": 0.9, "plan-b": 0.4, "plan-c": 0.5}
+FINAL = {"plan-a": 0.9, "plan-b": 0.4, "plan-c": 0.5, "plan-x": 0.7}
 
 
 class ScoredTurns(SessionInteraction):
@@ -49,6 +50,8 @@ class ScoredTurns(SessionInteraction):
 
     async def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
         text = str(messages[-1].get("content") or "")
+        if "boom" in text:
+            raise RuntimeError("the judge crashed on this answer")
         found = re.findall(r"[0-9]+\.[0-9]+", text)
         score = float(found[-1]) if found else -1.0
         return InteractionResult("done" in text, "go on", score)
@@ -137,6 +140,24 @@ def test_legacy_worker_puts_each_turn_score_on_its_last_token(
         assert all(mask[p] == 1 for p, _ in pairs)
 
 
+def test_a_failed_episode_trains_on_zeros_beside_its_neighbours(
+    tmp_path: Path, model_dir: Path, tokenizer: Any
+) -> None:
+    out = legacy_batch(tmp_path, model_dir, tokenizer, ["plan-x", "plan-b"], turn_rewards=True)
+    scores = out.batch["rm_scores"]
+    assert not scores[0].any()
+    assert "crashed" in out.non_tensor_batch["interaction_error"][0]
+    assert list(out.non_tensor_batch[TOKEN_REWARDS][0]) == []
+    # The judged turn before the failure is still reported, not trained on.
+    assert list(out.non_tensor_batch["turn_scores"][0]) == [0.25]
+    # The other sample of the batch is placed as usual.
+    expected = torch.zeros_like(scores[1])
+    expected[turn_ends(out.batch["response_mask"][1].tolist())] = torch.tensor(
+        expected_turn_rewards("plan-b")
+    )
+    assert torch.allclose(scores[1], expected)
+
+
 def test_default_mode_is_verls_final_score_at_the_last_token(
     tmp_path: Path, model_dir: Path, tokenizer: Any
 ) -> None:
@@ -150,6 +171,9 @@ def test_default_mode_is_verls_final_score_at_the_last_token(
         last = int(out.batch["attention_mask"][0, out.batch["prompts"].size(1) :].sum()) - 1
         assert scores.nonzero().flatten().tolist() == [last]
         assert scores[last].item() == pytest.approx(FINAL["plan-a"])
+        # The model's own last token: GAE, which skips mask-0 tokens, sees the score.
+        assert out.batch["response_mask"][0, last].item() == 1
+        assert last == turn_ends(out.batch["response_mask"][0].tolist())[-1]
         assert TOKEN_REWARDS not in out.non_tensor_batch
 
 
