@@ -26,7 +26,8 @@ that turn's last model token of the token-level scores verl trains on, and
 :func:`token_rewards`). verl's default trainer path (``trainer.use_v1``) reads
 those scores from the loop's output itself; its legacy path builds them in the
 rollout worker, so it also needs :class:`TurnRewardAgentLoopManager` as
-``actor_rollout_ref.rollout.agent.agent_loop_manager_class`` (the loop refuses
+``actor_rollout_ref.rollout.agent.agent_loop_manager_class`` (a key verl's
+config file lacks, so the override starts with ``+``; the loop refuses
 to run without it there, rather than train on the final score alone).
 
 The model's tokens enter the sequence exactly as the server returned them (verl's
@@ -423,7 +424,7 @@ class TurnRewardAgentLoopManager(AgentLoopManager):
 
     For ``trainer.use_v1=false`` with ``turn_rewards: true``::
 
-        actor_rollout_ref.rollout.agent.agent_loop_manager_class=\
+        +actor_rollout_ref.rollout.agent.agent_loop_manager_class=\
             interactions_core.integrations.verl.TurnRewardAgentLoopManager
 
     Not for the v1 path: that option replaces verl's TransferQueue manager there,
@@ -449,7 +450,7 @@ def _check_turn_rewards_reach_verl(run_kwargs: Mapping[str, Any]) -> None:
     raise ConfigError(
         [
             "turn_rewards: true on verl's legacy trainer path (trainer.use_v1=false) needs "
-            "actor_rollout_ref.rollout.agent.agent_loop_manager_class="
+            "+actor_rollout_ref.rollout.agent.agent_loop_manager_class="
             "interactions_core.integrations.verl.TurnRewardAgentLoopManager; without it "
             "verl would train on the episode's summed score at the last token only"
         ],

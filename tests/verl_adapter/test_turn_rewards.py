@@ -197,21 +197,60 @@ def test_turn_rewards_must_be_a_boolean(tmp_path: Path, model_dir: Path, tokeniz
         run_batch(worker, [row("plan-a")])
 
 
-def test_the_legacy_manager_builds_the_project_worker() -> None:
-    """What ``agent_loop_manager_class`` names, resolved as verl's trainer resolves it."""
+# -- the documented settings ----------------------------------------------------------
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "rewards.md"
+
+
+def documented_blocks() -> list[str]:
+    """The fenced blocks of the page's verl turn-rewards section, unindented."""
+    text = PAGE.read_text(encoding="utf-8")
+    start = text.index("### verl: turn rewards")
+    section = text[start : text.index("\n### ", start + 1)]
+    found = re.findall(r"^( *)```\w*\n(.*?)^\1```", section, re.S | re.M)
+    return ["\n".join(line[len(indent) :] for line in body.splitlines()) for indent, body in found]
+
+
+def test_the_documented_settings_run_through_verl(
+    tmp_path: Path, model_dir: Path, tokenizer: Any
+) -> None:
+    import yaml
+    from hydra import compose, initialize_config_dir
     from verl.utils.import_utils import load_class_from_fqn
 
-    fqn = "interactions_core.integrations.verl.TurnRewardAgentLoopManager"
-    manager_class = load_class_from_fqn(fqn, "AgentLoopManager")
+    entry_text, overrides_text = documented_blocks()
+    # The agent-loop entry, with the test's interactions file in place of the example's.
+    (entry,) = yaml.safe_load(entry_text)
+    assert entry["turn_rewards"] is True
+    setup = write_setup(tmp_path, turn_rewards=None)
+    entry["interaction_config"] = yaml.safe_load(setup.read_text())[0]["interaction_config"]
+    setup.write_text(yaml.safe_dump([entry]))
+    # The overrides, composed into verl's own trainer config as its command line would.
+    config_dir = str(Path(verl_root()) / "trainer" / "config")
+    with initialize_config_dir(config_dir=config_dir, version_base=None):
+        config = compose(config_name="ppo_trainer", overrides=overrides_text.split())
+    assert config.trainer.use_v1 is False
+    fqn = config.actor_rollout_ref.rollout.agent.agent_loop_manager_class
+    manager_class = load_class_from_fqn(fqn, "AgentLoopManager")  # as verl's trainer does
     assert manager_class is TurnRewardAgentLoopManager
-    manager = manager_class(trainer_config_stub(), llm_client=None)
-    assert manager.agent_loop_workers_class.__ray_actor_class__ is TurnRewardAgentLoopWorker
+    worker_class = manager_class(config, llm_client=None).agent_loop_workers_class
+    # That manager's worker, run here, places the turns as the page says.
+    worker = worker_class.__ray_actor_class__(
+        trainer_config(model_dir, setup, max_assistant_turns=5),
+        llm_client=ScriptedServer(tokenizer, script),
+    )
+    out = run_batch(worker, [row("plan-a")])
+    expected = torch.zeros_like(out.batch["rm_scores"][0])
+    expected[turn_ends(out.batch["response_mask"][0].tolist())] = torch.tensor(
+        expected_turn_rewards("plan-a")
+    )
+    assert torch.allclose(out.batch["rm_scores"][0], expected)
 
 
-def trainer_config_stub() -> Any:
-    from omegaconf import OmegaConf
+def verl_root() -> str:
+    import verl
 
-    return OmegaConf.create({"actor_rollout_ref": {"rollout": {}, "model": {}}})
+    return str(Path(verl.__file__).parent)
 
 
 # -- verl's advantage estimators on the worker's batch --------------------------------
