@@ -54,6 +54,7 @@ from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
+import numpy as np
 import torch
 from verl.experimental.agent_loop.agent_loop import (
     AgentLoopManager,
@@ -393,7 +394,12 @@ def place_token_rewards(batch: Any) -> None:
     agent loops (no pairs) keep verl's own scores.
     """
     column = batch.non_tensor_batch.get(TOKEN_REWARDS)
-    if column is None or "rm_scores" not in batch.batch.keys():  # noqa: SIM118 - a TensorDict
+    if column is None:
+        # No turn-rewards sample in this worker's share of the batch: the column still
+        # exists, because verl concatenates the workers' batches key by key.
+        column = np.empty(len(batch), dtype=object)
+        batch.non_tensor_batch[TOKEN_REWARDS] = column
+    if "rm_scores" not in batch.batch.keys():  # noqa: SIM118 - a TensorDict
         return
     scores = batch.batch["rm_scores"]
     for index, pairs in enumerate(column):

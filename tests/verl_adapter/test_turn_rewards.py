@@ -158,6 +158,17 @@ def test_a_failed_episode_trains_on_zeros_beside_its_neighbours(
     assert torch.allclose(scores[1], expected)
 
 
+def test_a_worker_batch_without_turn_rewards_still_has_the_column(
+    tmp_path: Path, model_dir: Path, tokenizer: Any
+) -> None:
+    """verl concatenates its workers' batches key by key: every batch needs the key."""
+    loops = write_setup(tmp_path, turn_rewards=True)
+    config = trainer_config(model_dir, loops, max_assistant_turns=5)
+    worker = make_turn_worker(config, ScriptedServer(tokenizer, script))
+    out = run_batch(worker, [row("plan-c"), row("plan-b")], agent_name="single_turn_agent")
+    assert list(out.non_tensor_batch[TOKEN_REWARDS]) == [None, None]
+
+
 def test_default_mode_is_verls_final_score_at_the_last_token(
     tmp_path: Path, model_dir: Path, tokenizer: Any
 ) -> None:
