@@ -113,11 +113,12 @@ class InteractionAgentLoop(ToolAgentLoop):
     ``interaction_config`` is a path to an interactions-core config (verl's
     format or the by-name one); without it every installed interaction is
     available by name. ``ray_check: true`` runs :func:`check_cluster_once` when
-    the first trajectory of a worker process starts. ``turn_rewards: true`` puts
-    each judged turn's score on its own last token instead of one score at the
-    end (module docstring). verl builds one instance per trajectory, so the
-    per-episode state lives on the instance while the interactions are shared
-    per process.
+    the first trajectory of a worker process starts. verl builds one instance per
+    trajectory, so the per-episode state lives on the instance while the
+    interactions are shared per process.
+
+    ``turn_rewards: true`` puts each judged turn's score on that turn's last
+    token instead of one score at the end (see the module docstring).
     """
 
     def __init__(
