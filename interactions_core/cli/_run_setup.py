@@ -300,10 +300,10 @@ def open_outputs(args: argparse.Namespace, inputs: RunInputs) -> RunOutputs:
         report = RunData(os.path.basename(args.output or args.data))
         if resume is not None and resume.state is not None:
             # The earlier records the summary counts: the report counts them too
-            # (their counters; a resumed record keeps no conversation to show).
-            for key, record in resume.state.records.items():
-                if key in resume.done:
-                    report.add(record.to_dict())
+            # (their counters; a resumed record keeps no conversation to show, and
+            # its sample id only when it failed: the index names it).
+            for record in resume.state.episodes(resume.done):
+                report.add(record.to_dict())
     stamp = resume.stamp if resume is not None else {}
     sink = RecordSink(output, report, stamp) if output is not None or report is not None else None
     return RunOutputs(progress, resume, output, trace, report, sink)
@@ -362,9 +362,8 @@ class Resume:
         if self.state is None:
             return
         played = summary.episodes
-        for key, record in self.state.records.items():
-            if key in self.done:
-                summary.add(record)
+        for record in self.state.episodes(self.done):
+            summary.add(record)
         self.resumed = summary.episodes - played
 
 

@@ -44,7 +44,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from typing import IO, Any, NamedTuple
 
 from .._files import lock_fd
@@ -477,36 +477,83 @@ def record_key(record: Mapping[str, Any]) -> tuple[int, int]:
     return int(record["index"]), int(record.get("repeat") or 0)
 
 
-def _light_record(data: Mapping[str, Any]) -> EpisodeRecord:
-    """An :class:`EpisodeRecord` with a stored record's counters (no messages kept)."""
-    record = EpisodeRecord(int(data["index"]), data.get("sample_id"))
-    record.interaction = data.get("interaction")
-    record.instance_id = data.get("instance_id")
-    record.end_reason = str(data.get("end_reason") or "error")
-    record.turns = int(data.get("turns") or 0)
-    record.user_turns = int(data.get("user_turns") or 0)
-    record.scores = [float(s) for s in data.get("scores") or [] if isinstance(s, (int, float))]
+#: A resumed record as kept in memory: ``(interaction, end_reason, turns, user_turns,
+#: scores, final_score, errors, sample_id)``; ``errors`` and ``sample_id`` are kept for
+#: records with errors only (the summary's error examples name their sample).
+Compact = tuple[Any, ...]
+#: Distinct compact values shared between records, at most this many.
+_SHARED_LIMIT = 4096
+
+
+def _compact(data: Mapping[str, Any]) -> Compact:
+    """What the summary needs of a stored record (no messages, no ids)."""
+    scores = tuple(float(s) for s in data.get("scores") or [] if isinstance(s, (int, float)))
     final = data.get("final_score")
-    record.final_score = float(final) if isinstance(final, (int, float)) else None
     errors = data.get("errors") or []
+    kept_errors = None
     if errors:
-        record.errors = [dict(e) if isinstance(e, Mapping) else {"message": str(e)} for e in errors]
-    return record
+        kept_errors = [dict(e) if isinstance(e, Mapping) else {"message": str(e)} for e in errors]
+    interaction = data.get("interaction")
+    return (
+        sys.intern(interaction) if isinstance(interaction, str) else None,
+        sys.intern(str(data.get("end_reason") or "error")),
+        int(data.get("turns") or 0),
+        int(data.get("user_turns") or 0),
+        scores,
+        float(final) if isinstance(final, (int, float)) else None,
+        kept_errors,
+        data.get("sample_id") if errors else None,
+    )
 
 
 class ResumeState:
-    """What an existing record file holds: the latest record of each ``(index, repeat)``."""
+    """What an existing record file holds: the latest record of each ``(index, repeat)``.
+
+    A resumed run may continue a file of millions of records, so each is kept
+    as the few counters the summary needs, and equal ones (most records of a
+    run look alike: same interaction, end, turns and scores) share one tuple:
+    a small fraction of a whole record (see ``docs/run.md`` on resuming).
+    """
 
     def __init__(self) -> None:
-        self.records: dict[tuple[int, int], EpisodeRecord] = {}
+        self.records: dict[tuple[int, int], Compact] = {}
         self.lines = 0
         self.unmarked = 0  # records without fingerprints (written by an older version)
+        self._shared: dict[Compact, Compact] = {}
+
+    def keep(self, key: tuple[int, int], data: Mapping[str, Any]) -> None:
+        """Keep ``data`` as the latest record of ``key``."""
+        value = _compact(data)
+        if value[6] is None:  # no errors: hashable, and likely equal to another
+            shared = self._shared.get(value)
+            if shared is not None:
+                value = shared
+            elif len(self._shared) < _SHARED_LIMIT:
+                self._shared[value] = value
+        self.records[key] = value
 
     def done(self, retry_errors: bool = False) -> set[tuple[int, int]]:
         """Keys not to run again (errored ones too, unless ``retry_errors``)."""
         if not retry_errors:
             return set(self.records)
-        return {key for key, record in self.records.items() if not record.errors}
+        return {key for key, value in self.records.items() if not value[6]}
+
+    def episodes(self, keys: Container[tuple[int, int]]) -> Iterator[EpisodeRecord]:
+        """The kept records of ``keys``, as :class:`EpisodeRecord` counters (no messages)."""
+        for (index, repeat), value in self.records.items():
+            if (index, repeat) not in keys:
+                continue
+            interaction, end, turns, user_turns, scores, final, errors, sample_id = value
+            record = EpisodeRecord(index, sample_id, repeat)
+            record.interaction = interaction
+            record.end_reason = end
+            record.turns = turns
+            record.user_turns = user_turns
+            record.scores = list(scores)
+            record.final_score = final
+            if errors:
+                record.errors = [dict(e) for e in errors]
+            yield record
 
 
 def read_records(
@@ -542,7 +589,7 @@ def read_records(
                 )
             key = record_key(record)
             _check_fingerprints(state, record, f"{path}:{number}", config, data)
-            state.records[key] = _light_record(record)
+            state.keep(key, record)
             state.lines += 1
     return state
 

@@ -63,3 +63,49 @@ def test_continuing_a_file_ends_a_whole_last_record_and_cuts_a_torn_one(tmp_path
     with LineWriter(torn, append=True) as writer:
         writer.write({**RECORD, "index": 2})
     assert [json.loads(x)["index"] for x in torn.read_text().splitlines()] == [0, 2]
+
+
+def test_resumed_records_keep_their_counters_and_alike_ones_share_them(tmp_path: Path) -> None:
+    """A resumed file may hold millions of records: equal counters are one object."""
+    alike = {
+        "interaction": "gsm8k",
+        "end_reason": "terminated",
+        "turns": 2,
+        "user_turns": 1,
+        "scores": [0.0, 1.0],
+        "final_score": 1.0,
+        "messages": [{"role": "user", "content": "q"}],
+        "instance_id": "not kept",
+    }
+    failed = {
+        "index": 2,
+        "repeat": 1,
+        "sample_id": "s-2",
+        "end_reason": "error",
+        "errors": [{"where": "policy", "type": "X", "message": "boom"}],
+    }
+    path = tmp_path / "r.jsonl"
+    rows = [{**alike, "index": 0, "sample_id": "s-0"}, {**alike, "index": 1, "sample_id": "s-1"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*rows, failed]))
+    state = read_records(str(path), "c", None, samples=3)
+    assert state.records[(0, 0)] is state.records[(1, 0)]
+    assert state.done() == {(0, 0), (1, 0), (2, 1)}
+    assert state.done(retry_errors=True) == {(0, 0), (1, 0)}
+    first, _, third = state.episodes(state.done())
+    assert (first.index, first.repeat, first.interaction, first.end_reason) == (
+        0,
+        0,
+        "gsm8k",
+        "terminated",
+    )
+    assert (first.turns, first.user_turns, first.scores, first.final_score) == (
+        2,
+        1,
+        [0.0, 1.0],
+        1.0,
+    )
+    assert first.messages == [] and first.instance_id is None
+    # A failed record keeps what the summary's error examples show: its sample and errors.
+    assert (third.index, third.repeat, third.sample_id) == (2, 1, "s-2")
+    assert third.errors == [{"where": "policy", "type": "X", "message": "boom"}]
+    assert [r.index for r in state.episodes({(1, 0)})] == [1]
