@@ -360,7 +360,10 @@ async def _tq_rollout(
     keys = [
         key
         for uid in uids
-        for key in sorted(k for k in listing if k.startswith(f"{uid}_"))  # sessions, outputs
+        for key in sorted(
+            (k for k in listing if k.startswith(f"{uid}_")),
+            key=lambda k: [int(part) for part in k.split("_")[1:]],  # session, then output
+        )
     ]
     try:
         status = [str(listing[uid].get("status")) for uid in uids]
@@ -425,14 +428,9 @@ async def rollout(
     raise_failures: bool = True,
 ) -> Any:
     """Run ``rows`` through either worker; the legacy ``DataProto`` or a :class:`Rollout`."""
-    if isinstance(worker, tq_worker_class_if_loaded()):
+    if _transfer_queue_started and isinstance(worker, tq_worker_class()):
         return await _tq_rollout(worker, rows, agent_name, raise_failures)
     return await worker.generate_sequences(make_batch(rows, agent_name=agent_name))
-
-
-def tq_worker_class_if_loaded() -> tuple[type, ...]:
-    """The v1 worker class when TransferQueue was started (``isinstance`` needs no import)."""
-    return (tq_worker_class(),) if _transfer_queue_started else ()
 
 
 def run_batch(worker: Any, rows: Sequence[dict[str, Any]], **kwargs: Any) -> Any:
