@@ -216,12 +216,12 @@ def make_worker(config: Any, server: ScriptedServer) -> Any:
 def tq_worker_class() -> type:
     """``AgentLoopWorkerTQ`` as the plain class its ``@ray.remote`` decorator wraps.
 
-    Ray keeps the decorated class on the actor class's metadata; instantiating it
+    Ray keeps the decorated class as ``__ray_actor_class__``; instantiating it
     directly runs verl's worker code in this process, as the legacy harness does.
     """
     from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopWorkerTQ
 
-    actor_class: type = AgentLoopWorkerTQ.__ray_metadata__.modified_class.__ray_actor_class__
+    actor_class: type = AgentLoopWorkerTQ.__ray_actor_class__
     return actor_class
 
 
