@@ -1,4 +1,12 @@
-"""Drive verl's own ``AgentLoopWorker`` without Ray, a GPU or a model hub.
+"""Drive verl's own rollout workers without a GPU or a model hub.
+
+Two workers run the same agent loops: the legacy ``AgentLoopWorker``
+(``trainer.use_v1=false``), which returns the padded batch, and verl's default v1
+worker ``AgentLoopWorkerTQ``, which returns nothing and writes each trajectory
+into TransferQueue. Both are built in the test process (the v1 class is taken
+out of its ``@ray.remote`` wrapper), so the scripted server and the test doubles
+are the ones the loops call. TransferQueue itself needs Ray: its controller and
+storage units are actors on a local cluster, started once for the session.
 
 The pieces a real rollout needs, made locally:
 
@@ -13,18 +21,24 @@ The pieces a real rollout needs, made locally:
   request so a test can check what the model was shown.
 
 Everything else is verl's released code: the worker reads the agent-loop YAML,
-instantiates the loop per trajectory with hydra, runs it and pads the batch.
+instantiates the loop per trajectory with hydra and runs it; the legacy worker pads
+the batch, the v1 worker stores each trajectory, which :func:`rollout` reads back
+from TransferQueue as the v1 trainer does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 import verl
 from omegaconf import OmegaConf
 from verl.protocol import DataProto
@@ -179,15 +193,71 @@ class ScriptedServer:
         return TokenOutput(token_ids=ids, log_probs=logprobs)
 
 
+#: verl's rollout workers, as the ``worker_kind`` fixture names them.
+WORKER_KINDS = ("legacy", "tq")
+#: Set per test by the ``worker_kind`` fixture: the worker :func:`make_worker` builds.
+WORKER_KIND = "legacy"
+
+
 def make_worker(config: Any, server: ScriptedServer) -> Any:
-    """verl's own ``AgentLoopWorker``, built in this process (no Ray actor)."""
+    """verl's rollout worker of :data:`WORKER_KIND`, built in this process (no Ray actor).
+
+    ``tq`` is verl's default v1 worker; it needs TransferQueue, started here on
+    first use and kept for the test session.
+    """
+    if WORKER_KIND == "tq":
+        start_transfer_queue()
+        return tq_worker_class()(config, llm_client=server)
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 
     return AgentLoopWorker(config, llm_client=server)
 
 
-def make_batch(rows: Sequence[dict[str, Any]], *, agent_name: str = "interactions") -> DataProto:
-    """A rollout batch as verl's dataset gives it (``raw_prompt``, ``extra_info``, ...)."""
+def tq_worker_class() -> type:
+    """``AgentLoopWorkerTQ`` as the plain class its ``@ray.remote`` decorator wraps.
+
+    Ray keeps the decorated class as ``__ray_actor_class__``; instantiating it
+    directly runs verl's worker code in this process, as the legacy harness does.
+    """
+    from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopWorkerTQ
+
+    actor_class: type = AgentLoopWorkerTQ.__ray_actor_class__
+    return actor_class
+
+
+_transfer_queue_started = False
+
+
+def start_transfer_queue() -> None:
+    """A local Ray cluster with TransferQueue's controller and storage (once per process)."""
+    global _transfer_queue_started
+    if _transfer_queue_started:
+        return
+    import ray
+    import transfer_queue as tq
+
+    # A cluster of its own, even when another one runs on this machine. TransferQueue's
+    # controller and each storage unit reserve one (logical) CPU: one unit is plenty.
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
+    _transfer_queue_started = True
+
+
+def stop_transfer_queue() -> None:
+    """Close TransferQueue and its Ray cluster, if :func:`start_transfer_queue` started them."""
+    global _transfer_queue_started
+    if not _transfer_queue_started:
+        return
+    import ray
+    import transfer_queue as tq
+
+    tq.close()
+    ray.shutdown()
+    _transfer_queue_started = False
+
+
+def _columns(rows: Sequence[dict[str, Any]], agent_name: str) -> dict[str, np.ndarray]:
+    """The non-tensor columns verl's dataset gives a batch (``raw_prompt``, ``extra_info``, ...)."""
     n = len(rows)
 
     def column(values: list[Any]) -> np.ndarray:
@@ -195,18 +265,218 @@ def make_batch(rows: Sequence[dict[str, Any]], *, agent_name: str = "interaction
         array[:] = values
         return array
 
-    non_tensor = {
+    return {
         "raw_prompt": column([list(row["prompt"]) for row in rows]),
         "extra_info": column([dict(row.get("extra_info") or {}) for row in rows]),
         "agent_name": column([row.get("agent_name", agent_name) for row in rows]),
         "index": column([row.get("index", i) for i, row in enumerate(rows)]),
     }
+
+
+def make_batch(rows: Sequence[dict[str, Any]], *, agent_name: str = "interactions") -> DataProto:
+    """A rollout batch for the legacy worker, as verl's dataset gives it."""
+    non_tensor = _columns(rows, agent_name)
     return DataProto(batch=None, non_tensor_batch=non_tensor, meta_info={"global_steps": 1})
 
 
-def run_batch(worker: Any, rows: Sequence[dict[str, Any]], **kwargs: Any) -> DataProto:
-    """Run ``rows`` through the worker's ``generate_sequences`` on a fresh event loop."""
-    return asyncio.run(worker.generate_sequences(make_batch(rows, **kwargs)))
+@dataclass
+class Rollout:
+    """A v1 rollout read back from TransferQueue, shaped as the legacy worker's output.
+
+    ``batch`` holds the right-padded ``responses``, ``response_mask``,
+    ``rollout_log_probs`` and ``rm_scores``; ``non_tensor_batch`` the
+    ``extra_fields`` spread into columns and ``__num_turns__``, one row per
+    trajectory in prompt order (then session order), as the legacy worker lays
+    them out. ``prompt_status`` is each prompt's final TransferQueue status and
+    ``tags`` each trajectory's tag, which the v1 trainer's replay buffer reads.
+    """
+
+    batch: dict[str, torch.Tensor]
+    non_tensor_batch: dict[str, np.ndarray]
+    prompt_status: list[str] = field(default_factory=list)
+    tags: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[BaseException] = field(default_factory=list)
+
+
+#: The TransferQueue partition of training rollouts.
+PARTITION = "train"
+
+
+class _Failures(logging.Handler):
+    """Keeps the exceptions verl's v1 worker logs for prompts it marks as failed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.errors: list[BaseException] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info and record.exc_info[1] is not None:
+            self.errors.append(record.exc_info[1])
+
+
+async def _tq_rollout(
+    worker: Any, rows: Sequence[dict[str, Any]], agent_name: str, raise_failures: bool
+) -> Rollout:
+    """Feed ``rows`` to the v1 worker as the v1 trainer does and read the results back.
+
+    The trainer registers each prompt (its ``uid``) in TransferQueue as pending and
+    calls ``generate_sequences``, which only spawns one task per prompt; here the
+    tasks are awaited (and cancelled with the rollout), then every prompt's status
+    and trajectories are read and the keys cleared. A prompt whose agent loop
+    raised is marked ``failure`` and the error only logged; with
+    ``raise_failures`` that logged error is raised, as the legacy worker raises it.
+    """
+    import transfer_queue as tq
+    from verl.utils import tensordict_utils as tu
+
+    # verl splits trajectory keys ``{uid}_{session}_{index}`` on "_": none in the uid.
+    uids = [uuid.uuid4().hex for _ in rows]
+    columns = _columns(rows, agent_name)
+    columns["uid"] = np.array(uids, dtype=object)
+    batch = tu.get_tensordict(columns)
+    tu.assign_non_tensor_data(batch, "global_steps", 1)
+    pending = [{"is_prompt": True, "status": "pending", "global_steps": 1} for _ in uids]
+    await tq.async_kv_batch_put(keys=uids, partition_id=PARTITION, tags=pending)
+
+    failures = _Failures()
+    verl_logger = logging.getLogger("verl.trainer.ppo.v1.agent_loop_tq")
+    verl_logger.addHandler(failures)
+    try:
+        await worker.generate_sequences(batch)
+        prompts = list(worker.background_tasks)
+        try:
+            await asyncio.gather(*prompts)
+        except BaseException:
+            # Cancelled: the prompts' agent loops are cancelled and finish first.
+            for task in prompts:
+                task.cancel()
+            await asyncio.gather(*prompts, return_exceptions=True)
+            await tq.async_kv_clear(keys=uids, partition_id=PARTITION)
+            raise
+    finally:
+        verl_logger.removeHandler(failures)
+
+    listing = (await tq.async_kv_list(PARTITION)).get(PARTITION, {})
+    keys = [
+        key
+        for uid in uids
+        for key in sorted(
+            (k for k in listing if k.startswith(f"{uid}_")),
+            key=lambda k: [int(part) for part in k.split("_")[1:]],  # session, then output
+        )
+    ]
+    try:
+        status = [str(listing[uid].get("status")) for uid in uids]
+        if raise_failures and "failure" in status:
+            if failures.errors:
+                raise failures.errors[0]
+            raise RuntimeError(f"a prompt failed without a logged error: {status}")
+        data = await tq.async_kv_batch_get(keys=keys, partition_id=PARTITION) if keys else None
+    finally:
+        await tq.async_kv_clear(keys=uids + keys, partition_id=PARTITION)
+    out = _padded(data, worker.tokenizer.pad_token_id) if data is not None else _empty()
+    out.prompt_status = status
+    out.tags = [dict(listing[key]) for key in keys]
+    out.errors = failures.errors
+    return out
+
+
+def _per_row(value: Any) -> list[Any]:
+    """One entry per trajectory of a field read back (stacked, jagged or not a tensor)."""
+    if isinstance(value, torch.Tensor):
+        return list(value.unbind(0))
+    if hasattr(value, "tolist"):  # a NonTensorStack
+        return list(value.tolist())
+    return list(value)  # plain values come back as a list
+
+
+def _padded(data: Any, pad_token_id: int) -> Rollout:
+    """The legacy worker's layout of the stored trajectories: right-padded, extra fields spread."""
+    pads = {
+        "responses": pad_token_id,
+        "response_mask": 0,
+        "rollout_log_probs": 0.0,
+        "rm_scores": 0.0,
+    }
+    batch = {
+        key: torch.nn.utils.rnn.pad_sequence(
+            _per_row(data[key]), batch_first=True, padding_value=pad
+        )
+        for key, pad in pads.items()
+        if key in data.keys()  # noqa: SIM118 - TensorDict has no plain membership test
+    }
+    extra = [dict(fields) for fields in _per_row(data["extra_fields"])]
+    names = sorted({key for fields in extra for key in fields})
+    non_tensor: dict[str, np.ndarray] = {}
+    for name in names:
+        column = np.empty(len(extra), dtype=object)
+        column[:] = [fields.get(name) for fields in extra]
+        non_tensor[name] = column
+    non_tensor["__num_turns__"] = np.array([int(n) for n in _per_row(data["num_turns"])])
+    return Rollout(batch=batch, non_tensor_batch=non_tensor)
+
+
+def _empty() -> Rollout:
+    return Rollout(batch={}, non_tensor_batch={})
+
+
+async def rollout(
+    worker: Any,
+    rows: Sequence[dict[str, Any]],
+    *,
+    agent_name: str = "interactions",
+    raise_failures: bool = True,
+) -> Any:
+    """Run ``rows`` through either worker; the legacy ``DataProto`` or a :class:`Rollout`."""
+    if _transfer_queue_started and isinstance(worker, tq_worker_class()):
+        return await _tq_rollout(worker, rows, agent_name, raise_failures)
+    return await worker.generate_sequences(make_batch(rows, agent_name=agent_name))
+
+
+def run_batch(worker: Any, rows: Sequence[dict[str, Any]], **kwargs: Any) -> Any:
+    """Run ``rows`` through the worker on a fresh event loop (see :func:`rollout`)."""
+    return asyncio.run(rollout(worker, rows, **kwargs))
+
+
+# -- setups and rows the tests share ----------------------------------------------------
+
+
+def write_setup(tmp_path: Path, interactions: str, name: str = "interactions") -> Path:
+    """An interactions config and the agent-loop YAML naming the adapter with it."""
+    config = tmp_path / "interactions.yaml"
+    config.write_text(interactions)
+    loops = tmp_path / "agent_loops.yaml"
+    loops.write_text(
+        f"- name: {name}\n"
+        "  _target_: interactions_core.integrations.verl.InteractionAgentLoop\n"
+        f"  interaction_config: {config}\n"
+    )
+    return loops
+
+
+def row(question: str, **interaction_kwargs: Any) -> dict[str, Any]:
+    """A dataset row asking ``question``, with the interaction's kwargs in ``extra_info``."""
+    return {
+        "prompt": [{"role": "user", "content": question}],
+        "extra_info": {"interaction_kwargs": interaction_kwargs},
+    }
+
+
+def column(out: Any, key: str) -> list[Any]:
+    """A non-tensor column of either worker's output, as a list."""
+    return list(out.non_tensor_batch[key])
+
+
+#: Two interactions of one plugin, told apart by name: the strict and the flexible extractor.
+TWO = """\
+default: strict
+interaction:
+  - name: strict
+    plugin: gsm8k
+  - name: flexible
+    plugin: gsm8k
+    config: {method: flexible}
+"""
 
 
 def spans(mask: Sequence[int], value: int) -> list[tuple[int, int]]:

@@ -1,9 +1,12 @@
-"""``InteractionAgentLoop`` driven through verl's own ``AgentLoopWorker``.
+"""``InteractionAgentLoop`` driven through verl's own rollout workers.
 
 Each test builds verl's worker from verl's generated trainer config, with an
 ``agent_loop_config_path`` YAML naming the adapter, and runs a batch through
-``generate_sequences``: hydra instantiates the loop per trajectory, verl pads the
-outputs and assembles the ``DataProto``. Only the model is scripted.
+``generate_sequences``: hydra instantiates the loop per trajectory, and the legacy
+``AgentLoopWorker`` pads the outputs into a ``DataProto`` while the default v1
+``AgentLoopWorkerTQ`` stores each trajectory in TransferQueue, read back by the
+harness. Every test that builds a worker runs on both (``worker_kind``). Only the
+model is scripted.
 """
 
 from __future__ import annotations
@@ -14,7 +17,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import ScriptedServer, make_batch, make_worker, run_batch, spans, trainer_config
+from harness import (
+    TWO,
+    ScriptedServer,
+    column,
+    make_worker,
+    rollout,
+    row,
+    run_batch,
+    spans,
+    trainer_config,
+    write_setup,
+)
 
 from interactions_core import Session, load_interactions
 from interactions_core.integrations import verl as verl_agent_loop
@@ -24,28 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 GSM8K = ROOT.parent / "shared" / "data" / "gsm8k"
 ATTEMPTS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification")
 
-
-def write_setup(tmp_path: Path, interactions: str, name: str = "interactions") -> Path:
-    config = tmp_path / "interactions.yaml"
-    config.write_text(interactions)
-    loops = tmp_path / "agent_loops.yaml"
-    loops.write_text(
-        f"- name: {name}\n"
-        "  _target_: interactions_core.integrations.verl.InteractionAgentLoop\n"
-        f"  interaction_config: {config}\n"
-    )
-    return loops
-
-
-def row(question: str, **interaction_kwargs: Any) -> dict[str, Any]:
-    return {
-        "prompt": [{"role": "user", "content": question}],
-        "extra_info": {"interaction_kwargs": interaction_kwargs},
-    }
-
-
-def column(out: Any, key: str) -> list[Any]:
-    return list(out.non_tensor_batch[key])
+pytestmark = pytest.mark.both_workers
 
 
 def test_registered_under_the_agent_name() -> None:
@@ -173,16 +166,6 @@ def test_model_tokens_are_kept_verbatim_with_aligned_logprobs(
 
 # -- routing, defaults, errors ------------------------------------------------------
 
-TWO = """\
-default: strict
-interaction:
-  - name: strict
-    plugin: gsm8k
-  - name: flexible
-    plugin: gsm8k
-    config: {method: flexible}
-"""
-
 
 def test_samples_route_by_name_and_fall_back_to_the_default(
     tmp_path: Path, model_dir: Path, tokenizer: Any
@@ -287,9 +270,7 @@ def test_cancelled_rollouts_finalize_their_sessions(
 
     async def main() -> None:
         task = asyncio.create_task(
-            worker.generate_sequences(
-                make_batch([row(f"q{i}", ground_truth="9") for i in range(4)])
-            )
+            rollout(worker, [row(f"q{i}", ground_truth="9") for i in range(4)])
         )
         while len(server.requests) < 4 or shared.open_sessions < 4:
             await asyncio.sleep(0.01)

@@ -1,8 +1,8 @@
 """The ``usersim`` interaction in verl's agent loop: the user is a model on its own endpoint.
 
-verl's own ``AgentLoopWorker`` runs the batch; the assistant is the harness's
-scripted token server, the simulated user and the judge are the plugin's
-scripted chat server on 127.0.0.1. The refund customer gives the order number
+verl's own rollout workers run the batch (the legacy one and the default v1 one);
+the assistant is the harness's scripted token server, the simulated user and the
+judge are the plugin's scripted chat server on 127.0.0.1. The refund customer gives the order number
 (the simulator's line, appended as a user turn outside the response mask) and
 ends the conversation once the refund is issued; the judge scores it 9/10, which
 is the sample's reward.
@@ -21,6 +21,8 @@ from harness import ScriptedServer, make_worker, run_batch, trainer_config
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "plugins/interactions-usersim/tests"))
 from usersim_server import ScriptedServer as ChatServer
 from usersim_support import REFUND_GOAL, script
+
+pytestmark = pytest.mark.both_workers
 
 
 @pytest.fixture
