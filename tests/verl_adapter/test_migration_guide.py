@@ -18,11 +18,13 @@ from typing import Any
 
 import pytest
 import verl
-from harness import ScriptedServer, make_worker
+from harness import ScriptedServer, make_worker, run_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "migrating-from-verl.md"
 SHARED = ROOT.parent / "shared"
+
+pytestmark = pytest.mark.both_workers
 
 
 def section(title: str) -> str:
@@ -111,20 +113,34 @@ def scripted_server(tokenizer: Any) -> ScriptedServer:
 
 
 def play_rows(config: Any, model_dir: Path, tokenizer: Any, files: str) -> Any:
-    """Six rows of ``files`` through the rollout worker built from ``config``."""
-    import asyncio
-
-    from verl.protocol import DataProto
-    from verl.utils.dataset.rl_dataset import RLHFDataset, collate_fn
+    """Six rows of ``files``, read by verl's dataset, through the rollout worker built
+    from ``config`` (each test runs on verl's default v1 worker and the legacy one)."""
+    from verl.utils.dataset.rl_dataset import RLHFDataset
 
     # The model and engine are the test's; everything else is the guide's.
     config.actor_rollout_ref.model.path = str(model_dir)
     worker = make_worker(config, scripted_server(tokenizer))
     dataset = RLHFDataset(files, tokenizer, config.data)
     assert len(dataset) == 1319
-    batch = DataProto.from_single_dict(collate_fn([dataset[i] for i in range(6)]))
-    assert set(batch.non_tensor_batch["agent_name"]) == {"interactions"}
-    return asyncio.run(worker.generate_sequences(batch))
+    items = [dataset[i] for i in range(6)]
+    assert {item["agent_name"] for item in items} == {"interactions"}
+    rows = [
+        {
+            "prompt": list(item["raw_prompt"]),
+            "extra_info": dict(item["extra_info"]),
+            "agent_name": item["agent_name"],
+        }
+        for item in items
+    ]
+    return run_batch(worker, rows)
+
+
+def trajectories(config: Any, rows: int) -> int:
+    """How many trajectories ``rows`` prompts give: verl's v1 worker plays ``rollout.n``
+    of each itself, where the legacy trainer repeats the rows before its worker."""
+    import harness
+
+    return rows * (config.actor_rollout_ref.rollout.n if harness.WORKER_KIND == "tq" else 1)
 
 
 @pytest.fixture(autouse=True)
@@ -154,8 +170,9 @@ def test_the_worked_example_runs_through_verl(
         "interactions"
     }
     out = play_rows(config, model_dir, tokenizer, config.data.train_files)
-    assert [list(s) for s in out.non_tensor_batch["turn_scores"]] == [[0.0, 1.0]] * 6
-    assert out.batch["rm_scores"].sum(dim=-1).tolist() == [1.0] * 6
+    played = trajectories(config, 6)
+    assert [list(s) for s in out.non_tensor_batch["turn_scores"]] == [[0.0, 1.0]] * played
+    assert out.batch["rm_scores"].sum(dim=-1).tolist() == [1.0] * played
     assert set(out.non_tensor_batch["interaction_name"]) == {"gsm8k"}
 
 
@@ -177,5 +194,6 @@ def test_the_options_reach_the_loop(workdir: Path, model_dir: Path, tokenizer: A
     assert documented in section("### 3. Options")
     config = checked_config([*train_command(workdir), *overrides(documented, workdir)])
     out = play_rows(config, model_dir, tokenizer, config.data.val_files)
-    assert [list(s) for s in out.non_tensor_batch["turn_scores"]] == [[0.0, 1.0]] * 6
+    played = trajectories(config, 6)
+    assert [list(s) for s in out.non_tensor_batch["turn_scores"]] == [[0.0, 1.0]] * played
     assert set(out.non_tensor_batch["interaction_name"]) == {"gsm8k"}
