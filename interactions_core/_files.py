@@ -41,11 +41,15 @@ def temporary_next_to(path: str | os.PathLike[str]) -> str:
 
 
 @contextmanager
-def replacing(path: str | os.PathLike[str], *, overwrite: bool = True) -> Iterator[str]:
+def replacing(
+    path: str | os.PathLike[str], *, overwrite: bool = True, durable: bool = True
+) -> Iterator[str]:
     """Yield a temporary file name to write; on success move it onto ``path``.
 
-    The finished file is flushed to disk (``fsync``) and then renamed into
-    place, so a reader sees the old file or the whole new one, never a part.
+    The finished file is renamed into place, so a reader sees the old file or
+    the whole new one, never a part. ``durable`` first flushes it to disk
+    (``fsync``), so a crash cannot leave an empty file behind the new name; a
+    cache that is rebuilt when it cannot be read skips that (a few ms each).
     With ``overwrite=False`` the move fails with :class:`FileExistsError` when
     ``path`` exists by then. Whatever happens, the temporary file is gone
     afterwards.
@@ -54,16 +58,17 @@ def replacing(path: str | os.PathLike[str], *, overwrite: bool = True) -> Iterat
     tmp = temporary_next_to(target)
     try:
         yield tmp
-        _sync(tmp)
+        if durable:
+            _sync(tmp)
         _publish(tmp, target, overwrite)
     finally:
         if os.path.lexists(tmp):
             os.remove(tmp)
 
 
-def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
+def write_atomically(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> None:
     """Write ``data`` to ``path`` whole (see :func:`replacing`); raises :class:`OSError`."""
-    with replacing(path) as tmp, open(tmp, "wb") as handle:
+    with replacing(path, durable=durable) as tmp, open(tmp, "wb") as handle:
         handle.write(data)
 
 

@@ -228,7 +228,8 @@ def _write(path: str, content: dict[str, Any]) -> bool:
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         data = json.dumps({"format": FORMAT, **content}, ensure_ascii=False).encode("utf-8")
-        write_atomically(path, data)
+        # A cache: a file a crash left empty is unreadable, so it is rebuilt.
+        write_atomically(path, data, durable=False)
         return True
     except (OSError, ValueError, TypeError) as exc:
         _warn(f"cannot write the index cache in {folder} ({exc.__class__.__name__}: {exc})")
