@@ -48,7 +48,7 @@ class BuiltinPlugin:
     """The core's own contributions, registered through the hooks like any plugin's."""
 
     POLICIES = {
-        "replay": "interactions_core.runtime.policies.replay:ReplayPolicy",
+        "replay": "interactions_core.runtime.policies.base:ReplayPolicy",
         "openai": "interactions_core.runtime.policies.openai:OpenAIPolicy",
         "human": "interactions_core.runtime.policies.human:HumanPolicy",
     }

@@ -160,7 +160,7 @@ def test_the_core_registers_its_policies_through_the_same_hook() -> None:
     assert sorted(r.name for r in registrations[BUILTIN_PLUGIN]) == ["human", "openai", "replay"]
     replay = next(r for r in registrations[BUILTIN_PLUGIN] if r.name == "replay")
     assert replay.builtin and replay.distribution == "interactions-core"
-    assert replay.target == "interactions_core.runtime.policies.replay:ReplayPolicy"
+    assert replay.target == "interactions_core.runtime.policies.base:ReplayPolicy"
     assert replay.load().__name__ == "ReplayPolicy"  # a target string is imported on use
 
 

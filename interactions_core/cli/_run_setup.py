@@ -214,7 +214,7 @@ def policy_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _warn_without_limit(policy_cls: Any, args: argparse.Namespace) -> None:
     """A live policy with no turn limit may never stop: say so, once, on stderr."""
-    from ..runtime.policies.replay import ReplayPolicy
+    from ..runtime.policies.base import ReplayPolicy
 
     if policy_cls is ReplayPolicy or args.max_assistant_turns or args.max_user_turns:
         return

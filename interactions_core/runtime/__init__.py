@@ -39,7 +39,7 @@ from .datasets import SampleReader, write_rows
 from .episode import EpisodeLoop
 from .observers import Observers
 from .policies import Policy, create_policy, get_policy_class, list_policies
-from .policies.replay import ReplayPolicy
+from .policies.base import ReplayPolicy
 from .record import END_REASONS, EpisodeRecord
 from .records import LineWriter
 from .runner import Runner, RunSummary, run_episodes

@@ -17,7 +17,7 @@ import pytest
 
 from interactions_core import BaseInteraction, InteractionResult, run_episodes
 from interactions_core.errors import InteractionValidationError
-from interactions_core.runtime.policies.replay import ReplayPolicy
+from interactions_core.runtime.policies.base import ReplayPolicy
 
 HERE = Path(__file__).resolve()
 
