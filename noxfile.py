@@ -105,6 +105,44 @@ def packaging(session: nox.Session) -> None:
     session.run("python", "tests/packaging/packaging_proof.py", *session.posargs)
 
 
+#: Where ``nox -s build`` writes the core's and the bundled plugins' distributions.
+DIST = ROOT / "dist"
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Wheels and sdists of the core and every bundled plugin into ``dist/``.
+
+    Until interactions-core is on the package index, these files (or a checkout) are
+    how to install it outside this clone: pip cannot find ``interactions-core`` by
+    name, so the plugins, which depend on it, install only beside the core's wheel
+    (see docs/install.md). Built without isolation, with the backend installed
+    here, so a second run needs no index; the previous run's files are replaced,
+    so ``dist/*.whl`` never holds two versions of one distribution.
+    """
+    session.install("build", "hatchling")
+    projects = [ROOT, *sorted(p.parent for p in (ROOT / "plugins").glob("*/pyproject.toml"))]
+    DIST.mkdir(exist_ok=True)
+    for old in [*DIST.glob("interactions_*.whl"), *DIST.glob("interactions_*.tar.gz")]:
+        old.unlink()
+    for project in projects:
+        command = ["python", "-m", "build", "--no-isolation", "--outdir", str(DIST)]
+        session.run(*command, str(project), silent=True)
+    wheels = sorted(DIST.glob("interactions_*.whl"))
+    sdists = sorted(DIST.glob("interactions_*.tar.gz"))
+    if len(wheels) != len(projects) or len(sdists) != len(projects):
+        found = [p.name for p in [*wheels, *sdists]]
+        session.error(f"expected {len(projects)} wheels and sdists in dist/, found {found}")
+    for built in [*wheels, *sdists]:
+        session.log(f"wrote dist/{built.name} ({built.stat().st_size // 1024} KiB)")
+    [core] = [w.name for w in wheels if w.name.startswith("interactions_core-")]
+    session.log("install them (the core in the same command as the plugins, or first;")
+    session.log("docs/install.md has every form):")
+    session.log("  pip install dist/*.whl                   # the core and every plugin")
+    session.log(f'  pip install "dist/{core}[verl]"   # the core with an extra')
+    session.log('  pip install --find-links dist "interactions-core[verl]" interactions-gsm8k')
+
+
 @nox.session
 def bench(session: nox.Session) -> None:
     """The benchmark suite; writes a Markdown table (see docs/performance.md)."""

@@ -375,10 +375,17 @@ def last_assistant_text(messages: Sequence[Any]) -> str:
       a plain string counts as text, a part without ``type`` is read as text, and
       images, audio and every other kind of part are ignored.
     """
-    for message in reversed(messages):
-        if isinstance(message, (dict, Mapping)) and message.get("role") == "assistant":
+    # An index walk with an exact-class test first: this runs on every turn of
+    # every episode, and a plain dict is what every trainer sends.
+    i = len(messages)
+    while i:
+        i -= 1
+        message = messages[i]
+        if (message.__class__ is dict or isinstance(message, Mapping)) and message.get(
+            "role"
+        ) == "assistant":
             content = message.get("content")
-            return content if isinstance(content, str) else _content_text(content)
+            return content if content.__class__ is str else _content_text(content)
     return ""
 
 

@@ -54,7 +54,7 @@ def test_ray_check_without_ray_names_the_extra() -> None:
     proc = _cli_without_ray("ray", "check")
     assert proc.returncode == 1
     assert "Ray is not installed" in proc.stderr
-    assert 'pip install "interactions-core[ray]"' in proc.stderr
+    assert "pip install 'ray>=2.40'" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
@@ -63,7 +63,7 @@ def test_run_with_ray_flag_without_ray_names_the_extra() -> None:
         "run", "examples/config.yaml", "--data", "examples/gsm8k_demo.jsonl", "--ray"
     )
     assert proc.returncode == 1
-    assert 'pip install "interactions-core[ray]"' in proc.stderr
+    assert "pip install 'ray>=2.40'" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Container, Mapping
     from typing import Any
 
-    from ..runtime.options import RunOptions
+    from ..runtime.episode import RunOptions
     from ._run_setup import RunInputs, RunOutputs
 
 __all__ = ["LocalRun", "Played", "ShardedRun", "run_options"]
@@ -43,7 +43,7 @@ class Played:
 
 def run_options(args: argparse.Namespace, default: str | None) -> RunOptions:
     """The run's options from the arguments (``default``: the interaction chosen for samples)."""
-    from ..runtime.options import RunOptions
+    from ..runtime.episode import RunOptions
 
     return RunOptions(
         concurrency=args.concurrency,

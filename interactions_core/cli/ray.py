@@ -39,8 +39,8 @@ _CHECK = Command(
 COMMAND = Command(
     "ray",
     help="Ray clusters: check that every node sees the same plugins",
-    description="Commands for Ray clusters (needs the extra: pip install "
-    '"interactions-core[ray]"). See docs/ray.md.',
+    description="Commands for Ray clusters (needs Ray: pip install 'ray>=2.40', what the "
+    "[ray] extra installs). See docs/ray.md.",
     subcommands=[_CHECK],
 )
 

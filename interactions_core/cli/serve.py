@@ -28,8 +28,9 @@ COMMAND = Command(
     "serve",
     help="serve a config's interactions as an OpenEnv environment",
     description="Serve every interaction of CONFIG as one OpenEnv environment (needs "
-    "interactions-core[openenv]). A client resets with prompt and interaction_kwargs "
-    "(name, else the config's default:, plus the interaction's own arguments), then "
+    "OpenEnv: the [openenv] extra, see docs/install.md). A client resets with prompt "
+    "and interaction_kwargs (name, else the config's default:, plus the interaction's "
+    "own arguments), then "
     "steps with {'content': <assistant message>}; each observation carries messages, "
     "feedback, turn, final_score, interaction, reward and done. Runs until SIGTERM or "
     f"Ctrl-C, finalizing open sessions. Set {TOKEN_VAR} to require a shared token.",
@@ -112,7 +113,8 @@ def _require_openenv() -> None:
         verb = "is" if len(missing) == 1 else "are"
         raise InteractionsError(
             f"interactions serve needs {' and '.join(missing)}, which {verb} not installed: "
-            "pip install 'interactions-core[openenv]'"
+            "pip install 'openenv>=0.10' 'uvicorn>=0.24' (what the [openenv] extra installs; "
+            "see docs/install.md)"
         )
 
 

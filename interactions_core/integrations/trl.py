@@ -129,7 +129,7 @@ class _Remote:
         except ImportError as exc:
             raise InteractionsError(
                 "playing against a server needs OpenEnv's client: "
-                "pip install 'interactions-core[trl]'"
+                "pip install 'openenv>=0.10' (part of the [trl] extra; see docs/install.md)"
             ) from exc
         self.client_class = GenericEnvClient
         self.url = url

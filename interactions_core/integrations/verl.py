@@ -3,13 +3,18 @@
 verl 0.8 removed its interaction module; multi-turn rollouts now run through
 *agent loops*, chosen per sample by the dataset's ``agent_name`` column. This
 module is that bridge: importing it registers :class:`InteractionAgentLoop` with
-verl under the agent name ``interactions``, and the usual way to reach every
-rollout worker is one entry in the YAML file named by
+verl under the agent name ``interactions``. The project's ``verl.plugins`` entry
+point (:mod:`interactions_core.integrations.verl_plugin`) arranges that import in
+every verl process, so installing the project is enough for rows whose
+``agent_name`` is ``interactions``. Per-entry options go in the YAML file named by
 ``actor_rollout_ref.rollout.agent.agent_loop_config_path``::
 
     - name: interactions
       _target_: interactions_core.integrations.verl.InteractionAgentLoop
       interaction_config: path/to/interactions.yaml
+
+Without that entry, the interactions config is ``$INTERACTIONS_CONFIG`` when set,
+else every installed interaction by name with its default options.
 
 The loop is verl's own ``ToolAgentLoop`` (so configured tools keep working) with
 one change: an assistant turn without tool calls goes to the sample's interaction
@@ -19,6 +24,16 @@ interaction terminates or verl's limits are reached. The last turn the limits
 allow is still judged, so the reward reflects the final answer. The sample's
 reward is the interaction's ``calculate_score``; the per-turn scores, the
 interaction's name and why the episode ended go to ``extra_fields``.
+
+With ``turn_rewards: true`` on the entry, each judged turn's score is placed at
+that turn's last model token of the token-level scores verl trains on, and
+``calculate_score`` replaces the score of the turn the response ends with (see
+:func:`token_rewards`). verl's default trainer path (``trainer.use_v1``) reads
+those scores from the loop's output itself; its legacy path builds them in the
+rollout worker, so it also needs :class:`TurnRewardAgentLoopManager` as
+``actor_rollout_ref.rollout.agent.agent_loop_manager_class`` (a key verl's
+config file lacks, so the override starts with ``+``; the loop refuses
+to run without it there, rather than train on the final score alone).
 
 The model's tokens enter the sequence exactly as the server returned them (verl's
 own merge helpers are used, never a decode and re-encode), so log-probs stay
@@ -39,30 +54,53 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
-from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, register
+import numpy as np
+import torch
+from verl.experimental.agent_loop.agent_loop import (
+    AgentLoopManager,
+    AgentLoopOutput,
+    AgentLoopWorker,
+    register,
+)
 from verl.experimental.agent_loop.tool_agent_loop import AgentState, ToolAgentLoop
 
-from ..errors import InteractionCallError
+from ..errors import ConfigError, InteractionCallError
 from ..runtime.session import Session, call_error, stops_the_run
 from ..runtime.step import ERROR, RESPONSE_LENGTH, end_reason
 from . import check_cluster_once, interactions_for
 
 __all__ = [
     "AGENT_NAME",
+    "CONFIG_ENV",
     "SUPPORTED_VERL",
+    "TOKEN_REWARDS",
     "InteractionAgentLoop",
+    "TurnRewardAgentLoopManager",
+    "TurnRewardAgentLoopWorker",
     "check_cluster_once",
     "interactions_for",
+    "place_token_rewards",
+    "token_rewards",
 ]
 
 #: The agent name this loop registers under (the dataset's ``agent_name`` value).
 AGENT_NAME = "interactions"
+#: The interactions config used when the agent-loop entry names none (or there is no
+#: entry: the ``verl.plugins`` entry point registers the loop without one).
+CONFIG_ENV = "INTERACTIONS_CONFIG"
 #: The verl releases this adapter is tested against.
 SUPPORTED_VERL = ">=0.9.0,<0.10"
+#: The ``extra_fields`` key of a turn-rewards sample: the ``[position, reward]``
+#: pairs (response token index, value) that make up its token-level scores.
+TOKEN_REWARDS = "token_rewards"
+#: Where a configuration error of the loop's options is, for its message.
+_ENTRY = f"the agent-loop entry {AGENT_NAME!r}"
 
 logger = logging.getLogger(__name__)
 
@@ -83,11 +121,15 @@ class InteractionAgentLoop(ToolAgentLoop):
     """verl's tool agent loop with an interaction playing the user's side.
 
     ``interaction_config`` is a path to an interactions-core config (verl's
-    format or the by-name one); without it every installed interaction is
-    available by name. ``ray_check: true`` runs :func:`check_cluster_once` when
-    the first trajectory of a worker process starts. verl builds one instance per
+    format or the by-name one); without it, the path in ``$INTERACTIONS_CONFIG``;
+    without either, every installed interaction is available by name.
+    ``ray_check: true`` runs :func:`check_cluster_once` when the first
+    trajectory of a worker process starts. verl builds one instance per
     trajectory, so the per-episode state lives on the instance while the
     interactions are shared per process.
+
+    ``turn_rewards: true`` puts each judged turn's score on that turn's last
+    token instead of one score at the end (see the module docstring).
     """
 
     def __init__(
@@ -96,11 +138,16 @@ class InteractionAgentLoop(ToolAgentLoop):
         interaction_config: str | None = None,
         ray_check: bool = False,
         ray_pool: Mapping[str, int] | None = None,
+        turn_rewards: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        if not isinstance(turn_rewards, bool):
+            raise ConfigError([f"turn_rewards must be true or false, not {turn_rewards!r}"], _ENTRY)
+        self.turn_rewards = turn_rewards
         if ray_check:
             check_cluster_once()
+        interaction_config = interaction_config or os.environ.get(CONFIG_ENV) or None
         if interaction_config:
             interaction_config = _resolve_path(str(interaction_config))
         self.catalog = interactions_for(interaction_config, dict(ray_pool or {}))
@@ -108,12 +155,15 @@ class InteractionAgentLoop(ToolAgentLoop):
         self._interaction_name = ""
         self._kwargs: dict[str, Any] = {}
         self._turn_scores: list[float] = []
+        self._turn_positions: list[int] = []
         self._end_reason = ""
         self._error: str | None = None
 
     # -- the episode ---------------------------------------------------------------
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        if self.turn_rewards:
+            _check_turn_rewards_reach_verl(kwargs)
         extra_info = kwargs.get("extra_info") or {}
         interaction_kwargs = dict(extra_info.get("interaction_kwargs") or {})
         name, interaction = self.catalog.get(interaction_kwargs.get("name"))
@@ -141,7 +191,27 @@ class InteractionAgentLoop(ToolAgentLoop):
         )
         if self._error is not None:
             output.extra_fields["interaction_error"] = self._error
+        if self.turn_rewards:
+            return self._turn_reward_output(output, score)
         return output
+
+    def _turn_reward_output(self, output: AgentLoopOutput, score: float | None) -> AgentLoopOutput:
+        """``output`` with its rewards spread over the judged turns' tokens.
+
+        A failed episode keeps verl's shape of a failure: every token 0.0. The
+        scalar ``reward_score`` becomes the sum of what lands, which is what verl
+        puts at the last token if nothing spreads it (and what its metrics sum).
+        """
+        if self._error is not None or score is None:
+            pairs: list[list[float]] = []
+        else:
+            pairs = token_rewards(
+                self._turn_positions, self._turn_scores, score, output.response_mask
+            )
+        output.reward_score = float(sum(value for _, value in pairs))
+        output.extra_fields[TOKEN_REWARDS] = pairs
+        fields = {name: getattr(output, name) for name in type(output).model_fields}
+        return _TurnRewardOutput.model_construct(set(output.model_fields_set), **fields)
 
     def _fail(self, exc: InteractionCallError) -> None:
         """End the episode because the plugin failed: only this sample is affected."""
@@ -216,6 +286,7 @@ class InteractionAgentLoop(ToolAgentLoop):
             self._fault(exc, "generate_response")
             return AgentState.TERMINATED
         self._turn_scores.append(result.score)
+        self._turn_positions.append(_last_model_token(agent_data.response_mask))
         agent_data.turn_scores.append(result.score)
         # The runtime's one episode step decides the end (verl's limits of 0 mean none);
         # the feedback goes in through verl's token bookkeeping, not a plain append.
@@ -241,6 +312,169 @@ class InteractionAgentLoop(ToolAgentLoop):
 
 
 register(AGENT_NAME)(InteractionAgentLoop)
+
+
+# -- per-turn rewards in verl's token-level scores --------------------------------------
+#
+# verl trains on ``rm_scores`` (one float per response token, becoming
+# ``token_level_scores``), but an agent loop hands it one float, ``reward_score``,
+# which verl writes at the response's last token. On the v1 trainer path the
+# tensor is built by ``AgentLoopOutput.as_dict()`` on the loop's own output, so a
+# subclass of the output places the turns; on the legacy path the worker builds
+# the padded batch itself, so a worker subclass (reached through verl's
+# ``agent_loop_manager_class`` option) rewrites each turn-rewards row of the
+# batch it returns. Both read the same ``extra_fields[TOKEN_REWARDS]`` pairs.
+
+#: Set while :class:`TurnRewardAgentLoopWorker` runs a batch: its loops' turn
+#: rewards will be placed (asyncio tasks inherit it from the batch that made them).
+_WORKER_PLACES_TURNS: ContextVar[bool] = ContextVar("interactions_turn_rewards", default=False)
+
+
+def _last_model_token(response_mask: Sequence[int]) -> int:
+    """Index of the last model token (mask 1) of the response so far; else its last token.
+
+    The model's own token, not a template token after it: verl's GAE skips tokens
+    of mask 0, so a reward placed on one would never reach an advantage.
+    """
+    for index in range(len(response_mask) - 1, -1, -1):
+        if response_mask[index]:
+            return index
+    return max(len(response_mask) - 1, 0)
+
+
+def token_rewards(
+    positions: Sequence[int],
+    turn_scores: Sequence[float],
+    final_score: float,
+    response_mask: Sequence[int],
+) -> list[list[float]]:
+    """The ``[position, reward]`` pairs of a turn-rewards sample, in response order.
+
+    Each judged turn's score sits at that turn's last model token, except that
+    ``final_score`` (``calculate_score``) *replaces* the score of the turn the
+    response ends with. Every interaction this project ships returns the
+    episode's score as the score of the turn that ends it, so adding the two
+    would count that turn twice; and when verl's limits end the episode,
+    ``calculate_score`` is the interaction's verdict on the whole conversation,
+    which is what its last turn should earn. When the response does not end with
+    a judged turn (a tool call was its last word), ``final_score`` is placed on
+    its last model token beside the judged turns' scores. A position cut off by
+    verl's response budget moves to the last model token kept. So the values sum
+    to ``final_score`` plus the scores of the judged turns before the last one.
+    """
+    if not response_mask:
+        return []
+    last = _last_model_token(response_mask)
+    placed = [(min(int(p), last), float(s)) for p, s in zip(positions, turn_scores, strict=True)]
+    if placed and placed[-1][0] == last:
+        placed.pop()
+    placed.append((last, float(final_score)))
+    totals: dict[int, float] = {}
+    for index, value in placed:
+        totals[index] = totals.get(index, 0.0) + value
+    return [[index, totals[index]] for index in sorted(totals)]
+
+
+def _scores_row(length: int, pairs: Sequence[Sequence[float]]) -> torch.Tensor:
+    """A row of ``length`` token-level scores holding ``pairs`` and zeros elsewhere."""
+    row = torch.zeros(length, dtype=torch.float32)
+    for position, value in pairs:
+        row[min(int(position), length - 1)] += float(value)
+    return row
+
+
+class _TurnRewardOutput(AgentLoopOutput):
+    """A loop output whose ``rm_scores`` carry the turn rewards (verl's v1 path).
+
+    verl's TransferQueue worker stores ``as_dict()`` of the loop's output as the
+    sample, and its trainer uses that ``rm_scores`` as ``token_level_scores``.
+    """
+
+    def as_dict(self) -> dict[str, Any]:
+        output = super().as_dict()
+        pairs = self.extra_fields.get(TOKEN_REWARDS)
+        if pairs is not None and "rm_scores" in output:
+            output["rm_scores"] = _scores_row(len(output["rm_scores"]), pairs)
+        return output
+
+
+def place_token_rewards(batch: Any) -> None:
+    """Rewrite the ``rm_scores`` rows of turn-rewards samples in a legacy worker's batch.
+
+    ``batch`` is the ``DataProto`` verl's ``AgentLoopWorker.generate_sequences``
+    returns: right-padded responses, so a response index is a column index, and
+    every ``extra_fields`` key as a column of the non-tensor batch. Rows of other
+    agent loops (no pairs) keep verl's own scores.
+    """
+    column = batch.non_tensor_batch.get(TOKEN_REWARDS)
+    if column is None:
+        # No turn-rewards sample in this worker's share of the batch: the column still
+        # exists, because verl concatenates the workers' batches key by key.
+        column = np.empty(len(batch), dtype=object)
+        batch.non_tensor_batch[TOKEN_REWARDS] = column
+    if "rm_scores" not in batch.batch.keys():  # noqa: SIM118 - a TensorDict
+        return
+    scores = batch.batch["rm_scores"]
+    for index, pairs in enumerate(column):
+        if pairs is not None:
+            scores[index] = _scores_row(scores.size(1), pairs).to(scores.device)
+
+
+class TurnRewardAgentLoopWorker(AgentLoopWorker):
+    """verl's legacy rollout worker, placing turn rewards in the batch it returns.
+
+    Only :meth:`generate_sequences`, the worker's entry point, is extended: the
+    batch verl built is left as it is except for the ``rm_scores`` rows of
+    samples that carry :data:`TOKEN_REWARDS`.
+    """
+
+    async def generate_sequences(self, batch: Any) -> Any:
+        mark = _WORKER_PLACES_TURNS.set(True)
+        try:
+            output = await super().generate_sequences(batch)
+        finally:
+            _WORKER_PLACES_TURNS.reset(mark)
+        place_token_rewards(output)
+        return output
+
+
+class TurnRewardAgentLoopManager(AgentLoopManager):
+    """verl's legacy agent-loop manager with :class:`TurnRewardAgentLoopWorker` workers.
+
+    For ``trainer.use_v1=false`` with ``turn_rewards: true``::
+
+        +actor_rollout_ref.rollout.agent.agent_loop_manager_class=\
+            interactions_core.integrations.verl.TurnRewardAgentLoopManager
+
+    Not for the v1 path: that option replaces verl's TransferQueue manager there,
+    and the v1 path needs no help (the loop's output places the turns itself).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        import ray
+
+        self.agent_loop_workers_class = ray.remote(TurnRewardAgentLoopWorker)
+        super().__init__(*args, **kwargs)
+
+
+def _check_turn_rewards_reach_verl(run_kwargs: Mapping[str, Any]) -> None:
+    """Refuse turn rewards where they would silently collapse to one final score.
+
+    verl's v1 worker passes each trajectory's ``session_id`` to the loop and
+    stores the loop's own output (which places the turns); the legacy worker
+    places them only as :class:`TurnRewardAgentLoopWorker`.
+    """
+    if _WORKER_PLACES_TURNS.get() or "session_id" in run_kwargs:
+        return
+    raise ConfigError(
+        [
+            "turn_rewards: true on verl's legacy trainer path (trainer.use_v1=false) needs "
+            "+actor_rollout_ref.rollout.agent.agent_loop_manager_class="
+            "interactions_core.integrations.verl.TurnRewardAgentLoopManager; without it "
+            "verl would train on the episode's summed score at the last token only"
+        ],
+        _ENTRY,
+    )
 
 
 # -- appending turns verl's way --------------------------------------------------------

@@ -1,6 +1,6 @@
 """Ray support: the same plugins on every node, interactions in actor pools, sharded runs.
 
-An optional extra (``pip install "interactions-core[ray]"``). Importing this
+An optional extra (``[ray]``, which installs Ray; see docs/install.md). Importing this
 package does not import Ray; each function imports it when called, so
 ``import interactions_core`` and ``interactions list`` stay light.
 

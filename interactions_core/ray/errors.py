@@ -77,7 +77,9 @@ def one_line(exc: BaseException) -> str:
 
 # -- importing Ray and connecting to a cluster -----------------------------------------
 
-INSTALL_HINT = 'install it with: pip install "interactions-core[ray]"'
+INSTALL_HINT = (
+    "install it with: pip install 'ray>=2.40' (what the [ray] extra installs; see docs/install.md)"
+)
 
 
 def import_ray() -> Any:

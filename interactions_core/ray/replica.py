@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InteractionsError
-from ..runtime.options import check_positive_int
+from ..runtime.episode import check_positive_int
 from ._routing import ReplicaState
 from .errors import RayUnavailableError, cause_text
 

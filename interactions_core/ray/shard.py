@@ -15,7 +15,7 @@ the records in dataset order and counts them with the runner's own
 :func:`~interactions_core.runtime.runner.recorder`, so records, summary and exit
 codes equal a local run's (timings aside).
 
-The options are the run's one :class:`~interactions_core.runtime.options.RunOptions`,
+The options are the run's one :class:`~interactions_core.runtime.episode.RunOptions`,
 sent to the workers inside :class:`RunSettings`. A stop signal stops the run the
 way it stops a local one (:class:`~interactions_core._stop_signals.StopSignals`).
 The ``--ray`` branch of ``interactions run`` is in the CLI, which calls
@@ -32,7 +32,7 @@ from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from typing import Any
 
 from .._stop_signals import StopSignals
-from ..runtime.options import RunOptions
+from ..runtime.episode import RunOptions
 from .errors import WorkerSetupError, one_line
 
 __all__ = [

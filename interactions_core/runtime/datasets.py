@@ -82,7 +82,10 @@ __all__ = [
 
 JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 PARQUET_SUFFIXES = (".parquet", ".pq")
-PARQUET_HINT = "reading and writing parquet needs pyarrow: pip install 'interactions-core[parquet]'"
+PARQUET_HINT = (
+    "reading and writing parquet needs pyarrow: pip install 'pyarrow>=14' "
+    "(what the [parquet] extra installs; see docs/install.md)"
+)
 
 
 #: ``--data -``: read the samples from standard input.

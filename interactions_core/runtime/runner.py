@@ -39,9 +39,8 @@ import time
 from collections.abc import Awaitable, Callable, Container, Iterable, Iterator, Mapping
 from typing import Any
 
-from .episode import EpisodeLoop
+from .episode import EpisodeLoop, RunOptions
 from .observers import Observers
-from .options import RunOptions
 from .record import EpisodeRecord
 from .session import SessionTracker
 from .stats import PromptGroups

@@ -13,7 +13,7 @@ import pytest
 
 from interactions_core.ray import shard
 from interactions_core.ray.errors import WorkerSetupError
-from interactions_core.runtime.options import RunOptions
+from interactions_core.runtime.episode import RunOptions
 
 
 def _chunk() -> list[tuple[int, int, dict[str, object]]]:

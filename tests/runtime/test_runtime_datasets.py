@@ -77,7 +77,7 @@ def test_parquet_without_pyarrow_says_how_to_install(
     for name in [m for m in sys.modules if m == "pyarrow" or m.startswith("pyarrow.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "pyarrow", None)
-    with pytest.raises(DatasetError, match=r"pip install 'interactions-core\[parquet\]'"):
+    with pytest.raises(DatasetError, match=r"pip install 'pyarrow>=14'"):
         SampleReader(tmp_path / "d.parquet")
 
 

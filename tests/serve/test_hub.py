@@ -125,7 +125,7 @@ def test_serve_without_openenv_says_what_to_install(
     config.write_text("interaction:\n  - name: gsm8k\n")
     assert main(["serve", str(config)]) == 1
     err = capsys.readouterr().err
-    assert "pip install 'interactions-core[openenv]'" in err
+    assert "pip install 'openenv>=0.10' 'uvicorn>=0.24'" in err
     assert "Traceback" not in err
 
 

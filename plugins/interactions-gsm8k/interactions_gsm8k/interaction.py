@@ -21,7 +21,7 @@ import attrs
 
 from interactions_core import InteractionResult, SessionInteraction, last_assistant_text
 
-from .scoring import METHODS, extract_answer, normalize_ground_truth
+from .scoring import METHODS, answer_extractor, normalize_ground_truth
 
 __all__ = ["Gsm8kConfig", "Gsm8kInteraction", "message_text"]
 
@@ -73,6 +73,11 @@ class Gsm8kInteraction(SessionInteraction):
     config_schema = Gsm8kConfig
     settings: Gsm8kConfig
 
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        super().__init__(config)
+        # The configured method's extractor, looked up once rather than every turn.
+        self.extract = answer_extractor(self.settings.method)
+
     def new_session(self, ground_truth: Any = None, **kwargs: Any) -> Gsm8kSession:
         """Normalise the reference once, so turns compare plain strings.
 
@@ -84,7 +89,7 @@ class Gsm8kInteraction(SessionInteraction):
         self, state: Gsm8kSession, messages: list[dict[str, Any]], **kwargs: Any
     ) -> InteractionResult:
         """Judge the latest assistant turn and record its score on the session."""
-        answer = extract_answer(last_assistant_text(messages), self.settings.method)
+        answer = self.extract(last_assistant_text(messages))
         correct = state.ground_truth is not None and answer == state.ground_truth
         state.last_score = 1.0 if correct else 0.0
         if correct:

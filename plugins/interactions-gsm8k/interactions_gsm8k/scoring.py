@@ -24,6 +24,7 @@ __all__ = [
     "METHODS",
     "TAIL_CHARS",
     "Method",
+    "answer_extractor",
     "compute_score",
     "extract_answer",
     "normalize_ground_truth",
@@ -42,16 +43,16 @@ _STRICT = re.compile(r"#### (\-?[0-9\.\,]+)")
 _NUMBER = re.compile(r"\-?[0-9\.\,]+")
 
 
-def _extract_strict(tail: str) -> str | None:
-    """The number after the last ``#### `` in ``tail``, without commas."""
-    found = _STRICT.findall(tail)
+def _extract_strict(text: str) -> str | None:
+    """The number after the last ``#### `` in the tail of ``text``, without commas."""
+    found = _STRICT.findall(text[-TAIL_CHARS:])
     # verl also removed "$", which the pattern cannot capture: only commas remain.
     return found[-1].replace(",", "") if found else None
 
 
-def _extract_flexible(tail: str) -> str | None:
-    """The last number in ``tail``, without thousands separators or a trailing period."""
-    for token in reversed(_NUMBER.findall(tail)):
+def _extract_flexible(text: str) -> str | None:
+    """The last number in the tail of ``text``, without separators or a trailing period."""
+    for token in reversed(_NUMBER.findall(text[-TAIL_CHARS:])):
         # Tokens made of punctuation only ("." ending a sentence, "," or "-.") are
         # not numbers; a token keeps something after stripping iff it has a digit.
         if token.strip("-.,"):
@@ -59,11 +60,25 @@ def _extract_flexible(tail: str) -> str | None:
     return None
 
 
-#: The extractor for each method, applied to the tail of a response.
+#: The extractor for each method; each looks at the tail of a response only.
 _EXTRACTORS: dict[str, Callable[[str], str | None]] = {
     "strict": _extract_strict,
     "flexible": _extract_flexible,
 }
+
+
+def answer_extractor(method: Method = "strict") -> Callable[[str], str | None]:
+    """The function :func:`extract_answer` applies for ``method``, to call directly.
+
+    An interaction's method is fixed by its config, so it looks the extractor up
+    once instead of on every turn.
+    """
+    try:
+        return _EXTRACTORS[method]
+    except KeyError:
+        raise ValueError(
+            f"unknown extraction method {method!r}; use one of: {', '.join(METHODS)}"
+        ) from None
 
 
 def extract_answer(text: str, method: Method = "strict") -> str | None:
@@ -74,13 +89,7 @@ def extract_answer(text: str, method: Method = "strict") -> str | None:
     removed. ``flexible`` takes the last number-looking token instead, with commas
     and a trailing period removed, for models that answer in free text.
     """
-    try:
-        extract = _EXTRACTORS[method]
-    except KeyError:
-        raise ValueError(
-            f"unknown extraction method {method!r}; use one of: {', '.join(METHODS)}"
-        ) from None
-    return extract(text[-TAIL_CHARS:])
+    return answer_extractor(method)(text)
 
 
 def normalize_ground_truth(value: str | int | float | None) -> str | None:
