@@ -23,12 +23,14 @@ a temporary folder:
 
 The rollout is scripted (see ``docs/verl-on-a-laptop.md``): a random model
 always scores 0, so the CPU rollout answers from the data's answer key instead
-of sampling. First turn ``#### <answer + 1>`` (wrong: the interaction asks to
-try again, and the feedback is appended as a user turn), then
-``The answer is <answer>.`` (right for the ``flexible`` interaction, which ends
-the episode with score 1.0). verl's own GSM8K rule, which wants the last
-``#### `` answer, would score that response 0, so ``critic/score/mean == 1.0``
-shows that the interaction's score is what verl trained on.
+of sampling. Of the two trajectories of each question, one answers
+``#### <answer + 1>`` (wrong: the interaction asks to try again, and the
+feedback is appended as a user turn) and then ``The answer is <answer>.``
+(right for the ``flexible`` interaction, which ends the episode with 1.0: 4
+turns); the other stays wrong until ``max_assistant_turns`` (score 0.0: 6
+turns). verl's own GSM8K rule, which wants the last ``#### `` answer, would
+score every response 0, so ``critic/score/mean == 0.5`` shows that the
+interaction's score is what verl trained on, and GRPO gets non-zero advantages.
 
 The last line printed is JSON: ``{"metrics": {...}, "sessions": {...},
 "seconds": ..., "trainer": "v1"|"legacy"}``.
@@ -56,7 +58,7 @@ DEFAULT_INPUT = HERE.parent.parent / "shared" / "data" / "gsm8k" / "test.jsonl"
 #: Sizes that keep one step at about a minute on two cores.
 ROWS = 4
 PROMPT_LENGTH = 256
-RESPONSE_LENGTH = 96
+RESPONSE_LENGTH = 128
 MAX_ASSISTANT_TURNS = 3
 
 
@@ -240,7 +242,7 @@ def overrides(data: Path, model: Path, files: dict[str, Path], *, legacy: bool) 
     ]
 
 
-STEP_LINE = re.compile(r"^step:1 - (.*)$", re.MULTILINE)
+STEP_LINE = re.compile(r"\bstep:1 - (.*)$", re.MULTILINE)
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf")
 
 

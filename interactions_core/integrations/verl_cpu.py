@@ -30,12 +30,11 @@ Scripted answers (opt-in, smoke runs only): a random tiny model always scores 0,
 so nothing would show that an interaction's rewards reach verl. With
 ``actor_rollout_ref.rollout.engine_kwargs.hf_cpu.scripted_answers`` pointing at a
 JSON list of ``{"question": ..., "answer": ...}``, the server does not sample: it
-finds the prompt's question in that answer key and replies with a fixed wrong
-answer on the first assistant turn (``#### <answer + 1>``) and the right one in
-words on every later turn (``The answer is <answer>.``). The tokens are forced,
-the log-probs are still the model's own. Everything else (the interaction
-judging the decoded text, the feedback turn, verl's reward, advantage and update)
-is real.
+finds the prompt's question in that answer key and replies as
+:class:`ScriptedAnswers` says (half the trajectories answer wrong, then right;
+the other half stay wrong). The tokens are forced, the log-probs are still the
+model's own. Everything else (the interaction judging the decoded text, the
+feedback turn, verl's reward, advantage and update) is real.
 
 Checked against verl :data:`CHECKED_VERL`; other releases are refused by
 :func:`register`.
@@ -60,9 +59,9 @@ __all__ = [
     "PLATFORM_NAME",
     "ROLLOUT_NAME",
     "WORKAROUNDS",
+    "ScriptedAnswers",
     "VerlCPUError",
     "register",
-    "scripted_reply",
 ]
 
 #: The verl releases whose code the workarounds were written against.
@@ -430,26 +429,43 @@ def register() -> None:
 # -- the rollout ----------------------------------------------------------------------
 
 
-def scripted_reply(prompt: str, answers: Iterable[tuple[str, str]]) -> str | None:
-    """The scripted reply to a rendered prompt, or ``None`` if no known question is in it.
+class ScriptedAnswers:
+    """The opt-in scripted policy of smoke runs: replies from an answer key.
 
-    The first assistant turn (the prompt has only the generation prompt's
-    ``assistant`` header) answers ``#### <answer + 1>``, wrong by construction;
-    every later turn answers ``The answer is <answer>.`` (right, in words: a
-    ``flexible`` GSM8K check accepts it, a ``strict`` one looking for ``####``
-    does not).
+    For each question of the key, the first trajectory that asks it is a
+    *solver*, the next a *stubborn* one, and so on alternately (so with an even
+    ``rollout.n`` every GRPO group holds both, and the advantages are not all
+    zero). Both answer wrong on their first turn; the solver says
+    ``#### <answer + 1>`` and then ``The answer is <answer>.`` (right in words: a
+    ``flexible`` GSM8K check accepts it, a ``strict`` one, looking for ``####``,
+    does not); the stubborn one says ``#### <answer + 2>`` and then repeats
+    ``The answer is <answer + 2>.``. The role of a later turn is read back from
+    the first answer in the prompt, since verl gives every turn a new request id.
     """
-    for question, answer in answers:
-        if question and question in prompt:
-            earlier_turns = prompt.count("<|im_start|>assistant") - 1
-            if earlier_turns <= 0:
-                try:
-                    wrong = str(int(float(answer)) + 1)
-                except ValueError:
-                    wrong = answer + "1"
-                return f"#### {wrong}"
-            return f"The answer is {answer}."
-    return None
+
+    def __init__(self, key: Iterable[tuple[str, str]]) -> None:
+        self.key = [(question, answer) for question, answer in key if question]
+        self.first_turns: dict[str, int] = {}
+
+    def reply(self, prompt: str) -> str | None:
+        """The reply to a rendered prompt, or ``None`` if no known question is in it."""
+        for question, answer in self.key:
+            if question in prompt:
+                return self._reply(prompt, question, answer)
+        return None
+
+    def _reply(self, prompt: str, question: str, answer: str) -> str:
+        try:
+            wrong = [str(int(float(answer)) + 1), str(int(float(answer)) + 2)]
+        except ValueError:
+            wrong = [answer + "1", answer + "2"]
+        if prompt.count("<|im_start|>assistant") <= 1:  # only the generation prompt
+            seen = self.first_turns.get(question, 0)
+            self.first_turns[question] = seen + 1
+            return f"#### {wrong[seen % 2]}"
+        if f"#### {wrong[1]}" in prompt:
+            return f"The answer is {wrong[1]}."
+        return f"The answer is {answer}."
 
 
 def _server_name(replica_rank: int) -> str:
@@ -476,10 +492,11 @@ class HFCPUServer:
         self.model.eval()
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         self.max_model_len = max_model_len
-        self.answers: list[tuple[str, str]] = []
+        self.script: ScriptedAnswers | None = None
         if scripted_answers:
             with open(scripted_answers, encoding="utf-8") as handle:
-                self.answers = [(str(r["question"]), str(r["answer"])) for r in json.load(handle)]
+                key = [(str(r["question"]), str(r["answer"])) for r in json.load(handle)]
+            self.script = ScriptedAnswers(key)
         self.weight_updates = 0
         #: The trainer step whose weights the model holds (verl tags each output with it).
         self.global_steps: int | None = None
@@ -504,7 +521,7 @@ class HFCPUServer:
                 stop_reason="completed",
                 extra_fields={"global_steps": self.global_steps},
             )
-        ids = self._scripted(prompt_ids) if self.answers else None
+        ids = self._scripted(prompt_ids) if self.script is not None else None
         if ids is None:
             ids = self._sample(prompt_ids, budget, sampling_params)
         ids = ids[:budget]
@@ -517,7 +534,8 @@ class HFCPUServer:
 
     def _scripted(self, prompt_ids: list[int]) -> list[int] | None:
         prompt = self.tokenizer.decode(prompt_ids, skip_special_tokens=False)
-        reply = scripted_reply(prompt, self.answers)
+        assert self.script is not None
+        reply = self.script.reply(prompt)
         if reply is None:
             return None
         ids = list(self.tokenizer.encode(reply, add_special_tokens=False))
