@@ -260,11 +260,31 @@ def step_metrics(output: str) -> dict[str, float]:
     return metrics
 
 
+def run_verl(
+    command: list[str], env: dict[str, str], folder: Path, sink: Any, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Run verl; past ``timeout``, stop it with SIGTERM so its Ray cluster shuts down too."""
+    process = subprocess.Popen(command, env=env, cwd=folder, stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        code = process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        sink.write(f"\nverl did not finish within {timeout:.0f} s: stopped\n")
+        code = 124
+    return subprocess.CompletedProcess(command, code)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--input", type=Path, default=DEFAULT_INPUT, help="GSM8K raw JSONL")
     parser.add_argument("--legacy", action="store_true", help="the legacy trainer (use_v1=false)")
     parser.add_argument("--keep", type=Path, help="make the files here and keep them")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds verl may take")
     args = parser.parse_args(argv)
 
     started = time.monotonic()
@@ -287,9 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         command += overrides(data, model, files, legacy=args.legacy)
         log = folder / "verl.log"
         with log.open("w", encoding="utf-8") as sink:
-            run = subprocess.run(
-                command, env=env, cwd=folder, stdout=sink, stderr=subprocess.STDOUT, check=False
-            )
+            run = run_verl(command, env, folder, sink, args.timeout)
         output = log.read_text(encoding="utf-8", errors="replace")
         if run.returncode:
             sys.stdout.write(output[-8000:])
