@@ -1,5 +1,6 @@
 """One real verl GRPO step on CPU, run exactly as ``docs/verl-on-a-laptop.md`` says.
 
+The commands are read from the page's first ``tested-by`` block:
 ``python examples/verl_cpu_smoke.py [--legacy]`` runs ``verl.trainer.main_ppo``
 end to end (Ray, FSDP2 over gloo, the ``hf_cpu`` rollout, the ``interactions``
 agent loop, reward, GRPO, reference log-probs, the actor update) on 4 GSM8K rows
@@ -21,6 +22,7 @@ known in advance, and each assertion checks one link of the chain:
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -29,14 +31,29 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "verl_cpu_smoke.py"
+PAGE = ROOT / "docs" / "verl-on-a-laptop.md"
+MARKER = "<!-- check: tested-by tests/verl_adapter/test_cpu_smoke.py::test_one_grpo_step_on_cpu -->"
 
 ROWS, N = 4, 2
 
 
-def run_example(*args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+def documented_command(trainer: str) -> list[str]:
+    """The page's command for ``trainer`` (its first block after the marker), split."""
+    text = PAGE.read_text(encoding="utf-8")
+    block = text.split(MARKER, 1)[1].split("```", 2)[1]
+    commands = [line.split("#", 1)[0].strip() for line in block.splitlines()[1:]]
+    commands = [line for line in commands if line]
+    legacy = [c for c in commands if "--legacy" in c]
+    default = [c for c in commands if "--legacy" not in c]
+    assert len(legacy) == 1 and len(default) == 1, block
+    words = shlex.split(legacy[0] if trainer == "legacy" else default[0])
+    assert words[0] == "python", words
+    return [sys.executable, *words[1:]]
+
+
+def run_example(command: list[str]) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     run = subprocess.run(
-        [sys.executable, str(EXAMPLE), *args],
+        command,
         cwd=ROOT,
         text=True,
         capture_output=True,
@@ -52,7 +69,7 @@ def run_example(*args: str) -> tuple[subprocess.CompletedProcess[str], dict[str,
 
 @pytest.mark.parametrize("trainer", ["v1", "legacy"])
 def test_one_grpo_step_on_cpu(trainer: str) -> None:
-    run, summary = run_example(*(["--legacy"] if trainer == "legacy" else []))
+    run, summary = run_example(documented_command(trainer))
     metrics = summary["metrics"]
     context = f"{run.stdout[-4000:]}\n{run.stderr[-2000:]}"
 
