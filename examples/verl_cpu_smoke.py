@@ -317,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     trainer = "legacy" if args.legacy else "v1"
     print(f"verl {trainer} trainer, one GRPO step on CPU: exit {run.returncode}, {seconds} s")
     for key in ("critic/score/mean", "num_turns/min", "num_turns/max", "actor/pg_loss"):
-        print(f"  {key:20} {metrics.get(key)}")
+        # verl 0.9.0's v1 trainer logs the turns as training/num_turns/...
+        print(f"  {key:20} {metrics.get(key, metrics.get('training/' + key))}")
     print(f"  sessions             {sessions}")
     print(
         json.dumps(

@@ -65,7 +65,7 @@ __all__ = [
 ]
 
 #: The verl releases whose code the workarounds were written against.
-CHECKED_VERL = ("0.9.1",)
+CHECKED_VERL = ("0.9.0", "0.9.1")
 #: The platform name (``VERL_PLATFORM=cpu``) and the rollout name (``rollout.name``).
 PLATFORM_NAME = "cpu"
 ROLLOUT_NAME = "hf_cpu"
