@@ -95,3 +95,45 @@ def test_one_grpo_step_on_cpu(trainer: str) -> None:
     assert metrics["actor/grad_norm"] > 0.0
 
     assert summary["sessions"] == {"started": ROWS * N, "finalized": ROWS * N, "open": 0}
+
+
+# -- the CPU mode's parts, without a run ------------------------------------------------
+
+
+def test_a_workaround_refuses_verl_code_it_does_not_recognise() -> None:
+    import types
+
+    from interactions_core.integrations import verl_cpu
+
+    changed = types.ModuleType("verl.utils.distributed")
+
+    def initialize_global_process_group_ray(timeout_second=None, backend=None):  # type: ignore[no-untyped-def]
+        return backend or "cpu:gloo"  # a release that no longer builds the duplicated string
+
+    changed.initialize_global_process_group_ray = initialize_global_process_group_ray  # type: ignore[attr-defined]
+    with pytest.raises(verl_cpu.VerlCPUError, match=r"gloo-only-backend.*installed verl"):
+        verl_cpu._gloo_only_backend(changed)
+
+
+def test_register_refuses_a_verl_release_it_was_not_checked_against(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from interactions_core.integrations import verl_cpu
+
+    monkeypatch.setattr(verl_cpu, "_registered", False)
+    monkeypatch.setattr(verl_cpu, "_verl_version", lambda: "0.10.0")
+    with pytest.raises(verl_cpu.VerlCPUError, match=r"not 0\.10\.0"):
+        verl_cpu.register()
+
+
+def test_scripted_answers_alternate_a_solver_and_a_stubborn_trajectory() -> None:
+    from interactions_core.integrations.verl_cpu import ScriptedAnswers
+
+    script = ScriptedAnswers([("How many eggs?", "18")])
+    ask = "<|im_start|>user\nHow many eggs?<|im_end|>\n<|im_start|>assistant\n"
+    assert script.reply("<|im_start|>user\nSomething else<|im_end|>\n") is None
+    first, second = script.reply(ask), script.reply(ask)
+    assert (first, second) == ("#### 19", "#### 20")
+    feedback = "<|im_end|>\n<|im_start|>user\nincorrect<|im_end|>\n<|im_start|>assistant\n"
+    assert script.reply(ask + first + feedback) == "The answer is 18."
+    assert script.reply(ask + second + feedback) == "The answer is 20."
