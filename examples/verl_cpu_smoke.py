@@ -260,6 +260,18 @@ def step_metrics(output: str) -> dict[str, float]:
     return metrics
 
 
+def unsupported(*, legacy: bool) -> str | None:
+    """Why the installed verl cannot run this, or ``None``."""
+    from importlib.metadata import version
+
+    if legacy and version("verl") == "0.9.0":
+        return (
+            "verl 0.9.0's legacy trainer cannot run on CPU: its log-prob step unpads "
+            "with flash_attn on every device. Use the v1 trainer (no --legacy) or verl 0.9.1."
+        )
+    return None
+
+
 def run_verl(
     command: list[str], env: dict[str, str], folder: Path, sink: Any, timeout: float
 ) -> subprocess.CompletedProcess[str]:
@@ -287,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds verl may take")
     args = parser.parse_args(argv)
 
+    refusal = unsupported(legacy=args.legacy)
+    if refusal:
+        print(refusal)
+        return 2
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="verl-cpu-smoke-") as scratch:
         folder = args.keep or Path(scratch)

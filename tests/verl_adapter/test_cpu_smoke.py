@@ -77,6 +77,15 @@ def run_example(command: list[str]) -> tuple[subprocess.CompletedProcess[str], d
 
 @pytest.mark.parametrize("trainer", ["v1", "legacy"])
 def test_one_grpo_step_on_cpu(trainer: str) -> None:
+    from importlib.metadata import version
+
+    if trainer == "legacy" and version("verl") == "0.9.0":
+        refused = subprocess.run(
+            documented_command(trainer), cwd=ROOT, text=True, capture_output=True, timeout=300
+        )
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "verl 0.9.0's legacy trainer cannot run on CPU" in refused.stdout
+        return
     run, summary = run_example(documented_command(trainer))
     metrics = summary["metrics"]
     context = f"{run.stdout[-4000:]}\n{run.stderr[-2000:]}"
