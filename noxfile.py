@@ -336,6 +336,9 @@ def verifiers(session: nox.Session) -> None:
     downloaded once per environment, not once per run (the tests' XDG cache is temporary).
     """
     python = heavy_env(session, "verifiers", [VERIFIERS_PINS])
+    # The taskset module verifiers loads by name, a distribution of its own.
+    session.run(str(python), "-m", "pip", "install", "-q", "--no-deps", "-e",
+                f"{ROOT}/integrations/verifiers", external=True)  # fmt: skip
     uv_cache = {"UV_CACHE_DIR": str(python.parent.parent / "uv-cache")}
     session.run(str(python), "-m", "pytest", "tests/verifiers", "-q", *session.posargs,
                 external=True, env={**STRICT, **uv_cache})  # fmt: skip

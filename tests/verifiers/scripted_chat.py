@@ -6,9 +6,10 @@ Prints its port on the first line of stdout, then serves until killed. It stands
 in for the model ``vf-eval`` evaluates, so the test checks what verifiers does with
 an interaction's feedback rather than what a real model would say.
 
-Each request's last user turn is what verifiers' OpenEnv taskset sends: the
-observation of ``interactions serve`` as JSON. Its first message is the GSM8K
-question; the server looks its answer up in ``ROWS`` (GSM8K's own ``question`` /
+The GSM8K question is the first message of the observation of ``interactions
+serve`` that verifiers' OpenEnv taskset sends as JSON in the last user turn, or,
+in a plain chat (the ``interactions-verifiers`` taskset), the first user turn
+itself; the server looks its answer up in ``ROWS`` (GSM8K's own ``question`` /
 ``answer`` lines). With no assistant turn in the request yet it answers one more
 than the truth; after that it answers the truth. Both answers end in
 ``#### <number>``, text that is not JSON, so verifiers sends it whole as the
@@ -17,7 +18,7 @@ the test can see what the model was shown.
 
 It answers ``stream: true`` requests (what verifiers' chat program sends) as
 server-sent events, with a final usage chunk, and plain requests as one JSON body.
-A request it cannot place (no JSON observation, an unknown question) gets a 400
+A request it cannot place (no user turn, an unknown question) gets a 400
 whose message says why, which fails the rollout visibly instead of scoring it.
 """
 
@@ -61,11 +62,13 @@ def reply_for(messages: list[dict[str, Any]], answers: dict[str, str]) -> str:
     users = [m for m in messages if m.get("role") == "user"]
     if not users:
         raise ValueError("the request has no user turn")
+    question = text_of(users[0].get("content"))
     try:
         observation = json.loads(text_of(users[-1].get("content")))["observation"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ValueError(f"the last user turn is not an OpenEnv observation: {exc!r}") from exc
-    question = text_of(observation["messages"][0]["content"])
+    except (json.JSONDecodeError, KeyError, TypeError):
+        pass  # plain chat: the first user turn is the question itself
+    else:
+        question = text_of(observation["messages"][0]["content"])
     if question not in answers:
         raise ValueError(f"not a GSM8K question of the rows: {question[:80]!r}")
     truth = answers[question]

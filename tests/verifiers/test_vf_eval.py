@@ -64,8 +64,9 @@ def doc_command(program: str) -> list[str]:
 
 
 def doc_eval_file() -> dict[str, Any]:
-    [body] = [body for lang, body in doc_blocks() if lang == "toml"]
-    return tomllib.loads(body)
+    """The doc's eval file (its first TOML block; the second is the module's taskset)."""
+    first = next(body for lang, body in doc_blocks() if lang == "toml")
+    return tomllib.loads(first)
 
 
 def gsm8k_rows(folder: Path, count: int) -> list[dict[str, str]]:
@@ -214,3 +215,47 @@ def test_vf_eval_scores_wrong_then_right_gsm8k_episodes_one(
     assert (saved["num_rollouts"], saved["max_concurrent"]) == (group, concurrency)
     # Every episode the server played ended and was finalized.
     assert served.wait_sessions(0)["open"] == 0
+
+
+def module_eval_file(chat_url: str, rows: list[dict[str, str]]) -> dict[str, Any]:
+    """The doc's eval file, its taskset swapped for the module verifiers loads by name."""
+    config = doc_eval_file()
+    config["client"]["base_url"] = chat_url
+    doc_module = [tomllib.loads(body) for lang, body in doc_blocks() if lang == "toml"][1:]
+    assert doc_module, "the doc shows the `interactions-verifiers` taskset block"
+    config["env"]["taskset"] = doc_module[0]["env"]["taskset"]
+    config["env"]["taskset"]["rows"] = [reset_of(row) for row in rows]
+    return config
+
+
+def test_the_taskset_module_plays_installed_interactions_by_name(
+    tmp_path: Path, rows: list[dict[str, str]], chat: tuple[str, Path]
+) -> None:
+    chat_url, requests = chat
+    config = module_eval_file(chat_url, rows)
+    assert config["env"]["taskset"]["id"] == "interactions-verifiers"
+    command = [
+        "vf-eval", "@", "eval.toml", "-n", "2", "-r", "2", "-c", "2",
+        "--no-push", "--no-rich", "-o", "outputs", "--run.name", "gsm8k-module",
+    ]  # fmt: skip
+    output = run_vf_eval(tmp_path, config, command)
+
+    run = tmp_path / "outputs" / "gsm8k-module"
+    episodes = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    played = Counter(e["task"]["data"]["opening"] for e in episodes)
+    assert played == {row["question"]: 2 for row in rows[:2]}, output
+    for episode in episodes:
+        assert episode["ok"] and not episode["errors"], episode["errors"]
+        [trace] = episode["traces"]
+        assert trace["rewards"] == {"interaction_score": {"score": 1.0, "weight": 1.0}}
+        assert trace["stop_condition"] == "terminated"
+        truth = episode["task"]["data"]["interaction_kwargs"]["ground_truth"]
+        messages = [node["message"] for node in trace["nodes"]]
+        assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"]
+        question, wrong, feedback, right = (m["content"] for m in messages)
+        assert question == episode["task"]["data"]["opening"]
+        assert not wrong.endswith(f"#### {truth}")
+        # The interaction's feedback itself is the user turn after the wrong answer.
+        assert feedback.startswith(FEEDBACK), feedback
+        assert right.endswith(f"#### {truth}")
+    assert len(requests.read_text().splitlines()) == 2 * 2 * 2
