@@ -318,3 +318,27 @@ def bench_serve(session: nox.Session) -> None:
     """The serving benchmark in full; rewrites the generated block of docs/serve.md."""
     python = heavy_env(session, "serve", [OPENENV_PINS])
     session.run(str(python), "benchmarks/bench_serve.py", *session.posargs, external=True)
+
+
+#: verifiers' released wheel with its OpenEnv extra, and uv, which runs the chat program of
+#: verifiers' harnesses as a script. verifiers pins `mcp==2.0.0` while `openenv` 0.10 needs
+#: fastmcp 3 (`mcp<2`), so pip resolves the extra to `openenv` 0.4.1: the server runs beside
+#: it on that release here.
+VERIFIERS_PINS = ["verifiers[openenv]==0.4.0", "openenv==0.4.1", "uvicorn==0.55.0", "uv==0.13.9"]
+
+
+@nox.session(python=False)
+def verifiers(session: nox.Session) -> None:
+    """`vf-eval` (verifiers' own CLI) evaluating installed interactions served by
+    `interactions serve`, against a local scripted OpenAI-compatible server.
+
+    uv's cache lives in the environment's folder: the chat program's dependencies are
+    downloaded once per environment, not once per run (the tests' XDG cache is temporary).
+    """
+    python = heavy_env(session, "verifiers", [VERIFIERS_PINS])
+    # The taskset module verifiers loads by name, a distribution of its own.
+    session.run(str(python), "-m", "pip", "install", "-q", "--no-deps", "-e",
+                f"{ROOT}/integrations/verifiers", external=True)  # fmt: skip
+    uv_cache = {"UV_CACHE_DIR": str(python.parent.parent / "uv-cache")}
+    session.run(str(python), "-m", "pytest", "tests/verifiers", "-q", *session.posargs,
+                external=True, env={**STRICT, **uv_cache})  # fmt: skip
