@@ -311,7 +311,19 @@ class InteractionAgentLoop(ToolAgentLoop):
         return AgentState.GENERATING
 
 
-register(AGENT_NAME)(InteractionAgentLoop)
+def _register_unless_configured() -> None:
+    """Register the loop unless an agent-loop file's entry (with its options) already did.
+
+    Imported after verl read that file, registering would drop the entry's options.
+    """
+    from verl.experimental.agent_loop import agent_loop
+
+    existing = getattr(agent_loop, "_agent_loop_registry", {}).get(AGENT_NAME)
+    if existing is None or "PlaceholderAgentLoop" in str(existing.get("_target_", "")):
+        register(AGENT_NAME)(InteractionAgentLoop)
+
+
+_register_unless_configured()
 
 
 # -- per-turn rewards in verl's token-level scores --------------------------------------

@@ -164,6 +164,16 @@ def test_the_worked_example_runs_through_verl(
     rollout = config.actor_rollout_ref.rollout
     assert rollout.agent.agent_loop_config_path is None  # the entry point registers the loop
     assert rollout.multi_turn.max_assistant_turns == 4
+    assert list(config.trainer.logger) == ["console"]
+    # The small-machine setting the section names is one verl accepts.
+    small = "transfer_queue.backend.SimpleStorage.num_data_storage_units=1"
+    assert small in section("### 2. Train")
+    assert (
+        checked_config([*train_command(workdir), small]).transfer_queue.backend.SimpleStorage[
+            "num_data_storage_units"
+        ]
+        == 1
+    )
     import pyarrow.parquet as pq
 
     assert set(pq.read_table(config.data.train_files).column("agent_name").to_pylist()) == {

@@ -172,3 +172,28 @@ def test_interactions_config_names_the_config_when_no_entry_does(
     with pytest.raises(Exception, match="unknown interaction 'gsm8k'") as raised:
         run_batch(worker, [GSM8K_ROW])
     assert "weather" in str(raised.value)
+
+
+KEEPS_THE_FILE_ENTRY = r"""
+import json
+from verl.experimental.agent_loop.agent_loop import _agent_loop_registry as registry
+entry = {"name": "interactions", "interaction_config": "mine.yaml",
+         "_target_": "interactions_core.integrations.verl.InteractionAgentLoop"}
+registry["interactions"] = entry  # what a worker reading an agent-loop file stores
+import interactions_core.integrations.verl  # imported late: must not replace it
+print(json.dumps(dict(registry["interactions"])))
+"""
+
+
+def test_importing_the_adapter_late_keeps_an_agent_loop_files_entry() -> None:
+    """With verl's plugin loading off, the adapter is imported after verl read the file."""
+    done = subprocess.run(
+        [sys.executable, "-c", KEEPS_THE_FILE_ENTRY],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "VERL_USE_EXTERNAL_PLUGINS": "none"},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    kept = json.loads(done.stdout.strip().splitlines()[-1])
+    assert kept["interaction_config"] == "mine.yaml"
