@@ -22,11 +22,14 @@ from ..errors import ServeError
 
 __all__ = [
     "REMOVED_ROUTES",
+    "TASK_API_ENV",
     "escape_surrogates",
     "plain_openenv_app",
     "publish_reset_schema",
     "reset_schema_options",
     "sendable",
+    "serves_task_api",
+    "task_api_options",
 ]
 
 log = logging.getLogger("interactions_core.serve")
@@ -102,6 +105,28 @@ def publish_reset_schema(app: Any, action: type, observation: type, state: type)
             "reset_observation": observation.model_json_schema(),  # type: ignore[attr-defined]
             "state": state.model_json_schema(),  # type: ignore[attr-defined]
         }
+
+
+# OpenEnv 0.10's Task API: routes under ``/{env_name}/`` that call the
+# environment's ``list_splits``, ``num_tasks``, ``get_task``, ... on a fresh
+# instance. Without ``env_name`` OpenEnv names the environment after the factory
+# (``environment`` for a ``functools.partial``), so the server names it.
+# ``openenv-core`` 0.3 has neither the argument nor the routes.
+
+#: The environment name in the Task API's paths (``/interactions/splits``, ...).
+TASK_API_ENV = "interactions"
+
+
+def task_api_options(create_app: Callable[..., Any]) -> dict[str, Any]:
+    """The keyword naming the environment in ``create_app``'s Task API, if it has one."""
+    if "env_name" in inspect.signature(create_app).parameters:
+        return {"env_name": TASK_API_ENV}
+    return {}
+
+
+def serves_task_api(app: Any) -> bool:
+    """True when OpenEnv added its Task API routes to ``app``."""
+    return any(getattr(r, "path", None) == "/{env_name}/splits" for r in app.router.routes)
 
 
 # What goes over the wire: an observation every client can decode, or a readable error.
