@@ -176,7 +176,6 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise InteractionsError(f"--port must be between 0 and 65535, not {args.port}")
     _require_openenv()
-    from ..serve.app import run as serve
     from ..serve.hub import Hub, Tasks
 
     token = os.environ.get(TOKEN_VAR) or None
@@ -190,8 +189,10 @@ def run(args: argparse.Namespace) -> int:
         token=token,
         rewards=args.rewards,
     )
-    if args.data:
+    if args.data:  # read before OpenEnv is imported: a bad file is an error in seconds
         hub.tasks = Tasks.load(args.data, hub)
+    from ..serve.app import run as serve
+
     warning = host_warning(args.host, token)
     if warning:
         sys.stderr.write(f"interactions: warning: {warning}\n")
