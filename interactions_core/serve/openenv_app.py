@@ -162,10 +162,19 @@ async def sendable(
     fields: dict[str, Any],
     end: Callable[[], Awaitable[Any]],
 ) -> Any:
-    """The observation ``build(fields)``, checked to serialise; else end the episode and say so."""
+    """The observation ``build(fields)``, checked to serialise; else end the episode and say so.
+
+    Surrogates are escaped only when the first attempt fails: nearly every
+    observation has none, and walking the whole conversation on each step would
+    cost more than the step itself.
+    """
     try:
-        observation = build(escape_surrogates(fields))
-        observation.model_dump_json()
+        try:
+            observation = build(fields)
+            observation.model_dump_json()
+        except ValueError:  # a lone surrogate (pydantic's error is a ValueError), or worse
+            observation = build(escape_surrogates(fields))
+            observation.model_dump_json()
     except (RecursionError, ValueError) as exc:
         await end()
         raise ServeError(
