@@ -47,8 +47,6 @@ from typing import Any
 
 from _common import ROOT, DocsBlock
 
-from interactions_core import BaseInteraction, InteractionResult
-
 CONFIG = "interaction:\n  - name: gsm8k\n"
 PROMPT = [{"role": "user", "content": "Janet has 16 eggs; she eats 3 and bakes 4. $2 each?"}]
 KWARGS = {"name": "gsm8k", "ground_truth": "18"}
@@ -79,14 +77,32 @@ HEADER = "| measure | value |"
 DOCS = DocsBlock(ROOT / "docs" / "serve.md", "bench_serve.py", "bench_serve")
 
 
-class EqualsJudge(BaseInteraction):
-    """The comparison's trivial judge: right when the answer contains the ground truth."""
+def _equals_judge() -> type:
+    """The comparison's trivial judge: right when the answer holds ``#### <ground truth>``."""
+    from interactions_core import BaseInteraction, InteractionResult
 
-    async def generate_response(
-        self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
-    ) -> InteractionResult:
-        right = f"#### {kwargs['ground_truth']}" in messages[-1]["content"]
-        return InteractionResult(right, "right" if right else "wrong, try again", float(right))
+    class EqualsJudge(BaseInteraction):
+        async def generate_response(
+            self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
+        ) -> InteractionResult:
+            right = f"#### {kwargs['ground_truth']}" in messages[-1]["content"]
+            return InteractionResult(right, "right" if right else "wrong, try again", float(right))
+
+    EqualsJudge.__module__ = __name__
+    return EqualsJudge
+
+
+def __getattr__(name: str) -> Any:
+    """``bench_serve.EqualsJudge``, the config's ``class_name``, built on first use.
+
+    Built lazily so that importing this script (the docs tests read ``ROWS``)
+    imports neither the core nor OpenEnv.
+    """
+    if name == "EqualsJudge":
+        judge = _equals_judge()
+        globals()[name] = judge
+        return judge
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def start_server(
