@@ -328,7 +328,7 @@ def _require_token_for_tasks(app: Any, hub: Hub) -> None:
 
     @app.middleware("http")
     async def task_token(request: Request, call_next: Any) -> Any:
-        path = request.url.path
+        path = request.url.path.lower()  # OpenEnv matches the environment name in any case
         if path.startswith(prefix) or path == "/list_environments":
             scheme, _, value = request.headers.get("authorization", "").partition(" ")
             try:

@@ -235,6 +235,7 @@ if TASK_API:
             assert status == 401
             assert "Authorization: Bearer <token>" in body["detail"]
         assert call(server, "/list_environments", token=None)[0] == 401
+        assert call(server, "/Interactions/splits", token=None)[0] == 401
 
 else:
 
