@@ -24,6 +24,19 @@ if TYPE_CHECKING:
 #: The environment variable holding the optional shared token.
 TOKEN_VAR = "INTERACTIONS_SERVE_TOKEN"
 
+
+def data_argument(text: str) -> tuple[str, str]:
+    """``(split, path)`` of one ``--data`` argument, or argparse's one-line error."""
+    import argparse
+
+    from ..serve.hub import parse_data_argument
+
+    try:
+        return parse_data_argument(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 COMMAND = Command(
     "serve",
     help="serve a config's interactions as an OpenEnv environment",
@@ -33,9 +46,21 @@ COMMAND = Command(
     "own arguments), then "
     "steps with {'content': <assistant message>}; each observation carries messages, "
     "feedback, turn, final_score, interaction, reward and done. Runs until SIGTERM or "
-    f"Ctrl-C, finalizing open sessions. Set {TOKEN_VAR} to require a shared token.",
+    f"Ctrl-C, finalizing open sessions. Set {TOKEN_VAR} to require a shared token. "
+    "With --data, the rows of a dataset are served through OpenEnv's Task API and a "
+    "client resets with split and index instead.",
     arguments=[
         config_file("interactions config (YAML)"),
+        Arg(
+            "--data",
+            action="append",
+            default=[],
+            type=data_argument,
+            metavar="[NAME=]FILE",
+            help="serve the rows of FILE (JSONL, or parquet with pyarrow; the rows of "
+            "interactions run --data) as split NAME (default: the file's stem) through "
+            "OpenEnv's Task API; reset(split=NAME, index=i) plays row i; repeatable",
+        ),
         Arg(
             "--host",
             default="127.0.0.1",
@@ -151,8 +176,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise InteractionsError(f"--port must be between 0 and 65535, not {args.port}")
     _require_openenv()
-    from ..serve.app import run as serve
-    from ..serve.hub import Hub
+    from ..serve.hub import Hub, Tasks
 
     token = os.environ.get(TOKEN_VAR) or None
     hub = Hub.from_config(
@@ -165,6 +189,10 @@ def run(args: argparse.Namespace) -> int:
         token=token,
         rewards=args.rewards,
     )
+    if args.data:  # read before OpenEnv is imported: a bad file is an error in seconds
+        hub.tasks = Tasks.load(args.data, hub)
+    from ..serve.app import run as serve
+
     warning = host_warning(args.host, token)
     if warning:
         sys.stderr.write(f"interactions: warning: {warning}\n")

@@ -13,6 +13,11 @@ connection's episodes through a :class:`~interactions_core.serve.episode.ServedE
 OpenEnv client expects) plus what serving interactions needs:
 
 * ``GET /interactions``: what is served and the session counters;
+* OpenEnv 0.10's Task API under ``/interactions/`` (``splits``, ``num_tasks``,
+  ``task``, ``task_range``, ``tasks``) for the rows given with ``--data``; with
+  a shared token those routes want ``Authorization: Bearer <token>`` (rows may
+  hold ground truths). OpenEnv 0.3 has no Task API: the server says so at
+  start-up, and ``reset(split=, index=)`` still plays a row;
 * readable client errors: a :class:`~interactions_core.errors.ServeError`
   on the HTTP routes becomes a 4xx (or 503 at capacity) whose ``detail`` is the
   message (on ``/ws`` OpenEnv already sends the message as an error frame);
@@ -45,7 +50,14 @@ from ..errors import BadActionError, BadResetError, ServeError
 from .episode import ServedEpisode
 from .guard import ServeWatchdog
 from .hub import Hub
-from .openenv_app import publish_reset_schema, reset_schema_options, sendable
+from .openenv_app import (
+    TASK_API_ENV,
+    publish_reset_schema,
+    reset_schema_options,
+    sendable,
+    serves_task_api,
+    task_api_options,
+)
 
 __all__ = [
     "InteractionAction",
@@ -135,18 +147,22 @@ class InteractionEnvironment(
         prompt: object = None,
         interaction_kwargs: object = None,
         token: object = None,
+        split: object = None,
+        index: object = None,
         **kwargs: Any,
     ) -> InteractionObservation:
-        """Start an episode: ``prompt`` (chat messages), ``interaction_kwargs`` (name, ...)."""
+        """Start an episode: ``prompt`` (chat messages) and ``interaction_kwargs`` (name,
+        ...), or ``split`` and ``index``, a row served with ``--data``."""
         if kwargs:
             unknown = ", ".join(sorted(kwargs))
             raise BadResetError(
                 f"unknown reset argument(s): {unknown}. A reset takes prompt (chat messages) "
                 "and interaction_kwargs (the interaction's name and its own arguments, such "
-                'as {"name": "gsm8k", "ground_truth": "72"})'
+                'as {"name": "gsm8k", "ground_truth": "72"}), or split and index (a row '
+                "the server serves from --data)"
             )
         self._loop = asyncio.get_running_loop()
-        fields = await self.episode.start(prompt, interaction_kwargs, token)
+        fields = await self.episode.start(prompt, interaction_kwargs, token, split, index)
         return await sendable(_observation, fields, self.episode.end)
 
     async def step_async(  # type: ignore[override]
@@ -161,6 +177,33 @@ class InteractionEnvironment(
 
     def step(self, action: Any, timeout_s: float | None = None, **kwargs: Any) -> Any:
         raise ServeError("this environment is asynchronous: the server calls step_async")
+
+    # OpenEnv's Task API (0.10): the rows served with --data. OpenEnv calls these on
+    # a fresh environment for each request, so they read only the hub.
+
+    def list_splits(self) -> list[dict[str, Any]]:
+        """The served splits: ``name``, ``type`` and ``num_tasks`` of each."""
+        return self.hub.tasks.describe()
+
+    def list_tasks(self, split: str) -> list[Any]:
+        """The first rows of ``split`` (at most ``LIST_PREVIEW``; see ``get_task_range``)."""
+        from .hub import LIST_PREVIEW
+
+        return self.hub.tasks.rows(split)[:LIST_PREVIEW]
+
+    def num_tasks(self, split: str) -> int:
+        """How many rows ``split`` has."""
+        return len(self.hub.tasks.rows(split))
+
+    def get_task(self, split: str, index: int) -> Any:
+        """Row ``index`` of ``split``, as read from its file."""
+        return self.hub.tasks.row(split, index)
+
+    def get_task_range(
+        self, split: str, start: int | None = None, stop: int | None = None
+    ) -> list[Any]:
+        """Rows ``start:stop`` of ``split`` (Python slice rules)."""
+        return self.hub.tasks.range(split, start, stop)
 
     @property
     def state(self) -> InteractionState:
@@ -236,6 +279,7 @@ def create_app(hub: Hub, **guard: Any) -> Any:
         InteractionObservation,
         max_concurrent_envs=connections,
         **reset_schema_options(create_fastapi_app, InteractionObservation),
+        **task_api_options(create_fastapi_app),
     )
     publish_reset_schema(app, InteractionAction, InteractionObservation, InteractionState)
     app.state.guard = front = Guard(app, **guard)
@@ -245,6 +289,9 @@ def create_app(hub: Hub, **guard: Any) -> Any:
         return JSONResponse(status_code=status, content={"detail": str(exc)})
 
     app.add_exception_handler(ServeError, serve_error)
+    task_api = serves_task_api(app)
+    if task_api and hub.token is not None:
+        _require_token_for_tasks(app, hub)
 
     @app.get("/interactions", tags=["Environment Info"], summary="Served interactions")
     async def interactions() -> dict[str, Any]:
@@ -255,10 +302,47 @@ def create_app(hub: Hub, **guard: Any) -> Any:
 
     async def started() -> None:
         log.info("%s", hub.summary())
+        if hub.tasks.splits and not task_api:
+            log.warning(
+                "this OpenEnv has no Task API (it came with openenv 0.10): the --data rows "
+                "are not listed over HTTP, but reset(split=..., index=...) plays them"
+            )
+        elif hub.tasks.splits:
+            log.info("Task API at /%s/splits, /%s/task, ...", TASK_API_ENV, TASK_API_ENV)
 
     app.router.on_startup.append(started)
     app.router.on_shutdown.append(functools.partial(_finalize_at_shutdown, hub))
     return app
+
+
+def _require_token_for_tasks(app: Any, hub: Hub) -> None:
+    """Answer the Task API routes only to a request bearing the shared token.
+
+    A reset brings the token in its arguments; OpenEnv's Task API requests take
+    no extra field, so there it is the ``Authorization: Bearer`` header.
+    """
+    from fastapi import Request
+    from fastapi.responses import JSONResponse
+
+    prefix = f"/{TASK_API_ENV}/"
+
+    @app.middleware("http")
+    async def task_token(request: Request, call_next: Any) -> Any:
+        path = request.url.path.lower()  # OpenEnv matches the environment name in any case
+        if path.startswith(prefix) or path == "/list_environments":
+            scheme, _, value = request.headers.get("authorization", "").partition(" ")
+            try:
+                hub.check_token(value.strip() if scheme.lower() == "bearer" else None)
+            except ServeError:
+                return JSONResponse(
+                    status_code=401,
+                    content={
+                        "detail": "this server requires its shared token for the Task API: "
+                        "send the header 'Authorization: Bearer <token>' (the server reads "
+                        "it from INTERACTIONS_SERVE_TOKEN)"
+                    },
+                )
+        return await call_next(request)
 
 
 async def _finalize_at_shutdown(hub: Hub) -> None:

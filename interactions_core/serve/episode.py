@@ -5,6 +5,9 @@
 
 * ``start(prompt, interaction_kwargs)`` routes to an interaction, opens a
   :class:`~interactions_core.runtime.session.Session` and returns the prompt;
+  ``start(split=, index=)`` does the same with a row the hub serves (``--data``):
+  its prompt and its ``interaction_kwargs``, read as ``interactions run`` reads
+  a sample;
 * ``step(content)`` appends ``{"role": "assistant", "content": content}``, calls
   ``generate_response`` on the whole conversation, appends the feedback as a user
   message unless the episode ends here, and returns the observation;
@@ -119,11 +122,19 @@ class ServedEpisode:
         prompt: object = None,
         interaction_kwargs: object = None,
         token: object = None,
+        split: object = None,
+        index: object = None,
     ) -> dict[str, Any]:
-        """Start an episode; return the first observation (the prompt, turn 0)."""
+        """Start an episode; return the first observation (the prompt, turn 0).
+
+        With ``split`` and ``index``, the episode plays that served row: both are
+        needed, and neither ``prompt`` nor ``interaction_kwargs`` may come too.
+        """
         await self.end()
         hub = self.hub
         hub.check_token(token)
+        if split is not None or index is not None:
+            prompt, interaction_kwargs = self._task(split, index, prompt, interaction_kwargs)
         name, interaction, kwargs = hub.route(interaction_kwargs)
         messages = check_prompt(prompt)
         async with self._lock:
@@ -152,6 +163,26 @@ class ServedEpisode:
                     raise ServeError(f"{exc}; no episode was started") from exc
                 raise
         return self.observation()
+
+    def _task(
+        self, split: object, index: object, prompt: object, interaction_kwargs: object
+    ) -> tuple[list[dict[str, Any]], Any]:
+        """The prompt and ``interaction_kwargs`` of served row ``split``/``index``."""
+        from ..runtime.episode import interaction_kwargs_of, prompt_of
+
+        if prompt is not None or interaction_kwargs is not None:
+            raise BadResetError(
+                "a reset takes either split and index (a served row brings its prompt and "
+                "interaction_kwargs) or prompt and interaction_kwargs, not both"
+            )
+        if split is None or index is None:
+            missing = "split" if split is None else "index"
+            raise BadResetError(
+                f"a reset with a served row needs both split and index; {missing} is missing "
+                f"(splits: {', '.join(self.hub.tasks.names()) or 'none, no --data given'})"
+            )
+        row = self.hub.tasks.row(split, index)
+        return prompt_of(row), interaction_kwargs_of(row)
 
     async def step(self, content: object) -> dict[str, Any]:
         """Judge one assistant message; return the observation with the turn's reward."""

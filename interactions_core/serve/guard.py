@@ -146,8 +146,15 @@ class Guard:
         if timeout is None:
             return receive
 
+        # asyncio.timeout (Python 3.11+) arms a timer on the connection's own task;
+        # wait_for would start a task for every message received.
+        timer = getattr(asyncio, "timeout", None)
+
         async def receive_or_leave() -> Any:
             try:
+                if timer is not None:
+                    async with timer(timeout):
+                        return await receive()
                 return await asyncio.wait_for(receive(), timeout)
             except asyncio.TimeoutError:
                 log.info("closing a WebSocket idle for %g s", timeout)

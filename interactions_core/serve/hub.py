@@ -6,6 +6,11 @@ reset to one of them, the ``--max-sessions`` limit, the optional shared token,
 and one :class:`~interactions_core.runtime.session.SessionTracker` that counts
 every session started and finalized. It knows nothing about HTTP or OpenEnv, so
 the in-process TRL adapter plays episodes on the very same object.
+
+:class:`Tasks` holds the rows a server was given with ``--data`` (read up-front
+by the runtime's dataset reader), which OpenEnv's Task API lists and
+``reset(split=, index=)`` plays; :func:`parse_data_argument` reads one
+``--data [NAME=]FILE`` argument.
 """
 
 from __future__ import annotations
@@ -13,17 +18,19 @@ from __future__ import annotations
 import asyncio
 import hmac
 import itertools
+import os
+import re
 import uuid
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AuthError, BadResetError, CapacityError
+from ..errors import AuthError, BadResetError, CapacityError, DatasetError
 from ..runtime.session import SessionTracker
 
 if TYPE_CHECKING:
     from .episode import ServedEpisode
 
-__all__ = ["REWARD_MODES", "Hub"]
+__all__ = ["REWARD_MODES", "Hub", "Tasks", "parse_data_argument"]
 
 #: What a step's ``reward`` carries: ``turn``, the turn's score (the default);
 #: ``final``, 0 until the last step, which carries ``calculate_score``, so a
@@ -55,6 +62,7 @@ class Hub:
         timeout: float | None = None,
         token: str | None = None,
         rewards: str = "turn",
+        tasks: Tasks | None = None,
     ) -> None:
         if not interactions:
             raise ValueError("a hub needs at least one interaction")
@@ -84,6 +92,8 @@ class Hub:
         self.timeout = timeout
         self.token = token or None
         self.tracker = SessionTracker()
+        #: The rows served through the Task API (none without ``--data``).
+        self.tasks = tasks if tasks is not None else Tasks({})
         #: Steps being judged right now (a drain waits for them).
         self.busy = 0
         #: False once the server is shutting down: new episodes are refused.
@@ -218,6 +228,7 @@ class Hub:
             "max_turns": self.max_turns,
             "max_user_turns": self.max_user_turns,
             "rewards": self.rewards,
+            "splits": self.tasks.describe(),
             "sessions": {
                 "open": tracker.open,
                 "started": tracker.started,
@@ -239,5 +250,162 @@ class Hub:
             limits += f", max {self.max_user_turns} user turns"
         if self.rewards != "turn":
             limits += f", {self.rewards} rewards"
+        if self.tasks.splits:
+            limits += "; tasks: " + ", ".join(
+                f"{name} ({len(rows)} rows)" for name, rows in self.tasks.splits.items()
+            )
         plural = "s" if len(parts) != 1 else ""
         return f"serving {len(parts)} interaction{plural}: {', '.join(parts)}; {limits}"
+
+
+# -- tasks from data files (``--data``) ----------------------------------------------
+
+#: What a split name given as ``--data NAME=FILE`` may look like; anything else
+#: before an ``=`` is taken as part of the file name.
+SPLIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+#: Split names OpenEnv gives a type of their own; any other split is typed ``validation``
+#: (what OpenEnv's server does for a split given as a plain name).
+SPLIT_TYPES = frozenset({"train", "validation", "test"})
+#: Rows ``list_tasks`` returns at most: a preview, as OpenEnv allows for large splits;
+#: ``num_tasks`` gives the true count and ``get_task_range`` any slice.
+LIST_PREVIEW = 1000
+#: Bad rows quoted in the error that refuses a data file.
+BAD_ROWS_SHOWN = 3
+
+
+def parse_data_argument(text: str) -> tuple[str, str]:
+    """``(split, path)`` for one ``--data`` argument: ``NAME=FILE``, or ``FILE`` (split = stem)."""
+    name, eq, path = text.partition("=")
+    if eq and SPLIT_NAME.fullmatch(name) and path:
+        return name, path
+    if eq and not name:
+        raise ValueError(f"{text!r}: the split name before '=' is empty; write NAME=FILE")
+    if text == "-":
+        return "stdin", text
+    stem = os.path.basename(text.rstrip("/\\"))
+    for suffix in (".jsonl", ".json", ".ndjson", ".parquet", ".pq"):
+        if stem.lower().endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    if not SPLIT_NAME.fullmatch(stem):
+        raise ValueError(
+            f"{text!r}: cannot name a split after this file ({stem!r} is not a split name: "
+            "letters, digits, '_', '.', '-'); write --data NAME=FILE"
+        )
+    return stem, text
+
+
+class Tasks:
+    """Rows by split name, served through OpenEnv's Task API and played by ``reset(split, index)``.
+
+    Rows are kept exactly as the dataset reader produced them (no copy, no
+    re-encoding): a row is what ``get_task`` returns and what ``interactions run
+    --data`` would play. Lookups raise :class:`~interactions_core.errors.BadResetError`
+    naming the splits and their sizes, so a client learns what to ask for.
+    """
+
+    __slots__ = ("sources", "splits")
+
+    def __init__(
+        self,
+        splits: Mapping[str, list[Mapping[str, Any]]],
+        sources: Mapping[str, str] | None = None,
+    ) -> None:
+        self.splits = dict(splits)
+        self.sources = dict(sources or {})
+
+    @classmethod
+    def load(cls, specs: Sequence[tuple[str, str]], hub: Hub | None = None) -> Tasks:
+        """Read every ``(split, path)`` now; a one-paragraph :class:`DatasetError` if one fails.
+
+        A bad row refuses the whole file rather than being skipped: indexes must
+        be the file's row numbers for a client's ``get_task(split, i)`` to mean
+        the ``i``-th row. With ``hub``, each row must also name (or default to) an
+        interaction it serves, checked here rather than at the first reset.
+        """
+        from ..runtime.datasets import SampleReader
+        from ..runtime.episode import interaction_kwargs_of
+
+        splits: dict[str, list[Mapping[str, Any]]] = {}
+        sources: dict[str, str] = {}
+        for split, path in specs:
+            if split in splits:
+                raise DatasetError(
+                    f"--data: split {split!r} is given twice ({sources[split]} and {path}); "
+                    "name them apart with --data NAME=FILE"
+                )
+            reader = SampleReader(path, max_examples=BAD_ROWS_SHOWN)
+            try:
+                rows: list[Mapping[str, Any]] = list(reader)
+            except OSError as exc:
+                raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from None
+            if reader.skipped:
+                shown = "; ".join(str(bad) for bad in reader.bad_rows)
+                more = reader.skipped - len(reader.bad_rows)
+                raise DatasetError(
+                    f"{path}: {reader.skipped} bad row(s), e.g. {shown}"
+                    + (f" (and {more} more)" if more > 0 else "")
+                    + ". A served split must be all good rows (a task's index is its row "
+                    "number); fix or remove them, or check the file with interactions run "
+                    "--data."
+                )
+            if not rows:
+                raise DatasetError(f"{path} has no rows: a served split needs at least one")
+            if hub is not None:
+                for number, row in enumerate(rows):
+                    try:
+                        hub.route(interaction_kwargs_of(row))
+                    except BadResetError as exc:
+                        raise DatasetError(
+                            f"{path}: row {number + 1} cannot be played here: {exc}"
+                        ) from None
+            splits[split] = rows
+            sources[split] = path
+        return cls(splits, sources)
+
+    def names(self) -> list[str]:
+        """The split names, in the order they were given."""
+        return list(self.splits)
+
+    def describe(self) -> list[dict[str, Any]]:
+        """One descriptor per split: ``name``, ``type`` (OpenEnv's), ``num_tasks``."""
+        return [
+            {
+                "name": name,
+                "type": name if name in SPLIT_TYPES else "validation",
+                "num_tasks": len(rows),
+            }
+            for name, rows in self.splits.items()
+        ]
+
+    def rows(self, split: object) -> list[Mapping[str, Any]]:
+        """The rows of ``split``; a readable error naming the served splits otherwise."""
+        rows = self.splits.get(split) if isinstance(split, str) else None
+        if rows is None:
+            if not self.splits:
+                raise BadResetError(
+                    f"no split {split!r}: this server serves no data (start it with "
+                    "--data FILE to serve tasks); reset with prompt and interaction_kwargs"
+                )
+            served = ", ".join(f"{name} ({len(r)} rows)" for name, r in self.splits.items())
+            raise BadResetError(f"unknown split {split!r}; served splits: {served}")
+        return rows
+
+    def row(self, split: object, index: object) -> Mapping[str, Any]:
+        """Row ``index`` (0-based) of ``split``; else a readable error giving the valid range."""
+        rows = self.rows(split)
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise BadResetError(
+                f"index must be an integer row number (0 to {len(rows) - 1} in split "
+                f"{split!r}), not {type(index).__name__} {index!r:.40}"
+            )
+        if not 0 <= index < len(rows):
+            raise BadResetError(
+                f"index {index} is out of range: split {split!r} has {len(rows)} rows "
+                f"(0 to {len(rows) - 1})"
+            )
+        return rows[index]
+
+    def range(self, split: object, start: int | None, stop: int | None) -> list[Mapping[str, Any]]:
+        """Rows ``start:stop`` of ``split``, with Python's slice rules (as OpenEnv specifies)."""
+        return self.rows(split)[start:stop]

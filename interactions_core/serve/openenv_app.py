@@ -22,11 +22,14 @@ from ..errors import ServeError
 
 __all__ = [
     "REMOVED_ROUTES",
+    "TASK_API_ENV",
     "escape_surrogates",
     "plain_openenv_app",
     "publish_reset_schema",
     "reset_schema_options",
     "sendable",
+    "serves_task_api",
+    "task_api_options",
 ]
 
 log = logging.getLogger("interactions_core.serve")
@@ -104,6 +107,28 @@ def publish_reset_schema(app: Any, action: type, observation: type, state: type)
         }
 
 
+# OpenEnv 0.10's Task API: routes under ``/{env_name}/`` that call the
+# environment's ``list_splits``, ``num_tasks``, ``get_task``, ... on a fresh
+# instance. Without ``env_name`` OpenEnv names the environment after the factory
+# (``environment`` for a ``functools.partial``), so the server names it.
+# ``openenv-core`` 0.3 has neither the argument nor the routes.
+
+#: The environment name in the Task API's paths (``/interactions/splits``, ...).
+TASK_API_ENV = "interactions"
+
+
+def task_api_options(create_app: Callable[..., Any]) -> dict[str, Any]:
+    """The keyword naming the environment in ``create_app``'s Task API, if it has one."""
+    if "env_name" in inspect.signature(create_app).parameters:
+        return {"env_name": TASK_API_ENV}
+    return {}
+
+
+def serves_task_api(app: Any) -> bool:
+    """True when OpenEnv added its Task API routes to ``app``."""
+    return any(getattr(r, "path", None) == "/{env_name}/splits" for r in app.router.routes)
+
+
 # What goes over the wire: an observation every client can decode, or a readable error.
 #
 # An observation is sent as UTF-8 JSON, which cannot carry a lone surrogate
@@ -137,10 +162,19 @@ async def sendable(
     fields: dict[str, Any],
     end: Callable[[], Awaitable[Any]],
 ) -> Any:
-    """The observation ``build(fields)``, checked to serialise; else end the episode and say so."""
+    """The observation ``build(fields)``, checked to serialise; else end the episode and say so.
+
+    Surrogates are escaped only when the first attempt fails: nearly every
+    observation has none, and walking the whole conversation on each step would
+    cost more than the step itself.
+    """
     try:
-        observation = build(escape_surrogates(fields))
-        observation.model_dump_json()
+        try:
+            observation = build(fields)
+            observation.model_dump_json()
+        except ValueError:  # a lone surrogate (pydantic's error is a ValueError), or worse
+            observation = build(escape_surrogates(fields))
+            observation.model_dump_json()
     except (RecursionError, ValueError) as exc:
         await end()
         raise ServeError(

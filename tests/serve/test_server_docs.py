@@ -59,3 +59,50 @@ def test_the_trl_url_snippet_builds_a_factory(example_server: Server) -> None:
     assert env.answer("#### 18") == "Your response is correct!"
     assert env.get_reward() == 1.0
     assert example_server.wait_sessions(0)["open"] == 0
+
+
+def test_the_data_snippets_print_what_the_doc_shows(
+    tmp_path_factory: pytest.TempPathFactory, gsm8k_data: Path
+) -> None:
+    """The ``--data`` section: its commands, then its two snippets against that server.
+
+    The Task API snippet needs ``openenv`` 0.10; with ``openenv-core`` 0.3 the
+    routes are absent, as the page says, and that is what is checked instead.
+    """
+    from openenv.core.env_server import interfaces
+
+    from interactions_core.cli import main
+
+    text = (ROOT / "docs" / "serve.md").read_text(encoding="utf-8")
+    section = text[text.index("## Tasks from data") : text.index("## The observation")]
+    commands = re.findall(r"```bash\n(.*?)```", section, re.S)[0].splitlines()
+    data = commands[0].split()
+    assert data[:3] == ["interactions", "data", "gsm8k"]
+    folder = tmp_path_factory.mktemp("docs-data")
+    rows = folder / data[data.index("-o") + 1]
+    data[data.index("--input") + 1] = str(gsm8k_data / "test.jsonl")
+    data[data.index("-o") + 1] = str(rows)
+    assert main(data[1:]) == 0
+    serve = commands[1].split()
+    assert serve[:3] == ["interactions", "serve", "examples/config.yaml"]
+    split, _, name = serve[serve.index("--data") + 1].partition("=")
+    assert name == rows.name
+    config = (ROOT / "examples" / "config.yaml").read_text(encoding="utf-8")
+    running = start_server(folder, config, "--data", f"{split}={rows}")
+    try:
+        snippets = re.findall(r"```python\n(.*?)```", section, re.S)
+        shown = re.findall(r"-->\n```\n(.*?)```", section, re.S)
+        assert len(snippets) == len(shown) == 2
+        for snippet, expected in zip(snippets, shown, strict=True):
+            if "task_api" in snippet and not hasattr(interfaces, "TaskProvider"):
+                assert "no Task API" in running.output()
+                with pytest.raises(OSError, match="404"):
+                    running.get("/interactions/splits")
+                continue
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                exec(compile(snippet, "docs/serve.md", "exec"), {"URL": running.url})
+            assert printed.getvalue() == expected
+        assert running.wait_sessions(0)["open"] == 0
+    finally:
+        assert running.stop() == 0, running.output()

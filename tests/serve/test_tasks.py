@@ -1,0 +1,184 @@
+"""Rows served with ``--data``, without a server (no OpenEnv needed): loading, lookups,
+``ServedEpisode.start(split=, index=)`` and the command line's checks of ``--data``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interactions_core.cli import main
+from interactions_core.errors import BadResetError, DatasetError
+from interactions_core.serve import Hub, ServedEpisode
+from interactions_core.serve.hub import Tasks, parse_data_argument
+
+CONFIG = {"default": "gsm8k", "interaction": [{"name": "gsm8k"}, {"name": "weather"}]}
+
+#: A verl row (kwargs under extra_info) and a plain one (top-level kwargs, default name).
+ROWS: list[dict[str, Any]] = [
+    {
+        "prompt": [{"role": "user", "content": "9 * 2?"}],
+        "extra_info": {"index": 0, "interaction_kwargs": {"name": "gsm8k", "ground_truth": "18"}},
+    },
+    {
+        "prompt": [{"role": "user", "content": "7 + 5?"}],
+        "interaction_kwargs": {"ground_truth": "12"},
+    },
+    {
+        "prompt": [{"role": "user", "content": "weather in Oslo?"}],
+        "interaction_kwargs": {"name": "weather"},
+    },
+]
+
+
+def hub() -> Hub:
+    return Hub.from_config(CONFIG)  # type: ignore[arg-type]
+
+
+def write_jsonl(path: Path, rows: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("argument", "expected"),
+    [
+        ("data/test.jsonl", ("test", "data/test.jsonl")),
+        ("train=rows.parquet", ("train", "rows.parquet")),
+        ("eval.v2=a=b.jsonl", ("eval.v2", "a=b.jsonl")),
+        ("dir/gsm8k_test.ndjson", ("gsm8k_test", "dir/gsm8k_test.ndjson")),
+        ("-", ("stdin", "-")),
+    ],
+)
+def test_a_data_argument_names_its_split(argument: str, expected: tuple[str, str]) -> None:
+    assert parse_data_argument(argument) == expected
+
+
+@pytest.mark.parametrize(
+    ("argument", "problem"),
+    [("=rows.jsonl", "split name before '=' is empty"), ("dir/ weird.jsonl", "NAME=FILE")],
+)
+def test_a_bad_data_argument_says_what_to_write(argument: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        parse_data_argument(argument)
+
+
+def test_rows_are_loaded_as_read_and_looked_up_by_split_and_index(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "mixed.jsonl", ROWS)
+    tasks = Tasks.load([("mixed", str(path))], hub())
+    assert tasks.names() == ["mixed"]
+    assert tasks.describe() == [{"name": "mixed", "type": "validation", "num_tasks": 3}]
+    assert tasks.row("mixed", 1) == ROWS[1]
+    assert tasks.range("mixed", 1, None) == ROWS[1:]
+    assert tasks.range("mixed", -1, None) == ROWS[-1:]  # Python slice rules, as OpenEnv says
+
+
+def test_parquet_rows_are_served_like_jsonl(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow", reason="parquet needs pyarrow (the [parquet] extra)")
+    import pyarrow.parquet as pq
+
+    rows = [ROWS[0], {**ROWS[0], "extra_info": {"index": 1, **ROWS[0]["extra_info"]}}]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "train.parquet")
+    tasks = Tasks.load([parse_data_argument(str(tmp_path / "train.parquet"))], hub())
+    assert tasks.describe() == [{"name": "train", "type": "train", "num_tasks": 2}]
+    assert tasks.row("train", 0)["prompt"] == ROWS[0]["prompt"]
+    assert tasks.row("train", 0)["extra_info"]["interaction_kwargs"]["ground_truth"] == "18"
+
+
+def test_lookups_say_which_splits_and_rows_exist(tmp_path: Path) -> None:
+    tasks = Tasks.load(
+        [("a", str(write_jsonl(tmp_path / "a.jsonl", ROWS))), ("b", str(tmp_path / "a.jsonl"))]
+    )
+    with pytest.raises(BadResetError, match=r"unknown split 'c'; served splits: a \(3 rows\), b"):
+        tasks.rows("c")
+    with pytest.raises(BadResetError, match=r"index 3 is out of range: split 'a' has 3 rows"):
+        tasks.row("a", 3)
+    with pytest.raises(BadResetError, match=r"index -1 is out of range"):
+        tasks.row("a", -1)
+    with pytest.raises(BadResetError, match=r"index must be an integer row number \(0 to 2"):
+        tasks.row("a", "1")
+    with pytest.raises(BadResetError, match="serves no data"):
+        Tasks({}).rows("test")
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ('{"prompt": [{"role": "user", "content": "x"}]}\nnot json\n', r"1 bad row\(s\), e\.g\."),
+        ("", "has no rows"),
+        (
+            json.dumps({"prompt": ROWS[0]["prompt"], "interaction_kwargs": {"name": "gsm9k"}}),
+            "row 1 cannot be played here: interaction 'gsm9k' is not served here",
+        ),
+    ],
+)
+def test_a_file_that_cannot_be_served_is_refused_whole(
+    tmp_path: Path, content: str, problem: str
+) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(DatasetError, match=problem):
+        Tasks.load([("rows", str(path))], hub())
+
+
+def test_a_split_given_twice_is_refused(tmp_path: Path) -> None:
+    path = str(write_jsonl(tmp_path / "rows.jsonl", ROWS))
+    with pytest.raises(DatasetError, match="split 'rows' is given twice"):
+        Tasks.load([("rows", path), ("rows", path)])
+
+
+async def test_a_reset_with_split_and_index_plays_that_row(tmp_path: Path) -> None:
+    h = hub()
+    h.tasks = Tasks.load([("mixed", str(write_jsonl(tmp_path / "mixed.jsonl", ROWS)))], h)
+    episode = ServedEpisode(h)
+    first = await episode.start(split="mixed", index=1)
+    assert (first["messages"], first["interaction"]) == (ROWS[1]["prompt"], "gsm8k")
+    assert first["messages"] is not ROWS[1]["prompt"]  # the episode extends its own copy
+    wrong = await episode.step("#### 13")
+    assert (wrong["reward"], wrong["done"]) == (0.0, False)
+    right = await episode.step("#### 12")
+    assert (right["reward"], right["done"], right["final_score"]) == (1.0, True, 1.0)
+    assert h.tasks.row("mixed", 1) == ROWS[1]  # the served row is unchanged
+
+    weather = await episode.start(split="mixed", index=2)
+    assert weather["interaction"] == "weather"
+    await episode.end()
+
+    with pytest.raises(BadResetError, match=r"either split and index .* or prompt"):
+        await episode.start("hi", split="mixed", index=0)
+    with pytest.raises(BadResetError, match="index is missing"):
+        await episode.start(split="mixed")
+    with pytest.raises(BadResetError, match="out of range: split 'mixed' has 3 rows"):
+        await episode.start(split="mixed", index=3)
+    assert h.tracker.open == 0 and h.tracker.started == h.tracker.finalized == 2
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        ("missing.jsonl", "data file not found"),
+        ("=x.jsonl", "argument --data: '=x.jsonl': the split name before '=' is empty"),
+    ],
+)
+def test_the_command_line_refuses_bad_data_in_one_paragraph(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    data: str,
+    problem: str,
+) -> None:
+    import interactions_core.cli.serve as serve_cli
+
+    monkeypatch.setattr(serve_cli, "_require_openenv", lambda: None)  # fails before serving
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "config.yaml").write_text("interaction:\n  - name: gsm8k\n", encoding="utf-8")
+    try:
+        code = main(["serve", "config.yaml", "--data", data])
+    except SystemExit as exc:  # argparse's usage error
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code != 0
+    assert problem in err, err
+    assert "Traceback" not in err
