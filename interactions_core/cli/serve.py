@@ -87,6 +87,14 @@ COMMAND = Command(
             help="end an episode once N feedback messages were appended (default: no limit)",
         ),
         Arg(
+            "--max-episode-chars",
+            type=positive_int,
+            metavar="N",
+            help="the most characters one episode's conversation may hold; every observation "
+            "carries all of it (a longer prompt is refused, a step past it ends the episode; "
+            "default: 2,000,000)",
+        ),
+        Arg(
             "--rewards",
             default="turn",
             choices=("turn", "final"),
@@ -176,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise InteractionsError(f"--port must be between 0 and 65535, not {args.port}")
     _require_openenv()
-    from ..serve.hub import Hub, Tasks
+    from ..serve.hub import MAX_EPISODE_CHARS, Hub, Tasks
 
     token = os.environ.get(TOKEN_VAR) or None
     hub = Hub.from_config(
@@ -185,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
         max_sessions=args.max_sessions,
         max_turns=args.max_turns,
         max_user_turns=args.max_user_turns,
+        max_episode_chars=args.max_episode_chars or MAX_EPISODE_CHARS,
         timeout=args.timeout,
         token=token,
         rewards=args.rewards,

@@ -19,6 +19,11 @@
   at once. A plugin error also ends it (one fault, one episode), and so does
   :meth:`end`, which the server calls when the client goes away.
 
+Every observation carries the whole conversation, so its size is bounded: a
+prompt over the hub's ``max_episode_chars`` is refused, and a step that would
+take the conversation past it ends the episode (its session finalized) with an
+error that says so.
+
 Observations are plain dicts with the fields of the OpenEnv observation:
 ``messages``, ``feedback``, ``turn``, ``final_score``, ``interaction``,
 ``reward`` and ``done``. ``reward`` follows the hub's ``rewards`` mode: the
@@ -29,6 +34,7 @@ score (``final``), so a consumer summing step rewards gets ``calculate_score``.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -41,6 +47,14 @@ from .hub import Hub
 __all__ = ["ServedEpisode", "check_prompt"]
 
 log = logging.getLogger("interactions_core.serve")
+
+
+def _chars(message: Mapping[str, Any]) -> int:
+    """The characters a message adds to every observation (its content's text)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return len(content)
+    return 0 if content is None else len(json.dumps(content, default=str))
 
 
 def check_prompt(prompt: object) -> list[dict[str, Any]]:
@@ -74,6 +88,7 @@ class ServedEpisode:
 
     __slots__ = (
         "_lock",
+        "chars",
         "done",
         "final_score",
         "hub",
@@ -89,6 +104,7 @@ class ServedEpisode:
         self.session: Session | None = None
         self.name = ""
         self.messages: list[dict[str, Any]] = []
+        self.chars = 0  # the characters of ``messages``, bounded by the hub
         self.turn = 0
         self.user_turns = 0
         self.done = False
@@ -137,6 +153,12 @@ class ServedEpisode:
             prompt, interaction_kwargs = self._task(split, index, prompt, interaction_kwargs)
         name, interaction, kwargs = hub.route(interaction_kwargs)
         messages = check_prompt(prompt)
+        chars = sum(map(_chars, messages))
+        if chars > hub.max_episode_chars:
+            raise BadResetError(
+                f"the prompt holds {chars:,} characters, over this server's limit of "
+                f"{hub.max_episode_chars:,} for a whole episode (--max-episode-chars)"
+            )
         async with self._lock:
             hub.admit(self)
             session = Session(
@@ -149,6 +171,7 @@ class ServedEpisode:
             self.session = session
             self.name = name
             self.messages = messages
+            self.chars = chars
             self.turn = 0
             self.user_turns = 0
             self.done = False
@@ -203,9 +226,18 @@ class ServedEpisode:
                 raise BadActionError(
                     f"{problem}: call reset (with prompt and interaction_kwargs) to start one"
                 )
+            hub = self.hub
+            if self.chars + len(content) > hub.max_episode_chars:
+                await self._close(session)
+                raise BadActionError(
+                    f"this message would take the conversation to {self.chars + len(content):,} "
+                    f"characters, over this server's limit of {hub.max_episode_chars:,} "
+                    "(--max-episode-chars): the episode is over and its session finalized; "
+                    "call reset to start another"
+                )
             self.turn += 1
             self.messages.append({"role": "assistant", "content": content})
-            hub = self.hub
+            self.chars += len(content)
             hub.busy += 1
             try:
                 result, end = await judge(
@@ -234,6 +266,7 @@ class ServedEpisode:
                 await self._close(session)
             else:
                 self.user_turns += 1  # the step appended the feedback
+                self.chars += _chars(self.messages[-1])
             return self.observation(result.content, self._reward(result.score))
 
     def _reward(self, turn_score: float) -> float:

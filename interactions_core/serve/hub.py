@@ -38,6 +38,12 @@ __all__ = ["REWARD_MODES", "Hub", "Tasks", "parse_data_argument"]
 REWARD_MODES = ("turn", "final")
 
 
+#: The default bound on one served episode's conversation, in characters: far beyond
+#: any model's context window, small enough that a client sending 10 MB messages
+#: cannot make every later frame carry them all again.
+MAX_EPISODE_CHARS = 2_000_000
+
+
 class Hub:
     """Interactions by name, plus the limits and counters of the episodes played on them.
 
@@ -45,8 +51,10 @@ class Hub:
     names to where each came from (``distribution:name`` or a dotted path), for
     the start-up summary. ``max_sessions`` bounds the episodes open at once,
     ``max_turns`` the assistant turns of one episode, ``max_user_turns`` the
-    feedback messages appended in one episode, ``timeout`` (seconds) each
-    call into a plugin; ``token``, when set, must come with every reset;
+    feedback messages appended in one episode, ``max_episode_chars`` the
+    characters of one episode's conversation (every observation carries all of
+    it, so this bounds the frames and the memory an episode holds), ``timeout``
+    (seconds) each call into a plugin; ``token``, when set, must come with every reset;
     ``rewards`` is one of :data:`REWARD_MODES`.
     """
 
@@ -59,6 +67,7 @@ class Hub:
         max_sessions: int | None = None,
         max_turns: int | None = None,
         max_user_turns: int | None = None,
+        max_episode_chars: int = MAX_EPISODE_CHARS,
         timeout: float | None = None,
         token: str | None = None,
         rewards: str = "turn",
@@ -74,6 +83,7 @@ class Hub:
             ("max_sessions", max_sessions),
             ("max_turns", max_turns),
             ("max_user_turns", max_user_turns),
+            ("max_episode_chars", max_episode_chars),
         ):
             if value is not None and (isinstance(value, bool) or value < 1):
                 raise ValueError(f"{label} must be a positive integer or None, not {value!r}")
@@ -89,6 +99,7 @@ class Hub:
         self.max_sessions = max_sessions
         self.max_turns = max_turns
         self.max_user_turns = max_user_turns
+        self.max_episode_chars = max_episode_chars
         self.timeout = timeout
         self.token = token or None
         self.tracker = SessionTracker()
@@ -227,6 +238,7 @@ class Hub:
             "max_sessions": self.max_sessions,
             "max_turns": self.max_turns,
             "max_user_turns": self.max_user_turns,
+            "max_episode_chars": self.max_episode_chars,
             "rewards": self.rewards,
             "splits": self.tasks.describe(),
             "sessions": {

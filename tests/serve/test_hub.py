@@ -194,3 +194,26 @@ async def test_a_failed_start_starts_no_episode_and_holds_no_slot() -> None:
     assert h.open_sessions == 0 and h.tracker.open == 0
     with pytest.raises(BadActionError, match="no episode has been started"):
         await episode.step("x")
+
+
+async def test_an_episodes_conversation_is_bounded_and_the_bound_ends_it_cleanly() -> None:
+    """Every observation carries the whole conversation: its size has a limit."""
+    h = hub(max_episode_chars=200)
+    episode = ServedEpisode(h)
+    with pytest.raises(BadResetError, match=r"the prompt holds 201 characters, over .* 200"):
+        await episode.start("x" * 201, {"ground_truth": "18"})
+    assert h.tracker.started == 0
+    await episode.start("what is 9 * 2?", {"ground_truth": "18"})  # 14 characters
+    wrong = await episode.step("#### 17")
+    held = sum(len(m["content"]) for m in wrong["messages"])
+    assert held == episode.chars  # the prompt, the answer and the feedback
+    with pytest.raises(BadActionError, match=r"over this server's limit of 200") as refused:
+        await episode.step("#### 18" + " " * (200 - held))
+    assert "session finalized" in str(refused.value)
+    assert h.tracker.open == 0 and h.tracker.finalized == 1
+    with pytest.raises(BadActionError, match="call reset"):
+        await episode.step("#### 18")
+    # A reset starts afresh within the bound, and the default bound is generous.
+    again = await episode.start("what is 9 * 2?", {"ground_truth": "18"})
+    assert again["turn"] == 0 and episode.chars == 14
+    assert hub().max_episode_chars == 2_000_000
