@@ -149,3 +149,29 @@ def test_scripted_answers_alternate_a_solver_and_a_stubborn_trajectory() -> None
     feedback = "<|im_end|>\n<|im_start|>user\nincorrect<|im_end|>\n<|im_start|>assistant\n"
     assert script.reply(ask + first + feedback) == "The answer is 18."
     assert script.reply(ask + second + feedback) == "The answer is 20."
+
+
+def test_when_imported_runs_after_the_import_or_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    from interactions_core.integrations.verl_plugin import when_imported
+
+    (tmp_path / "cpu_split_probe.py").write_text("VALUE = 41\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "cpu_split_probe", raising=False)
+    seen: list[int] = []
+
+    def bump(module: Any) -> None:
+        module.VALUE += 1
+        seen.append(module.VALUE)
+
+    when_imported("cpu_split_probe", bump)
+    when_imported("cpu_split_probe", bump)  # the same hook, asked twice: arranged once
+    assert seen == []
+    module = importlib.import_module("cpu_split_probe")
+    assert (module.VALUE, seen) == (42, [42])  # patched before the importer sees it
+    when_imported("cpu_split_probe", bump)  # already imported: at once
+    assert (module.VALUE, seen) == (43, [42, 43])
+    monkeypatch.delitem(sys.modules, "cpu_split_probe")
