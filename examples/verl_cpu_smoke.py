@@ -7,7 +7,8 @@ Needs the ``[verl]`` extra and the ``interactions-gsm8k`` plugin installed. It
 runs ``python -m verl.trainer.main_ppo`` (verl's own entry point: config check,
 Ray worker groups, FSDP2 over gloo, weight sync, agent-loop rollout, reward,
 GRPO advantage, reference log-probs, actor update) with ``VERL_PLATFORM=cpu``,
-which makes the project's verl plugin install the CPU mode of
+which makes the project's verl plugin (:mod:`interactions_core.integrations.verl_plugin`)
+install the CPU platform and workarounds and the ``hf_cpu`` rollout of
 :mod:`interactions_core.integrations.verl_cpu`. Everything it needs is made in
 a temporary folder:
 

@@ -40,10 +40,16 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "both_workers: run each test that builds a worker on verl's legacy and v1 workers",
     )
+    config.addinivalue_line(
+        "markers",
+        "one_tokenization: run once, with the default tokenization mode (the test never "
+        "tokenizes through the harness, so the other modes would only repeat it)",
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "tokenization" in metafunc.fixturenames:
+    once = metafunc.definition.get_closest_marker("one_tokenization") is not None
+    if "tokenization" in metafunc.fixturenames and not once:
         from harness import tokenization_modes
 
         # indirect: the fixture below must run with each mode, or the mode is never set.

@@ -36,6 +36,9 @@ MARKER = "<!-- check: tested-by tests/verl_adapter/test_cpu_smoke.py::test_one_g
 
 ROWS, N = 4, 2
 
+# The run is a subprocess with its own verl; the harness's tokenization modes do not apply.
+pytestmark = pytest.mark.one_tokenization
+
 
 def documented_command(trainer: str) -> list[str]:
     """The page's command for ``trainer`` (its first block after the marker), split."""
@@ -112,7 +115,7 @@ def test_one_grpo_step_on_cpu(trainer: str) -> None:
 def test_a_workaround_refuses_verl_code_it_does_not_recognise() -> None:
     import types
 
-    from interactions_core.integrations import verl_cpu
+    from interactions_core.integrations import verl_plugin
 
     changed = types.ModuleType("verl.utils.distributed")
 
@@ -120,19 +123,19 @@ def test_a_workaround_refuses_verl_code_it_does_not_recognise() -> None:
         return backend or "cpu:gloo"  # a release that no longer builds the duplicated string
 
     changed.initialize_global_process_group_ray = initialize_global_process_group_ray  # type: ignore[attr-defined]
-    with pytest.raises(verl_cpu.VerlCPUError, match=r"gloo-only-backend.*installed verl"):
-        verl_cpu._gloo_only_backend(changed)
+    with pytest.raises(verl_plugin.VerlCPUError, match=r"gloo-only-backend.*installed verl"):
+        verl_plugin._gloo_only_backend(changed)
 
 
 def test_register_refuses_a_verl_release_it_was_not_checked_against(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from interactions_core.integrations import verl_cpu
+    from interactions_core.integrations import verl_plugin
 
-    monkeypatch.setattr(verl_cpu, "_registered", False)
-    monkeypatch.setattr(verl_cpu, "_verl_version", lambda: "0.10.0")
-    with pytest.raises(verl_cpu.VerlCPUError, match=r"not 0\.10\.0"):
-        verl_cpu.register()
+    monkeypatch.setattr(verl_plugin, "_registered", False)
+    monkeypatch.setattr(verl_plugin, "_verl_version", lambda: "0.10.0")
+    with pytest.raises(verl_plugin.VerlCPUError, match=r"not 0\.10\.0"):
+        verl_plugin.register()
 
 
 def test_scripted_answers_alternate_a_solver_and_a_stubborn_trajectory() -> None:
@@ -146,3 +149,29 @@ def test_scripted_answers_alternate_a_solver_and_a_stubborn_trajectory() -> None
     feedback = "<|im_end|>\n<|im_start|>user\nincorrect<|im_end|>\n<|im_start|>assistant\n"
     assert script.reply(ask + first + feedback) == "The answer is 18."
     assert script.reply(ask + second + feedback) == "The answer is 20."
+
+
+def test_when_imported_runs_after_the_import_or_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    from interactions_core.integrations.verl_plugin import when_imported
+
+    (tmp_path / "cpu_split_probe.py").write_text("VALUE = 41\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "cpu_split_probe", raising=False)
+    seen: list[int] = []
+
+    def bump(module: Any) -> None:
+        module.VALUE += 1
+        seen.append(module.VALUE)
+
+    when_imported("cpu_split_probe", bump)
+    when_imported("cpu_split_probe", bump)  # the same hook, asked twice: arranged once
+    assert seen == []
+    module = importlib.import_module("cpu_split_probe")
+    assert (module.VALUE, seen) == (42, [42])  # patched before the importer sees it
+    when_imported("cpu_split_probe", bump)  # already imported: at once
+    assert (module.VALUE, seen) == (43, [42, 43])
+    monkeypatch.delitem(sys.modules, "cpu_split_probe")
