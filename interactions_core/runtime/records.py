@@ -24,14 +24,10 @@ lines:
 - any other line that is not a JSON object is a bad line, reported with its
   line number; each consumer decides whether that is fatal.
 
-Resuming: every record written by ``interactions run`` carries two short
-fingerprints, ``config_hash`` (the config file's bytes and the options that
-change what an episode does: policy and its options, turn limits, default
-interaction) and ``data_hash`` (the dataset file's bytes).
-:func:`read_records` refuses records made from another config or
-dataset, and returns what is done, keyed by ``(index, repeat)`` (``repeat`` is
-0 for records without one), so resuming also works for runs that play each
-sample several times.
+Resuming: each record carries ``config_hash`` (the config's bytes and the
+options that change episodes) and ``data_hash`` (the dataset's bytes);
+:func:`read_records` refuses records of another config or dataset and returns
+what is done, keyed by ``(index, repeat)`` (``repeat`` 0 when absent).
 """
 
 from __future__ import annotations
@@ -477,31 +473,26 @@ def record_key(record: Mapping[str, Any]) -> tuple[int, int]:
     return int(record["index"]), int(record.get("repeat") or 0)
 
 
-#: A resumed record as kept in memory: ``(interaction, end_reason, turns, user_turns,
-#: scores, final_score, errors, sample_id)``; ``errors`` and ``sample_id`` are kept for
-#: records with errors only (the summary's error examples name their sample).
+#: A resumed record in memory: ``(interaction, end_reason, turns, user_turns, scores,
+#: final_score, errors, sample_id)``, the last two for records with errors only.
 Compact = tuple[Any, ...]
-#: Distinct compact values shared between records, at most this many.
-_SHARED_LIMIT = 4096
+_SHARED_LIMIT = 4096  # distinct compact values shared between records, at most
 
 
 def _compact(data: Mapping[str, Any]) -> Compact:
     """What the summary needs of a stored record (no messages, no ids)."""
-    scores = tuple(float(s) for s in data.get("scores") or [] if isinstance(s, (int, float)))
-    final = data.get("final_score")
-    errors = data.get("errors") or []
-    kept_errors = None
-    if errors:
-        kept_errors = [dict(e) if isinstance(e, Mapping) else {"message": str(e)} for e in errors]
+    final, errors = data.get("final_score"), data.get("errors")
     interaction = data.get("interaction")
     return (
         sys.intern(interaction) if isinstance(interaction, str) else None,
         sys.intern(str(data.get("end_reason") or "error")),
         int(data.get("turns") or 0),
         int(data.get("user_turns") or 0),
-        scores,
+        tuple(float(s) for s in data.get("scores") or [] if isinstance(s, (int, float))),
         float(final) if isinstance(final, (int, float)) else None,
-        kept_errors,
+        [dict(e) if isinstance(e, Mapping) else {"message": str(e)} for e in errors]
+        if errors
+        else None,
         data.get("sample_id") if errors else None,
     )
 
@@ -509,10 +500,9 @@ def _compact(data: Mapping[str, Any]) -> Compact:
 class ResumeState:
     """What an existing record file holds: the latest record of each ``(index, repeat)``.
 
-    A resumed run may continue a file of millions of records, so each is kept
-    as the few counters the summary needs, and equal ones (most records of a
-    run look alike: same interaction, end, turns and scores) share one tuple:
-    a small fraction of a whole record (see ``docs/run.md`` on resuming).
+    A file may hold millions of records, so each keeps only the counters the
+    summary needs, and equal ones (most records of a run look alike) share one
+    tuple: a small fraction of a whole record.
     """
 
     def __init__(self) -> None:
@@ -541,19 +531,14 @@ class ResumeState:
     def episodes(self, keys: Container[tuple[int, int]]) -> Iterator[EpisodeRecord]:
         """The kept records of ``keys``, as :class:`EpisodeRecord` counters (no messages)."""
         for (index, repeat), value in self.records.items():
-            if (index, repeat) not in keys:
-                continue
-            interaction, end, turns, user_turns, scores, final, errors, sample_id = value
-            record = EpisodeRecord(index, sample_id, repeat)
-            record.interaction = interaction
-            record.end_reason = end
-            record.turns = turns
-            record.user_turns = user_turns
-            record.scores = list(scores)
-            record.final_score = final
-            if errors:
-                record.errors = [dict(e) for e in errors]
-            yield record
+            if (index, repeat) in keys:
+                record = EpisodeRecord(index, value[7], repeat)
+                record.interaction, record.end_reason, record.turns = value[:3]
+                record.user_turns, record.final_score = value[3], value[5]
+                record.scores = list(value[4])
+                if value[6]:
+                    record.errors = [dict(e) for e in value[6]]
+                yield record
 
 
 def read_records(
