@@ -60,6 +60,10 @@ def heavy_env(session: nox.Session, name: str, steps: list[list[str]]) -> Path:
     env = HEAVY_ENVS / f"{name}-{key}"
     python = env / "bin" / "python"
     done = env / ".complete"
+    if done.exists() and not _built_here(env):
+        # A copied or moved venv keeps its scripts' ``#!`` lines pointing at the old
+        # place, so console scripts (``vf-eval``, ``ray``) fail to start: rebuild it.
+        done.unlink()
     if not done.exists():
         for stale in HEAVY_ENVS.glob(f"{name}-*"):
             shutil.rmtree(stale, ignore_errors=True)
@@ -74,6 +78,16 @@ def heavy_env(session: nox.Session, name: str, steps: list[list[str]]) -> Path:
     session.log(f"using {env} ({done.read_text().strip()})")
     session.run(str(python), "-m", "pip", "install", "-q", *PROJECT, external=True)
     return python
+
+
+def _built_here(env: Path) -> bool:
+    """Whether the venv's ``pip`` script starts this venv's own interpreter."""
+    try:
+        with open(env / "bin" / "pip", "rb") as script:
+            first = script.readline().strip()
+    except OSError:
+        return False
+    return first == b"#!" + os.fsencode(env / "bin" / "python")
 
 
 def _now() -> float:
