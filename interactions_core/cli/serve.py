@@ -127,6 +127,14 @@ COMMAND = Command(
             "(default 300)",
         ),
         Arg(
+            "--header-timeout",
+            type=positive_seconds,
+            default=10.0,
+            metavar="S",
+            help="close an HTTP connection that has not sent a complete request (head, "
+            "then body) within S seconds (default 10)",
+        ),
+        Arg(
             "--log-level",
             default="info",
             choices=("critical", "error", "warning", "info", "debug"),
@@ -205,7 +213,11 @@ def run(args: argparse.Namespace) -> int:
     warning = host_warning(args.host, token)
     if warning:
         sys.stderr.write(f"interactions: warning: {warning}\n")
-    guard = {"allowed_origins": args.allow_origin, "idle_timeout": args.idle_timeout}
+    guard = {
+        "allowed_origins": args.allow_origin,
+        "idle_timeout": args.idle_timeout,
+        "head_timeout": args.header_timeout,
+    }
     if args.max_connections:
         guard["max_connections"] = args.max_connections
     serve(hub, args.host, args.port, args.log_level, **guard)

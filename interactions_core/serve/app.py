@@ -253,6 +253,8 @@ class InteractionEnvironment(
 #: resets, and a client over --max-sessions gets the readable capacity error at its
 #: reset (beyond this many connections OpenEnv refuses the connection itself).
 CONNECTIONS_PER_SESSION = 2
+#: Seconds an HTTP connection has to send a complete request head (``--header-timeout``).
+HEAD_TIMEOUT = 10.0
 #: Seconds a shutdown waits for the steps in flight before closing connections.
 DRAIN_WAIT = 30.0
 
@@ -298,6 +300,8 @@ def create_app(hub: Hub, **guard: Any) -> Any:
         """The served interactions, the default, the limits and the session counters."""
         described = hub.describe()
         described["connections"] = {"open": front.connections, "max": front.max_connections}
+        if front.gate is not None:
+            described["connections"]["http"] = len(front.gate.live)
         return described
 
     async def started() -> None:
@@ -484,14 +488,27 @@ def run(
     """
     import uvicorn
 
+    from .guard import ConnectionGate, gated_h11, http_connection_cap, quiet_accept_errors
+
     _configure_logging(log_level)
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     log.info("listening on http://%s:%d (OpenEnv WebSocket at /ws)", shown, bound)
-    app = create_app(hub, bind_host=host, **guard)
+    websockets = guard.setdefault(
+        "max_connections", (hub.max_sessions or 64) * CONNECTIONS_PER_SESSION
+    )
+    head_timeout = guard.pop("head_timeout", HEAD_TIMEOUT)
+    gate = ConnectionGate(head_timeout, http_connection_cap(websockets))
+    app = create_app(hub, bind_host=host, gate=gate, **guard)
+
+    async def quiet() -> None:
+        quiet_accept_errors(asyncio.get_running_loop())
+
+    app.router.on_startup.append(quiet)
     config = uvicorn.Config(
         _QuietClose(app.state.guard),
+        http=gated_h11(gate),
         log_level=log_level,
         lifespan="on",
         timeout_graceful_shutdown=30,

@@ -18,8 +18,17 @@ connection rather than any one endpoint:
   seconds is treated as gone: OpenEnv closes its environment, which ends and
   finalizes its episode, and the slot is free again.
 
+* **Half-sent requests** (:class:`ConnectionGate`, below the application): an
+  HTTP connection must send a complete request head within ``head_timeout``
+  seconds of opening (or of its previous response), and a request body must
+  keep arriving, or the connection is closed. Connections still waiting for
+  their head are capped so that they cannot use up the process's file
+  descriptors; when the cap is reached the one that has waited longest is closed
+  to make room, so a client that sends its request at once still gets in.
+
 Refusals are answered with a status and one readable sentence (an HTTP 403/503
-body, or a handshake refused with 403), never a traceback.
+body, or a handshake refused with 403), never a traceback; their log lines are
+rate-limited (:class:`Throttled`), so a flood cannot grow the log without bound.
 """
 
 from __future__ import annotations
@@ -35,7 +44,20 @@ from urllib.parse import urlsplit
 
 from ..runtime.watchdog import BLOCKING_ADVICE, LoopWatchdog
 
-__all__ = ["LOG_EVERY", "LOOPBACK_NAMES", "REPORT_AFTER", "Guard", "ServeWatchdog"]
+__all__ = [
+    "FD_RESERVE",
+    "LOG_EVERY",
+    "LOOPBACK_NAMES",
+    "REPORT_AFTER",
+    "ConnectionGate",
+    "Guard",
+    "ServeWatchdog",
+    "Throttled",
+    "gated_h11",
+    "http_connection_cap",
+    "peer_key",
+    "quiet_accept_errors",
+]
 
 log = logging.getLogger("interactions_core.serve")
 
@@ -44,6 +66,30 @@ log = logging.getLogger("interactions_core.serve")
 LOG_EVERY = 5.0
 #: Host names that mean "this machine" besides the loopback addresses.
 LOOPBACK_NAMES = frozenset({"localhost"})
+
+
+class Throttled:
+    """A warning logged at most once per ``LOG_EVERY`` seconds, with how many were not."""
+
+    def __init__(self) -> None:
+        self._logged_at = float("-inf")
+        self._unlogged = 0
+
+    def warning(self, message: str, *args: Any) -> None:
+        now = time.monotonic()
+        if now - self._logged_at < LOG_EVERY:
+            self._unlogged += 1
+            return
+        more = f" ({self._unlogged} more since the last line)" if self._unlogged else ""
+        self._logged_at, self._unlogged = now, 0
+        log.warning(message + more, *args)
+
+
+def peer_key(address: Any) -> tuple[str, int] | None:
+    """``(host, port)`` of a TCP peer, as a transport and an ASGI scope both give it."""
+    if not isinstance(address, (tuple, list)) or len(address) < 2:
+        return None
+    return str(address[0]), int(address[1])
 
 
 def _is_loopback(host: str) -> bool:
@@ -80,16 +126,18 @@ class Guard:
         allowed_origins: Iterable[str] = (),
         max_connections: int = 1024,
         idle_timeout: float | None = 300.0,
+        gate: ConnectionGate | None = None,
     ) -> None:
         self.app = app
         self.loopback_only = _is_loopback(bind_host)
         self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
         self.max_connections = max_connections
         self.idle_timeout = idle_timeout
+        #: The HTTP connections below the application, told when a request head arrived.
+        self.gate = gate
         #: WebSocket connections open right now.
         self.connections = 0
-        self._logged_at = float("-inf")
-        self._unlogged = 0
+        self._refusals = Throttled()
 
     # -- checks ---------------------------------------------------------------------
 
@@ -123,6 +171,13 @@ class Guard:
         if kind not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
+        gate = self.gate
+        if gate is not None:
+            peer = peer_key(scope.get("client"))
+            gate.head_arrived(peer, upgraded=kind == "websocket")
+            if kind == "http":
+                receive = _body_limited(receive, gate.head_timeout)
+                send = gate.watch_response(peer, send)
         problem = self.refusal(scope)
         if problem is None and kind == "websocket" and self.connections >= self.max_connections:
             problem = (
@@ -142,39 +197,11 @@ class Guard:
             self.connections -= 1
 
     def _idle_limited(self, receive: Any) -> Any:
-        timeout = self.idle_timeout
-        if timeout is None:
-            return receive
-
-        # asyncio.timeout (Python 3.11+) arms a timer on the connection's own task;
-        # wait_for would start a task for every message received.
-        timer = getattr(asyncio, "timeout", None)
-
-        async def receive_or_leave() -> Any:
-            try:
-                if timer is not None:
-                    async with timer(timeout):
-                        return await receive()
-                return await asyncio.wait_for(receive(), timeout)
-            except asyncio.TimeoutError:
-                log.info("closing a WebSocket idle for %g s", timeout)
-                return {"type": "websocket.disconnect", "code": 1001}
-
-        return receive_or_leave
-
-    def _log_refusal(self, kind: str, problem: str) -> None:
-        """Log a refusal, at most once per ``LOG_EVERY`` seconds (with how many were not)."""
-        now = time.monotonic()
-        if now - self._logged_at < LOG_EVERY:
-            self._unlogged += 1
-            return
-        more = f" ({self._unlogged} more refused since the last line)" if self._unlogged else ""
-        self._logged_at, self._unlogged = now, 0
-        what = "WebSocket" if kind == "websocket" else "HTTP"
-        log.warning("refused a %s request: %s%s", what, problem, more)
+        return _limited(receive, self.idle_timeout, "websocket.disconnect")
 
     async def _refuse(self, kind: str, send: Any, problem: str) -> None:
-        self._log_refusal(kind, problem)
+        what = "WebSocket" if kind == "websocket" else "HTTP"
+        self._refusals.warning("refused a %s request: %s", what, problem)
         if kind == "websocket":
             # Closing before accepting makes the server answer the handshake with 403.
             await send({"type": "websocket.close", "code": 1008, "reason": problem[:120]})
@@ -192,6 +219,238 @@ class Guard:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+def _limited(receive: Any, timeout: float | None, gone: str) -> Any:
+    """``receive`` that reports the client gone (``gone``) after ``timeout`` s of silence."""
+    if timeout is None:
+        return receive
+
+    # asyncio.timeout (Python 3.11+) arms a timer on the connection's own task;
+    # wait_for would start a task for every message received.
+    timer = getattr(asyncio, "timeout", None)
+
+    async def receive_or_leave() -> Any:
+        try:
+            if timer is not None:
+                async with timer(timeout):
+                    return await receive()
+            return await asyncio.wait_for(receive(), timeout)
+        except asyncio.TimeoutError:
+            log.info("closing a connection that sent nothing for %g s", timeout)
+            return {"type": gone, "code": 1001}
+
+    return receive_or_leave
+
+
+def _body_limited(receive: Any, timeout: float | None) -> Any:
+    """``receive`` whose request body must keep arriving (``timeout`` s between parts).
+
+    Only the body: once it is complete, a wait on ``receive`` is a wait for the
+    client to leave, which may last as long as the step does.
+    """
+    if timeout is None:
+        return receive
+    limited = _limited(receive, timeout, "http.disconnect")
+    complete = False
+
+    async def receive_body() -> Any:
+        nonlocal complete
+        if complete:
+            return await receive()
+        message = await limited()
+        complete = message["type"] != "http.request" or not message.get("more_body")
+        return message
+
+    return receive_body
+
+
+class ConnectionGate:
+    """HTTP connections below the application: a deadline for each request head, and a cap.
+
+    uvicorn closes a connection idle between two requests (keep-alive), but not one
+    that sends its request head a byte at a time, nor one that opened and sent
+    nothing: each holds a file descriptor for as long as the client likes, and at
+    the process's limit the server can accept nobody, ``/health`` included, while
+    asyncio logs a traceback for every refused accept. The gate is told of each
+    connection by :func:`gated_h11` (the HTTP protocol the server runs) and of each
+    head that arrived by :class:`Guard`, which sees every request:
+
+    * a connection that has not sent a complete head ``head_timeout`` seconds after
+      it opened (or after its previous response) is closed;
+    * at most ``max_open`` connections are open before their upgrade to a
+      WebSocket (which :class:`Guard` limits apart); a connection beyond that
+      closes the one that has waited longest for its head, or, when every open
+      one is busy with a request, is itself closed.
+    """
+
+    def __init__(self, head_timeout: float | None, max_open: int) -> None:
+        self.head_timeout = head_timeout
+        self.max_open = max_open
+        #: Open HTTP connections (not upgraded) by peer, with their transports.
+        self.live: dict[tuple[str, int], Any] = {}
+        #: Those waiting for a request head, oldest first, with their deadline timers.
+        self.waiting: dict[tuple[str, int], asyncio.TimerHandle | None] = {}
+        #: Connections closed: past the head deadline, to make room, refused when full.
+        self.closed_slow = 0
+        self.closed_full = 0
+        self.refused = 0
+        self._log = Throttled()
+
+    def opened(self, peer: tuple[str, int] | None, transport: Any) -> bool:
+        """A connection was accepted; ``False`` when it must be closed at once."""
+        if peer is None:
+            return True
+        if len(self.live) >= self.max_open and not self._close_oldest_waiting():
+            self.refused += 1
+            self._log.warning(
+                "closed a new connection: %d HTTP connections are open and all are busy "
+                "(the limit follows the open-file limit; raise it with ulimit -n)",
+                len(self.live),
+            )
+            return False
+        self.live[peer] = transport
+        self._await_head(peer)
+        return True
+
+    def closed(self, peer: tuple[str, int] | None) -> None:
+        if peer is not None:
+            self.live.pop(peer, None)
+            self._stop_waiting(peer)
+
+    def head_arrived(self, peer: tuple[str, int] | None, *, upgraded: bool = False) -> None:
+        """A request head reached the application; an upgraded connection leaves the gate."""
+        if peer is None:
+            return
+        self._stop_waiting(peer)
+        if upgraded:
+            self.live.pop(peer, None)
+
+    def watch_response(self, peer: tuple[str, int] | None, send: Any) -> Any:
+        """``send`` that starts the wait for the next head once the response is sent."""
+        if peer is None:
+            return send
+
+        async def send_then_wait(message: Any) -> None:
+            await send(message)
+            done = message["type"] == "http.response.body" and not message.get("more_body")
+            if done and peer in self.live and peer not in self.waiting:
+                self._await_head(peer)
+
+        return send_then_wait
+
+    def _await_head(self, peer: tuple[str, int]) -> None:
+        timer = None
+        if self.head_timeout is not None:
+            loop = asyncio.get_running_loop()
+            timer = loop.call_later(self.head_timeout, self._too_slow, peer)
+        self.waiting[peer] = timer
+
+    def _stop_waiting(self, peer: tuple[str, int]) -> None:
+        timer = self.waiting.pop(peer, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _too_slow(self, peer: tuple[str, int]) -> None:
+        self.waiting.pop(peer, None)
+        transport = self.live.pop(peer, None)
+        if transport is not None:
+            self.closed_slow += 1
+            self._log.warning(
+                "closed a connection that sent no complete request within %g s (--header-timeout)",
+                self.head_timeout,
+            )
+            transport.abort()
+
+    def _close_oldest_waiting(self) -> bool:
+        for peer in self.waiting:
+            self._stop_waiting(peer)
+            transport = self.live.pop(peer, None)
+            if transport is not None:
+                self.closed_full += 1
+                self._log.warning(
+                    "%d HTTP connections are open, the most the open-file limit allows: "
+                    "closed the one that waited longest for its request",
+                    self.max_open,
+                )
+                transport.abort()
+                return True
+        return False
+
+
+#: File descriptors left for everything but connections: the listening socket, the
+#: log, the plugins' own files and sockets.
+FD_RESERVE = 64
+#: The open-file limit the server asks for when the hard limit allows more.
+FD_WANTED = 1 << 20
+
+
+def http_connection_cap(websockets: int) -> int:
+    """How many HTTP connections may be open: what the open-file limit leaves.
+
+    The soft limit is first raised to the hard one (as far as ``FD_WANTED``), which
+    any process may do; ``websockets`` (``--max-connections``) and ``FD_RESERVE``
+    are kept out of it, so connections waiting for their head cannot take the
+    descriptors the sessions need.
+    """
+    try:
+        import resource
+    except ImportError:  # not a Unix: no limit to read
+        return 1024
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    ceiling = FD_WANTED if hard == resource.RLIM_INFINITY else min(hard, FD_WANTED)
+    if soft == resource.RLIM_INFINITY:
+        soft = ceiling
+    elif soft < ceiling:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (ceiling, hard))
+            soft = ceiling
+        except (ValueError, OSError):
+            pass
+    return max(16, soft - websockets - FD_RESERVE)
+
+
+def gated_h11(gate: ConnectionGate) -> type:
+    """uvicorn's h11 HTTP protocol (``--http h11``), reporting its connections to ``gate``."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class GatedH11Protocol(H11Protocol):  # type: ignore[misc]
+        peer: tuple[str, int] | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self.peer = peer_key(transport.get_extra_info("peername"))
+            if not gate.opened(self.peer, transport):
+                self.peer = None
+                transport.abort()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            gate.closed(self.peer)
+            super().connection_lost(exc)
+
+    return GatedH11Protocol
+
+
+def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
+    """Log asyncio's "out of system resource" accept errors at most once per ``LOG_EVERY``.
+
+    When file descriptors run out (other open files, a low ``ulimit -n``) asyncio
+    reports every failed accept with a traceback, thousands a second; one line
+    says the same. Every other error goes to the loop's default handler.
+    """
+    throttled = Throttled()
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        message = str(context.get("message", ""))
+        if message.startswith("socket.accept() out of system resource"):
+            throttled.warning(
+                "cannot accept connections: %s (raise the open-file limit, ulimit -n)",
+                context.get("exception"),
+            )
+            return
+        loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handle)
 
 
 # The server's event-loop watchdog: the guarantees ``interactions run`` gives, for serve.

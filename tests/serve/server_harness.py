@@ -74,8 +74,17 @@ class Server:
         return self.proc.returncode
 
 
-def start_server(tmp: Path, config: str, *args: str, env: dict[str, str] | None = None) -> Server:
-    """Write ``config`` (``{events}`` is replaced by the event log path) and serve it."""
+def start_server(
+    tmp: Path,
+    config: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    open_files: int | None = None,
+) -> Server:
+    """Write ``config`` (``{events}`` is replaced by the event log path) and serve it.
+
+    ``open_files`` sets the server's open-file limit (soft and hard), as ``ulimit -n``.
+    """
     events = tmp / "events.log"
     config_path = tmp / "config.yaml"
     config_path.write_text(config.replace("{events}", str(events)))
@@ -98,6 +107,7 @@ def start_server(tmp: Path, config: str, *args: str, env: dict[str, str] | None 
             stdout=out,
             stderr=subprocess.STDOUT,
             env=full_env,
+            preexec_fn=None if open_files is None else _limit_files(open_files),
         )
     deadline = time.monotonic() + 60
     while True:
@@ -121,3 +131,12 @@ def start_server(tmp: Path, config: str, *args: str, env: dict[str, str] | None 
                 server.stop(signal.SIGKILL)
                 raise AssertionError(f"the server is not healthy:\n{server.output()}") from None
             time.sleep(0.05)
+
+
+def _limit_files(count: int) -> Any:
+    def limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
+
+    return limit

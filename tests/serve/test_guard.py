@@ -1,4 +1,5 @@
-"""The server's front door as a plain ASGI wrapper: refusals, their log, idle connections."""
+"""The server's front door as a plain ASGI wrapper: refusals, their log, idle connections;
+and the gate below it, which closes connections that never finish their request."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from interactions_core.serve.guard import Guard
+from interactions_core.serve.guard import FD_RESERVE, ConnectionGate, Guard, http_connection_cap
 
 
 async def _app(scope: Any, receive: Any, send: Any) -> None:
@@ -67,3 +68,101 @@ def test_connections_over_the_limit_are_refused_at_the_handshake() -> None:
     sent = _call(guard, _scope("websocket", Host="127.0.0.1"))
     assert sent[0]["type"] == "websocket.close"
     assert "too many connections" in sent[0]["reason"]
+
+
+class _Transport:
+    def __init__(self) -> None:
+        self.aborted = False
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+def test_a_full_gate_closes_the_connection_that_waited_longest() -> None:
+    gate = ConnectionGate(head_timeout=None, max_open=2)
+    first, second, third, fourth = (_Transport() for _ in range(4))
+    assert gate.opened(("127.0.0.1", 1), first)
+    assert gate.opened(("127.0.0.1", 2), second)
+    gate.head_arrived(("127.0.0.1", 2))  # busy with a request: never closed to make room
+    assert gate.opened(("127.0.0.1", 3), third)
+    assert (first.aborted, second.aborted) == (True, False)
+    gate.head_arrived(("127.0.0.1", 3))
+    # Every open connection is busy: the new one is the one closed.
+    assert not gate.opened(("127.0.0.1", 4), fourth)
+    assert (gate.closed_full, gate.refused) == (1, 1)
+    gate.closed(("127.0.0.1", 2))
+    assert set(gate.live) == {("127.0.0.1", 3)}
+    # An upgraded connection leaves the gate: the guard counts WebSockets apart.
+    gate.head_arrived(("127.0.0.1", 3), upgraded=True)
+    assert gate.live == {} and gate.waiting == {}
+
+
+def test_a_head_not_complete_in_time_closes_its_connection_and_a_response_rearms() -> None:
+    async def scenario() -> tuple[_Transport, ConnectionGate]:
+        gate = ConnectionGate(head_timeout=0.05, max_open=8)
+        slow, served = _Transport(), _Transport()
+        gate.opened(("127.0.0.1", 1), slow)
+        gate.opened(("127.0.0.1", 2), served)
+        gate.head_arrived(("127.0.0.1", 2))
+        await asyncio.sleep(0.1)
+        assert slow.aborted and not served.aborted  # a request in progress has no deadline
+        sent: list[Any] = []
+
+        async def send(message: Any) -> None:
+            sent.append(message)
+
+        reply = gate.watch_response(("127.0.0.1", 2), send)
+        await reply({"type": "http.response.start", "status": 200})
+        await reply({"type": "http.response.body", "body": b"", "more_body": False})
+        assert len(sent) == 2 and ("127.0.0.1", 2) in gate.waiting
+        await asyncio.sleep(0.1)  # the next head never came
+        return served, gate
+
+    served, gate = asyncio.run(scenario())
+    assert served.aborted and gate.closed_slow == 2 and gate.live == {}
+
+
+def test_a_request_body_must_keep_coming_but_a_finished_one_may_wait() -> None:
+    gate = ConnectionGate(head_timeout=0.05, max_open=8)
+    guard = Guard(_app, gate=gate)
+    scope = {**_scope("http", Host="127.0.0.1"), "client": ("127.0.0.1", 5)}
+    sent = _call(guard, scope)  # the body never arrives
+    assert sent == [{"type": "echo", "message": {"type": "http.disconnect", "code": 1001}}]
+
+    async def body_then_silence(guard: Guard) -> list[Any]:
+        parts = iter([{"type": "http.request", "body": b"{}", "more_body": False}])
+        out: list[Any] = []
+
+        async def receive() -> Any:
+            part = next(parts, None)
+            if part is None:
+                await asyncio.sleep(0.2)  # a long step: the client is still there
+                return {"type": "http.disconnect"}
+            return part
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            out.append(await receive())
+            out.append(await receive())
+
+        async def send(message: Any) -> None:
+            pass
+
+        await Guard(app, gate=gate)(scope, receive, send)
+        return out
+
+    first, second = asyncio.run(body_then_silence(guard))
+    assert first["body"] == b"{}"
+    assert "code" not in second  # the client's own disconnect, not the deadline's
+
+
+def test_the_http_connection_cap_leaves_room_for_websockets_and_the_rest() -> None:
+    resource = pytest.importorskip("resource", reason="open-file limits exist on Unix only")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (300, hard))
+        cap = http_connection_cap(100)
+        raised = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        assert raised >= 300  # raised to the hard limit where it allows more
+        assert cap == max(16, raised - 100 - FD_RESERVE)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -1,0 +1,129 @@
+"""Connections that never finish their request, on a real server on 127.0.0.1.
+
+A client that opens a connection and sends nothing, or its request head a byte at a
+time, or half a body, must not hold a file descriptor for ever; many of them must not
+use up the process's open-file limit, so that ``/health`` and a real episode still get
+through while they are held; and the log stays a few lines long.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from openenv.core import GenericEnvClient
+from server_harness import Server, start_server
+
+CONFIG = """\
+default: gsm8k
+interaction:
+  - name: gsm8k
+"""
+HEAD = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+
+
+def _port(server: Server) -> int:
+    return int(server.url.rsplit(":", 1)[1])
+
+
+def _connect(server: Server) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", _port(server)), timeout=10)
+
+
+def _closed_by_server(sock: socket.socket, within: float) -> bool:
+    """Whether the server closes ``sock`` within ``within`` seconds (reading what it sends)."""
+    sock.settimeout(min(0.2, within))
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if sock.recv(65536) == b"":
+                return True
+        except TimeoutError:
+            continue
+        except OSError:  # reset by the server
+            return True
+    return False
+
+
+@pytest.fixture
+def quick(tmp_path: Path) -> Iterator[Server]:
+    running = start_server(tmp_path, CONFIG, "--header-timeout", "1")
+    yield running
+    assert running.stop() == 0, running.output()
+
+
+def test_connections_that_never_complete_a_request_are_closed(quick: Server) -> None:
+    silent = _connect(quick)
+    half_head = _connect(quick)
+    half_head.sendall(HEAD)
+    half_body = _connect(quick)
+    half_body.sendall(
+        b"POST /reset HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b'Content-Length: 100\r\n\r\n{"prompt": '
+    )
+    # Keep-alive: a whole request is answered, then the next head never ends.
+    second = _connect(quick)
+    second.sendall(HEAD + b"\r\n")
+    assert b"200 OK" in second.recv(65536)
+    second.sendall(HEAD)
+    trickle = _connect(quick)
+    started = time.monotonic()
+    closed = False
+    for byte in HEAD:  # one byte every 0.2 s: never a complete head within the deadline
+        try:
+            trickle.send(bytes([byte]))
+        except OSError:
+            closed = True
+            break
+        if _closed_by_server(trickle, 0.2):
+            closed = True
+            break
+    assert closed, "a head sent a byte at a time was never closed"
+    assert time.monotonic() - started < 6
+    for sock in (silent, half_head, half_body, second):
+        assert _closed_by_server(sock, 5)
+        sock.close()
+    trickle.close()
+    # A client that sends its request at once is answered as ever.
+    assert quick.get("/health")["status"] == "healthy"
+    assert quick.get("/interactions")["connections"]["http"] <= 1
+    log = quick.output()
+    assert "sent no complete request within 1 s (--header-timeout)" in log
+    assert "Traceback" not in log
+
+
+def test_held_connections_cannot_use_up_the_open_files(tmp_path: Path) -> None:
+    # 256 open files: 128 for WebSockets (twice the default 64 sessions) and 64 kept
+    # back leave room for 64 HTTP connections; 600 half-sent requests are held.
+    server = start_server(tmp_path, CONFIG, "--header-timeout", "60", open_files=256)
+    held: list[socket.socket] = []
+    try:
+        for _ in range(600):
+            sock = _connect(server)
+            sock.sendall(HEAD)
+            held.append(sock)
+        time.sleep(1)
+        # /health and a whole episode get through while the 600 are held.
+        assert server.get("/health")["status"] == "healthy"
+        with GenericEnvClient(base_url=server.url).sync() as client:
+            client.reset(prompt="2+2?", interaction_kwargs={"ground_truth": "4"})
+            result = client.step({"content": "#### 4"})
+            assert result.done is True
+            assert result.reward == 1.0
+        # The connections made room for are closed by the server, not left dangling.
+        closed = sum(_closed_by_server(sock, 0.05) for sock in held)
+        assert closed >= 600 - 64
+        log = server.output()
+        assert log.count("\n") < 40, log[-4000:]
+        assert "Traceback" not in log
+        assert "closed the one that waited longest for its request" in log
+    finally:
+        for sock in held:
+            with contextlib.suppress(OSError):
+                sock.close()
+        code = server.stop()
+    assert code == 0, server.output()
