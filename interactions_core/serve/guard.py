@@ -13,7 +13,10 @@ connection rather than any one endpoint:
 * **Connections**: WebSocket connections are counted and limited
   (``--max-connections``) apart from sessions, which are taken only by a reset
   that passed the token check, so idle or unauthenticated connections can
-  never keep a token holder out of a session.
+  never keep a token holder out of a session. At the limit, a new connection
+  closes the oldest one that has not yet received an observation (no reset
+  passed), so such connections cannot keep a token holder out of a connection
+  either; only when every open one has played is the new one refused.
 * **Idle connections**: a WebSocket that sends nothing for ``idle_timeout``
   seconds is treated as gone: OpenEnv closes its environment, which ends and
   finalizes its episode, and the slot is free again.
@@ -137,6 +140,10 @@ class Guard:
         self.gate = gate
         #: WebSocket connections open right now.
         self.connections = 0
+        #: Those that have not received an observation (no reset passed the token check
+        #: yet), oldest first: a new connection beyond the limit closes the oldest.
+        self.unproven: dict[asyncio.Future[None], None] = {}
+        self.evicted = 0
         self._refusals = Throttled()
 
     # -- checks ---------------------------------------------------------------------
@@ -179,10 +186,11 @@ class Guard:
                 receive = _body_limited(receive, gate.head_timeout)
                 send = gate.watch_response(peer, send)
         problem = self.refusal(scope)
-        if problem is None and kind == "websocket" and self.connections >= self.max_connections:
+        full = kind == "websocket" and self.connections >= self.max_connections
+        if problem is None and full and not self._make_room():
             problem = (
-                f"too many connections: {self.connections} of {self.max_connections} are open "
-                "(--max-connections); retry later"
+                f"too many connections: {self.connections} of {self.max_connections} are "
+                "open and every one has played an episode (--max-connections); retry later"
             )
         if problem is not None:
             await self._refuse(kind, send, problem)
@@ -190,14 +198,52 @@ class Guard:
         if kind == "http":
             await self.app(scope, receive, send)
             return
+        await self._websocket(scope, receive, send)
+
+    async def _websocket(self, scope: Any, receive: Any, send: Any) -> None:
+        """Serve one WebSocket, evictable until its first observation (a reset that passed)."""
+        evicted = asyncio.get_running_loop().create_future()
+        self.unproven[evicted] = None
+        limited = _limited(receive, self.idle_timeout, "websocket.disconnect")
+
+        async def receive_or_evicted() -> Any:
+            if evicted not in self.unproven:  # proven: no more watching
+                return await limited()
+            if not evicted.done():
+                message = asyncio.ensure_future(limited())
+                await asyncio.wait((message, evicted), return_when=asyncio.FIRST_COMPLETED)
+                if message.done():
+                    return message.result()
+                message.cancel()
+            return {"type": "websocket.disconnect", "code": 1008}
+
+        async def send_and_watch(message: Any) -> None:
+            await send(message)
+            if evicted in self.unproven and message["type"] == "websocket.send":
+                text = message.get("text") or ""
+                if text.startswith('{"type":"observation"'):
+                    del self.unproven[evicted]
+
         self.connections += 1
         try:
-            await self.app(scope, self._idle_limited(receive), send)
+            await self.app(scope, receive_or_evicted, send_and_watch)
         finally:
             self.connections -= 1
+            self.unproven.pop(evicted, None)
 
-    def _idle_limited(self, receive: Any) -> Any:
-        return _limited(receive, self.idle_timeout, "websocket.disconnect")
+    def _make_room(self) -> bool:
+        """Close the oldest WebSocket that has not had an observation yet, if any."""
+        for evicted in self.unproven:
+            del self.unproven[evicted]
+            evicted.set_result(None)
+            self.evicted += 1
+            self._refusals.warning(
+                "%d WebSocket connections are open (--max-connections): closed the oldest "
+                "one that has not reset an episode",
+                self.connections,
+            )
+            return True
+        return False
 
     async def _refuse(self, kind: str, send: Any, problem: str) -> None:
         what = "WebSocket" if kind == "websocket" else "HTTP"

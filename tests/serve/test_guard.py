@@ -166,3 +166,49 @@ def test_the_http_connection_cap_leaves_room_for_websockets_and_the_rest() -> No
         assert cap == max(16, raised - 100 - FD_RESERVE)
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_at_the_limit_the_oldest_connection_that_never_had_an_observation_makes_room() -> None:
+    async def scenario() -> tuple[list[Any], list[Any], list[Any]]:
+        guard = Guard(_app, max_connections=1)
+        first: list[Any] = []
+        second: list[Any] = []
+        third: list[Any] = []
+
+        async def silent() -> Any:
+            await asyncio.sleep(3600)
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            if scope["name"] == "second":  # a reset that passed: an observation is sent
+                await send({"type": "websocket.send", "text": '{"type":"observation","data":{}}'})
+            scope["out"].append(await receive())
+
+        guard.app = app
+
+        async def send(message: Any) -> None:
+            pass
+
+        def connect(name: str, out: list[Any]) -> asyncio.Task[None]:
+            scope = {**_scope("websocket", Host="localhost"), "name": name, "out": out}
+            return asyncio.ensure_future(guard(scope, silent, send))
+
+        one = connect("first", first)
+        await asyncio.sleep(0.01)
+        two = connect("second", second)  # closes the first, which never had an observation
+        await asyncio.wait_for(one, 1)
+        await asyncio.sleep(0.01)
+        sent: list[Any] = []
+
+        async def record(message: Any) -> None:
+            sent.append(message)
+
+        # The second has had one, so a third is refused at its handshake.
+        await guard({**_scope("websocket", Host="localhost"), "name": "third"}, silent, record)
+        third.extend(sent)
+        two.cancel()
+        return first, second, third
+
+    first, second, third = asyncio.run(scenario())
+    assert first == [{"type": "websocket.disconnect", "code": 1008}]
+    assert second == []
+    assert third[0]["type"] == "websocket.close" and "every one has played" in third[0]["reason"]

@@ -3,7 +3,8 @@
 A client that opens a connection and sends nothing, or its request head a byte at a
 time, or half a body, must not hold a file descriptor for ever; many of them must not
 use up the process's open-file limit, so that ``/health`` and a real episode still get
-through while they are held; and the log stays a few lines long.
+through while they are held; and the log stays a few lines long. WebSockets that
+never reset cannot keep a client that does out of a connection.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 from openenv.core import GenericEnvClient
 from server_harness import Server, start_server
+from test_server_guard import handshake
 
 CONFIG = """\
 default: gsm8k
@@ -34,13 +36,17 @@ def _connect(server: Server) -> socket.socket:
     return socket.create_connection(("127.0.0.1", _port(server)), timeout=10)
 
 
-def _closed_by_server(sock: socket.socket, within: float) -> bool:
-    """Whether the server closes ``sock`` within ``within`` seconds (reading what it sends)."""
+def _closed_by_server(sock: socket.socket, within: float, websocket: bool = False) -> bool:
+    """Whether the server closes ``sock`` within ``within`` seconds (reading what it sends).
+
+    On a WebSocket the server's close frame (opcode 8) counts as closing.
+    """
     sock.settimeout(min(0.2, within))
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         try:
-            if sock.recv(65536) == b"":
+            data = sock.recv(65536)
+            if data == b"" or (websocket and data[:1] == b"\x88"):
                 return True
         except TimeoutError:
             continue
@@ -125,5 +131,38 @@ def test_held_connections_cannot_use_up_the_open_files(tmp_path: Path) -> None:
         for sock in held:
             with contextlib.suppress(OSError):
                 sock.close()
+        code = server.stop()
+    assert code == 0, server.output()
+
+
+def test_websockets_that_never_reset_make_room_for_one_that_does(tmp_path: Path) -> None:
+    server = start_server(
+        tmp_path, CONFIG, "--max-connections", "2", "--idle-timeout", "60", "--max-sessions", "2"
+    )
+    try:
+        idle = [handshake(server)[1] for _ in range(2)]
+        assert server.get("/interactions")["connections"]["open"] == 2
+        played = []
+        for _ in range(2):  # each closes the oldest idle one, resets and plays
+            client = GenericEnvClient(base_url=server.url).sync()
+            client.connect()
+            client.reset(prompt="2+2?", interaction_kwargs={"ground_truth": "4"})
+            assert client.step({"content": "#### 4"}).reward == 1.0
+            played.append(client)
+        for sock in idle:
+            assert _closed_by_server(sock, 5, websocket=True)
+            sock.close()
+        # Both open connections have played: a third is refused, theirs are kept.
+        status, sock = handshake(server)
+        sock.close()
+        assert status == 403
+        client = played[0]
+        client.reset(prompt="3+3?", interaction_kwargs={"ground_truth": "6"})
+        assert client.step({"content": "#### 6"}).reward == 1.0
+        for client in played:
+            client.close()
+        log = server.output()
+        assert "closed the oldest one that has not reset an episode" in log
+    finally:
         code = server.stop()
     assert code == 0, server.output()
