@@ -179,3 +179,49 @@ def test_unknown_name_with_everything_disabled_says_so(site):
     assert "No interactions are installed" not in proc.stderr
     proc = cli("show", "acme", site=site, env={"INTERACTIONS_PLUGINS": ""})
     assert "is disabled: INTERACTIONS_PLUGINS is set but empty" in proc.stderr
+
+
+BREAKS_SPEC = """
+from interactions_core import BaseInteraction
+import attrs
+
+@attrs.define
+class Options:
+    tags: tuple[str, ...] = ()
+
+class Tagged(BaseInteraction):
+    config_schema = Options
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        return True, "ok", 1.0, {}
+
+class Sync(BaseInteraction):
+    def generate_response(self, instance_id, messages, **kwargs):
+        return True, "ok", 1.0, {}
+
+    def calculate_score(self):
+        return 0.0
+"""
+
+
+def test_list_check_prints_a_spec_problem_as_lines(make_dist, site_dir):
+    make_dist("acme-sync", "1.0", {GROUP: {"acme_sync": "acme_spec:Sync"}},
+              {"acme_spec": BREAKS_SPEC})  # fmt: skip
+    proc = cli("list", "--check", site=site_dir)
+    assert proc.returncode == 1
+    assert "\\n" not in proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    problems = [line.strip() for line in lines if line.lstrip().startswith("- ")]
+    assert any("generate_response" in p for p in problems), proc.stdout
+    assert any("calculate_score" in p for p in problems), proc.stdout
+
+
+def test_a_string_where_a_list_is_expected_is_called_a_list(make_dist, site_dir, tmp_path):
+    make_dist("acme-tagged", "1.0", {GROUP: {"acme_tagged": "acme_spec:Tagged"}},
+              {"acme_spec": BREAKS_SPEC})  # fmt: skip
+    config = tmp_path / "c.yaml"
+    config.write_text("interaction:\n  - name: acme_tagged\n    config:\n      tags: red\n")
+    proc = cli("check", str(config), site=site_dir)
+    assert proc.returncode == 1
+    assert "option 'tags' must be list[str], got str 'red'" in proc.stderr + proc.stdout
+    assert "tuple" not in proc.stderr + proc.stdout

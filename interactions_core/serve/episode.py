@@ -22,7 +22,8 @@
 Every observation carries the whole conversation, so its size is bounded: a
 prompt over the hub's ``max_episode_chars`` is refused, and a step that would
 take the conversation past it ends the episode (its session finalized) with an
-error that says so.
+error that says so. A prompt message or ``interaction_kwargs`` nested more than
+:data:`MAX_NESTING` levels is refused the same way, before any session is taken.
 
 Observations are plain dicts with the fields of the OpenEnv observation:
 ``messages``, ``feedback``, ``turn``, ``final_score``, ``interaction``,
@@ -44,9 +45,39 @@ from ..runtime.session import Session
 from ..runtime.step import judge
 from .hub import Hub
 
-__all__ = ["ServedEpisode", "check_prompt"]
+__all__ = ["MAX_NESTING", "ServedEpisode", "check_prompt"]
 
 log = logging.getLogger("interactions_core.serve")
+
+
+#: How many levels of lists and objects one prompt message, or a reset's
+#: ``interaction_kwargs``, may nest. A chat message needs a handful (content parts,
+#: tool calls and their arguments); a few hundred already make the observation
+#: impossible to serialise (the encoders recurse), so a deeper reset is refused before
+#: any session is taken rather than starting one only to fail sending its reply. The
+#: same bound as a config's data.
+MAX_NESTING = 100
+
+
+def _too_deep(value: object, limit: int = MAX_NESTING) -> bool:
+    """Whether ``value`` nests lists, tuples or mappings more than ``limit`` levels.
+
+    Walked with an explicit stack, depth first, so a value nested 100,000 levels (or
+    one that contains itself) is answered at once instead of raising RecursionError.
+    """
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _chars(message: Mapping[str, Any]) -> int:
@@ -74,6 +105,11 @@ def check_prompt(prompt: object) -> list[dict[str, Any]]:
             raise BadResetError(
                 f"prompt[{i}] must be a chat message with a 'role' and a 'content', "
                 f"not {message!r:.80}"
+            )
+        if _too_deep(message):
+            raise BadResetError(
+                f"prompt[{i}] nests lists and objects more than {MAX_NESTING} levels deep; "
+                "a chat message needs a few: send its content as text or a flat list of parts"
             )
         messages.append(dict(message))
     return messages
@@ -151,6 +187,11 @@ class ServedEpisode:
         hub.check_token(token)
         if split is not None or index is not None:
             prompt, interaction_kwargs = self._task(split, index, prompt, interaction_kwargs)
+        if _too_deep(interaction_kwargs):
+            raise BadResetError(
+                f"interaction_kwargs nests lists and objects more than {MAX_NESTING} levels "
+                "deep; give the interaction its arguments as plain, shallow values"
+            )
         name, interaction, kwargs = hub.route(interaction_kwargs)
         messages = check_prompt(prompt)
         chars = sum(map(_chars, messages))

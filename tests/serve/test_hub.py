@@ -217,3 +217,48 @@ async def test_an_episodes_conversation_is_bounded_and_the_bound_ends_it_cleanly
     again = await episode.start("what is 9 * 2?", {"ground_truth": "18"})
     assert again["turn"] == 0 and episode.chars == 14
     assert hub().max_episode_chars == 2_000_000
+
+
+def nested(depth: int, kind: str) -> object:
+    """A value ``depth`` lists (or objects) deep, built without recursion."""
+    value: object = "x"
+    for _ in range(depth):
+        value = [value] if kind == "list" else {"a": value}
+    return value
+
+
+@pytest.mark.parametrize("depth", [900, 5_000, 100_000])
+@pytest.mark.parametrize("kind", ["list", "dict"])
+@pytest.mark.parametrize("where", ["content", "extra", "interaction_kwargs"])
+async def test_a_reset_nested_too_deeply_is_refused_before_any_session(
+    depth: int, kind: str, where: str
+) -> None:
+    """A deep value would start a session whose first observation cannot be serialised."""
+    h = hub(max_sessions=1)
+    episode = ServedEpisode(h)
+    deep = nested(depth, kind)
+    message: dict[str, object] = {"role": "user", "content": "what is 9 * 2?"}
+    kwargs: dict[str, object] = {"ground_truth": "18"}
+    if where == "content":
+        message["content"] = deep
+    elif where == "extra":
+        message["extra"] = deep
+    else:
+        kwargs["deep"] = deep
+    what = "interaction_kwargs" if where == "interaction_kwargs" else r"prompt\[0\]"
+    with pytest.raises(BadResetError, match=rf"^{what} nests .* more than 100 levels deep"):
+        await episode.start([message], kwargs)
+    assert (h.tracker.started, h.open_sessions) == (0, 0)
+    first = await episode.start("what is 9 * 2?", {"ground_truth": "18"})  # the one slot is free
+    assert first["turn"] == 0 and h.open_sessions == 1
+
+
+async def test_a_prompt_at_the_nesting_limit_is_played() -> None:
+    h = hub()
+    episode = ServedEpisode(h)
+    deepest = {"role": "user", "content": nested(100, "list")}  # the message, then 100 lists
+    first = await episode.start([deepest], {"ground_truth": "18", "extra": nested(100, "dict")})
+    assert first["messages"] == [deepest] and h.open_sessions == 1
+    with pytest.raises(BadResetError, match="more than 100 levels"):
+        await episode.start([{"role": "user", "content": nested(101, "list")}], {})
+    assert h.open_sessions == 0  # the new reset ended the previous episode first
