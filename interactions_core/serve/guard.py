@@ -205,10 +205,16 @@ class Guard:
         evicted = asyncio.get_running_loop().create_future()
         self.unproven[evicted] = None
         limited = _limited(receive, self.idle_timeout, "websocket.disconnect")
+        idle: list[Any] = []  # the receive of a proven connection, made on first use
+        watches: list[_IdleWatch] = []
 
         async def receive_or_evicted() -> Any:
-            if evicted not in self.unproven:  # proven: no more watching
-                return await limited()
+            if evicted not in self.unproven:  # proven: no more watching for eviction
+                if not idle:
+                    watch = _IdleWatch.start(receive, self.idle_timeout)
+                    watches.extend([watch] if watch else [])
+                    idle.append(watch.receive_or_leave if watch else limited)
+                return await idle[0]()
             if not evicted.done():
                 message = asyncio.ensure_future(limited())
                 await asyncio.wait((message, evicted), return_when=asyncio.FIRST_COMPLETED)
@@ -230,6 +236,8 @@ class Guard:
         finally:
             self.connections -= 1
             self.unproven.pop(evicted, None)
+            for watch in watches:
+                watch.stop()
 
     def _make_room(self) -> bool:
         """Close the oldest WebSocket that has not had an observation yet, if any."""
@@ -287,6 +295,63 @@ def _limited(receive: Any, timeout: float | None, gone: str) -> Any:
             return {"type": gone, "code": 1001}
 
     return receive_or_leave
+
+
+class _IdleWatch:
+    """A WebSocket's idle timeout with one timer per connection, not one per message.
+
+    ``asyncio.timeout`` around each ``receive`` arms and cancels a timer for every
+    message, a few microseconds each, on every step of every episode. Here each
+    ``receive`` only notes when it started waiting; one timer checks the wait and,
+    when it has lasted ``timeout`` seconds, cancels the connection's task inside
+    that ``receive``, which then reports the client gone (the way
+    ``asyncio.timeout`` does it, with ``Task.uncancel``, Python 3.11+). A wait for a
+    long step is not a wait for the client, so it never counts.
+    """
+
+    def __init__(self, receive: Any, timeout: float, task: asyncio.Task[Any]) -> None:
+        self.inner = receive
+        self.timeout = timeout
+        self.task = task
+        self.loop = task.get_loop()
+        self.since = self.loop.time()
+        self.waiting = False
+        self.fired = False
+        self.handle = self.loop.call_at(self.since + timeout, self._check)
+
+    @classmethod
+    def start(cls, receive: Any, timeout: float | None) -> _IdleWatch | None:
+        """Watch the current task's ``receive``; ``None`` where this way is unavailable."""
+        task = asyncio.current_task()
+        if timeout is None or task is None or not hasattr(task, "uncancel"):
+            return None
+        return cls(receive, timeout, task)
+
+    def stop(self) -> None:
+        self.handle.cancel()
+
+    def _check(self) -> None:
+        now = self.loop.time()
+        if self.waiting and now >= self.since + self.timeout:
+            self.fired = True
+            self.task.cancel()
+            return
+        start = self.since if self.waiting else now
+        self.handle = self.loop.call_at(start + self.timeout, self._check)
+
+    async def receive_or_leave(self) -> Any:
+        self.since = self.loop.time()
+        self.waiting = True
+        try:
+            return await self.inner()
+        except asyncio.CancelledError:
+            if self.fired and self.task.uncancel() == 0:  # type: ignore[attr-defined]
+                self.fired = False
+                log.info("closing a connection that sent nothing for %g s", self.timeout)
+                return {"type": "websocket.disconnect", "code": 1001}
+            raise
+        finally:
+            self.waiting = False
 
 
 def _body_limited(receive: Any, timeout: float | None) -> Any:

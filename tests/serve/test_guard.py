@@ -212,3 +212,38 @@ def test_at_the_limit_the_oldest_connection_that_never_had_an_observation_makes_
     assert first == [{"type": "websocket.disconnect", "code": 1008}]
     assert second == []
     assert third[0]["type"] == "websocket.close" and "every one has played" in third[0]["reason"]
+
+
+def test_a_proven_websocket_idles_out_but_a_long_step_is_not_idleness() -> None:
+    """After its first observation a connection is watched by one timer, not one per message."""
+    got: list[Any] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "websocket.send", "text": '{"type":"observation","data":{}}'})
+        got.append(await receive())
+        await asyncio.sleep(0.2)  # a step four times the idle timeout: the client waits
+        got.append(await receive())
+        got.append(await receive())  # nothing more comes: idle
+
+    async def scenario() -> float:
+        parts = iter([{"type": "websocket.receive", "text": "a"}])
+
+        async def receive() -> Any:
+            part = next(parts, None)
+            if part is None:
+                await asyncio.sleep(0.02 if len(got) == 1 else 3600)
+                return {"type": "websocket.receive", "text": "b"}
+            return part
+
+        async def send(message: Any) -> None:
+            pass
+
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await Guard(app, idle_timeout=0.05)(_scope("websocket", Host="localhost"), receive, send)
+        return loop.time() - started
+
+    took = asyncio.run(scenario())
+    assert [m.get("text") for m in got[:2]] == ["a", "b"]
+    assert got[2] == {"type": "websocket.disconnect", "code": 1001}
+    assert took < 5
