@@ -2,10 +2,11 @@
 
 ``interactions report RECORDS... -o report.html`` and ``interactions run ...
 --report report.html`` both end here. This module reads records in one pass
-with bounded memory (through the one records reader,
-:mod:`interactions_core.runtime.records`) and writes the page whole (never half
-a report); :mod:`.page` lays out the page, its tables, stylesheet and script;
-:mod:`.figures` writes every number the one way and draws the plots as SVG.
+(two for a file that recorded a (sample, repeat) again) with bounded memory
+(through the one records reader, :mod:`interactions_core.runtime.records`) and
+writes the page whole (never half a report); :mod:`.page` lays out the page,
+its tables, stylesheet and script; :mod:`.figures` writes every number the one
+way and draws the plots as SVG.
 See ``docs/report.md``.
 
 A records file (``interactions run --output``) can hold 100,000 episodes with
@@ -189,11 +190,18 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
     file with no record at all, or whose first record lacks the record's
     fields, is refused: it is most likely the dataset (``--data``) rather than
     the ``--output`` file.
+
+    Only the last record of each (sample, repeat) counts (see
+    :func:`_last_lines`). Finding those costs a pass of its own, so it is made
+    only for a file that needs it: the first reading stops at the first
+    (sample, repeat) seen twice, or at a first line that is no episode record
+    (a later record could replace it), and the file is then read again knowing
+    each one's last line.
     """
     runs: list[RunData] = []
     taken: set[str] = set()
     for path in paths:
-        run = RunData(_label(path, taken))
+        label = _label(path, taken)
         try:
             handle = open(path, "rb")  # noqa: SIM115 - closed below
         except OSError as exc:
@@ -203,25 +211,13 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
             ) from None
         with handle:
             _refuse_devices(handle, path)
-            last = _last_lines(handle, path)
-            for number, record in iter_records(handle, path):
-                if isinstance(record, BadLine):
-                    run.note_bad_line(record)
-                    continue
-                problem = record_problem(record)
-                if problem is not None and (run.seen or "end_reason" in record):
-                    run.note_bad_line(BadLine(path, number, problem))
-                    continue
-                if last is not None and last.get(_key(record), number) != number:
-                    run.superseded += 1  # a later record of this (sample, repeat) counts
-                    continue
-                if not run.seen and "end_reason" not in record:
-                    raise RecordsError(
-                        f"{path}:{number} is not an episode record (it has no 'end_reason'); "
-                        "interactions report reads the file written by interactions run "
-                        "--output, not the dataset"
-                    )
-                run.add(record)
+            # A file that cannot be read twice (a pipe) is taken in one reading, as it is.
+            regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+            run = _read_run(handle, path, label, None, set() if regular else None)
+            if run is None:
+                handle.seek(0)
+                run = _read_run(handle, path, label, _last_lines(handle, path), None)
+        assert run is not None  # only a first reading given ``seen_keys`` stops early
         if not run.seen:
             what = f"{run.bad_lines} unreadable lines" if run.bad_lines else "no records"
             raise RecordsError(
@@ -230,6 +226,49 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
             )
         runs.append(run)
     return runs
+
+
+def _read_run(
+    handle: Any,
+    path: str,
+    label: str,
+    last: dict[int, int] | None,
+    seen_keys: set[int] | None,
+) -> RunData | None:
+    """Count a file's records, skipping those a later line of ``last`` replaces.
+
+    Given ``seen_keys`` (a set to fill), this is a first reading without
+    ``last``: it returns ``None`` where knowing ``last`` could change what is
+    counted, at a (sample, repeat) seen twice or at a first line that is no
+    episode record.
+    """
+    run = RunData(label)
+    for number, record in iter_records(handle, path):
+        if isinstance(record, BadLine):
+            run.note_bad_line(record)
+            continue
+        problem = record_problem(record)
+        if problem is not None and (run.seen or "end_reason" in record):
+            run.note_bad_line(BadLine(path, number, problem))
+            continue
+        if last is not None and last.get(_key(record), number) != number:
+            run.superseded += 1  # a later record of this (sample, repeat) counts
+            continue
+        if seen_keys is not None and problem is None:
+            key = _key(record)
+            if key in seen_keys:
+                return None
+            seen_keys.add(key)
+        if not run.seen and "end_reason" not in record:
+            if seen_keys is not None:
+                return None
+            raise RecordsError(
+                f"{path}:{number} is not an episode record (it has no 'end_reason'); "
+                "interactions report reads the file written by interactions run "
+                "--output, not the dataset"
+            )
+        run.add(record)
+    return run
 
 
 def _key(record: Mapping[str, Any]) -> int:
