@@ -191,12 +191,14 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
     fields, is refused: it is most likely the dataset (``--data``) rather than
     the ``--output`` file.
 
-    Only the last record of each (sample, repeat) counts (see
-    :func:`_last_lines`). Finding those costs a pass of its own, so it is made
-    only for a file that needs it: the first reading stops at the first
-    (sample, repeat) seen twice, or at a first line that is no episode record
-    (a later record could replace it), and the file is then read again knowing
-    each one's last line.
+    After ``--retry-errors`` a file holds an errored record and, later, its
+    replacement: as in the run's own summary, only the last record of each
+    (sample, repeat) counts. Which line that is can be known only at the end of
+    the file, so a file is counted in one reading while no (sample, repeat)
+    comes twice (the common case); at the first that does (or at a first line
+    that is no episode record, which a later record could replace), the reading
+    goes on to the end only to find each one's last line, and the file is read
+    again to count. A file that cannot be read twice (a pipe) is taken as it is.
     """
     runs: list[RunData] = []
     taken: set[str] = set()
@@ -211,13 +213,13 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
             ) from None
         with handle:
             _refuse_devices(handle, path)
-            # A file that cannot be read twice (a pipe) is taken in one reading, as it is.
             regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
-            run = _read_run(handle, path, label, None, set() if regular else None)
+            last: dict[int, int] = {}
+            run = _read_run(handle, path, label, None, last if regular else None)
             if run is None:
                 handle.seek(0)
-                run = _read_run(handle, path, label, _last_lines(handle, path), None)
-        assert run is not None  # only a first reading given ``seen_keys`` stops early
+                run = _read_run(handle, path, label, last or None, None)
+        assert run is not None  # only a first reading (given ``found``) stops
         if not run.seen:
             what = f"{run.bad_lines} unreadable lines" if run.bad_lines else "no records"
             raise RecordsError(
@@ -233,17 +235,19 @@ def _read_run(
     path: str,
     label: str,
     last: dict[int, int] | None,
-    seen_keys: set[int] | None,
+    found: dict[int, int] | None,
 ) -> RunData | None:
-    """Count a file's records, skipping those a later line of ``last`` replaces.
+    """Count a file's records, skipping each that a later line of ``last`` replaces.
 
-    Given ``seen_keys`` (a set to fill), this is a first reading without
-    ``last``: it returns ``None`` where knowing ``last`` could change what is
-    counted, at a (sample, repeat) seen twice or at a first line that is no
-    episode record.
+    Given ``found`` (an empty dict), this is a first reading, without ``last``:
+    it notes each record's line there and returns ``None`` where knowing
+    ``last`` could change what is counted, at a (sample, repeat) seen twice or
+    at a first line that is no episode record. ``found`` then holds the line of
+    each one's last record, or nothing when none comes twice.
     """
     run = RunData(label)
-    for number, record in iter_records(handle, path):
+    records = iter_records(handle, path)
+    for number, record in records:
         if isinstance(record, BadLine):
             run.note_bad_line(record)
             continue
@@ -254,13 +258,17 @@ def _read_run(
         if last is not None and last.get(_key(record), number) != number:
             run.superseded += 1  # a later record of this (sample, repeat) counts
             continue
-        if seen_keys is not None and problem is None:
+        if found is not None and problem is None:
             key = _key(record)
-            if key in seen_keys:
+            if key in found:
+                found[key] = number
+                _last_lines(records, found)
                 return None
-            seen_keys.add(key)
+            found[key] = number
         if not run.seen and "end_reason" not in record:
-            if seen_keys is not None:
+            if found is not None:
+                if not _last_lines(records, found):
+                    found.clear()
                 return None
             raise RecordsError(
                 f"{path}:{number} is not an episode record (it has no 'end_reason'); "
@@ -276,23 +284,18 @@ def _key(record: Mapping[str, Any]) -> int:
     return (int(record.get("index") or 0) << 64) | int(record.get("repeat") or 0)
 
 
-def _last_lines(handle: Any, path: str) -> dict[int, int] | None:
-    """The line of the last record of each (sample, repeat), or ``None`` when none repeats.
+def _last_lines(records: Iterable[tuple[int, Any]], last: dict[int, int]) -> bool:
+    """Note in ``last`` the line of each usable record by its (sample, repeat).
 
-    After ``--retry-errors`` a file holds an errored record and, later, its
-    replacement: as in the run's own summary, only the last one counts. A file
-    that cannot be read twice (a pipe) is taken as it is.
+    Returns whether a (sample, repeat) came twice, ``last`` counting as read before.
     """
-    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-        return None
-    last: dict[int, int] = {}
-    records = 0
-    for number, record in iter_records(handle, path):
+    repeated = False
+    for number, record in records:
         if not isinstance(record, BadLine) and record_problem(record) is None:
-            last[_key(record)] = number
-            records += 1
-    handle.seek(0)
-    return last if len(last) < records else None
+            key = _key(record)
+            repeated = repeated or key in last
+            last[key] = number
+    return repeated
 
 
 def _refuse_devices(handle: Any, path: str) -> None:

@@ -228,38 +228,41 @@ def test_the_sample_keeps_filling_between_errored_episodes() -> None:
 # -- the last record of each (sample, repeat) counts; finding it costs a second reading ---
 
 
+def readings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files ``read_records`` starts reading, one entry per reading."""
+    import interactions_core.report as report
+
+    started: list[str] = []
+    iter_records = report.iter_records
+
+    def counted(handle: Any, path: str) -> Any:
+        started.append(path)
+        return iter_records(handle, path)
+
+    monkeypatch.setattr(report, "iter_records", counted)
+    return started
+
+
 def test_a_file_without_a_repeated_record_is_read_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import interactions_core.report as report
-
-    def second_reading(handle: Any, path: str) -> None:
-        raise AssertionError("a file with no (sample, repeat) twice was read twice")
-
-    monkeypatch.setattr(report, "_last_lines", second_reading)
+    started = readings(monkeypatch)
     (run,) = read_records([str(write(tmp_path / "r.jsonl", [record(i, [1.0]) for i in range(20)]))])
     assert run.seen == 20 and run.superseded == 0
+    assert len(started) == 1
 
 
-def test_a_retried_record_replaces_the_earlier_one(
+def test_a_retried_record_replaces_the_earlier_one_in_two_readings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import interactions_core.report as report
-
-    readings: list[str] = []
-    last_lines = report._last_lines
-
-    def counted(handle: Any, path: str) -> dict[int, int] | None:
-        readings.append(path)
-        return last_lines(handle, path)
-
-    monkeypatch.setattr(report, "_last_lines", counted)
+    started = readings(monkeypatch)
     failed = record(3, [], errors=[{"where": "x", "type": "E", "message": "boom"}])
     records = [record(0, [1.0]), record(1, [0.0, 1.0]), record(2, [1.0]), failed]
-    records += [record(4, [1.0]), record(3, [1.0])]
+    records += [record(4, [1.0]), record(3, [1.0]), record(5, [0.0])]
     (run,) = read_records([str(write(tmp_path / "r.jsonl", records))])
-    assert len(readings) == 1
-    assert (run.seen, run.superseded, run.stats.total.errors) == (5, 1, 0)
+    assert (run.seen, run.superseded, run.stats.total.errors) == (6, 1, 0)
+    assert run.stats.total.episodes == 6
+    assert len(started) == 2
 
 
 def test_a_first_line_without_end_reason_replaced_later_is_not_refused(tmp_path: Path) -> None:
