@@ -18,6 +18,10 @@ take comma-separated identities: an interaction name, a qualified
 or a dotted class path. An allow-list that is set but empty allows nothing;
 the deny-list always wins. Installing a distribution is the act of trust, and
 these lists let an operator withdraw it without uninstalling anything.
+
+The project's own packages name things too: :func:`lazy_exports` is the one way a
+package (``ray``, ``testing``) resolves each public name to the submodule that
+defines it, importing that submodule only when the name is first used.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ __all__ = [
     "Selection",
     "close_matches",
     "find_named",
+    "lazy_exports",
     "mark_conflicts",
     "normalize",
     "resolve",
@@ -280,6 +285,30 @@ def unknown_message(
     if not known and not disabled and not notes:
         message += f" No {kind.plural} are installed."
     return message + f" Install the plugin that provides it, or see '{kind.listing}'."
+
+
+# -- a package's public names, imported on first use --------------------------------
+
+
+def lazy_exports(package: str, sources: Mapping[str, str]) -> Callable[[str], Any]:
+    """The PEP 562 ``__getattr__`` of ``package``, which exports the names of ``sources``.
+
+    ``sources`` maps each public name to the submodule (relative to ``package``)
+    that defines it; that submodule is imported the first time the name is read.
+    Packages whose parts need an optional stack (``ray``) or are loaded by another
+    tool on every start (``testing``, through pytest's plugin) export this way, so
+    importing the package imports none of its parts, nor what they import.
+    """
+
+    def __getattr__(name: str) -> Any:
+        module = sources.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        import importlib  # here, not at the top: it imports ``warnings``
+
+        return getattr(importlib.import_module(f".{module}", package), name)
+
+    return __getattr__
 
 
 # -- the allow/deny lists ---------------------------------------------------------

@@ -131,3 +131,43 @@ def test_a_warm_list_imports_no_other_subcommand(warm_list_modules: list[str]) -
 
 def test_a_warm_list_leaves_out_what_only_other_paths_use(warm_list_modules: list[str]) -> None:
     assert _under(warm_list_modules, NOT_LISTING) == []
+
+
+#: Packages that export their parts' names on first use (``_names.lazy_exports``), and
+#: what importing one must not load: besides its own parts, the stacks those parts need.
+LAZY_PACKAGES = {
+    "interactions_core.ray": ("ray", "interactions_core.runtime", "pluggy", "yaml"),
+    "interactions_core.testing": ("pytest", "interactions_core.runtime", "pluggy", "attrs"),
+}
+
+#: Imports the package named by argv[1] in a fresh interpreter; prints what that loaded,
+#: then what each public name resolves to and what an unknown name raises.
+LAZY_IMPORT = (
+    "import importlib, json, sys\n"
+    "package = importlib.import_module(sys.argv[1])\n"
+    "loaded = sorted(sys.modules)\n"
+    "resolved = {}\n"
+    "for name in package.__all__:\n"
+    "    value = getattr(package, name)\n"
+    "    resolved[name] = getattr(value, '__module__', None) or type(value).__name__\n"
+    "try:\n"
+    "    package.no_such_name\n"
+    "except AttributeError as exc:\n"
+    "    unknown = str(exc)\n"
+    "print(json.dumps([loaded, resolved, unknown, dir(package)]))\n"
+)
+
+
+@pytest.mark.parametrize("package", sorted(LAZY_PACKAGES))
+def test_a_lazy_package_imports_its_parts_only_when_a_name_is_used(package: str) -> None:
+    import json
+
+    loaded, resolved, unknown, listed = json.loads(_python("-c", LAZY_IMPORT, package).stdout)
+    assert _under(loaded, (package,)) == [package]
+    assert _under(loaded, LAZY_PACKAGES[package]) == []
+    # Every public name resolves, to an object of one of the package's own parts.
+    assert sorted(resolved) == sorted(listed)
+    assert len(resolved) >= 8
+    defined_in = {module for module in resolved.values() if "." in module}
+    assert defined_in and all(module.startswith(package + ".") for module in defined_in)
+    assert unknown == f"module {package!r} has no attribute 'no_such_name'"

@@ -26,10 +26,10 @@ See ``docs/ray.md``.
 
 from __future__ import annotations
 
+from .._names import lazy_exports
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from .consistency import ClusterReport as ClusterReport
     from .consistency import Difference as Difference
     from .consistency import NodeSnapshot as NodeSnapshot
@@ -74,13 +74,7 @@ _SOURCES = {
 }
 __all__ = sorted(_SOURCES)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _SOURCES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib  # here, not at the top: it imports ``warnings``
-
-    return getattr(importlib.import_module(f".{_SOURCES[name]}", __name__), name)
+__getattr__ = lazy_exports(__name__, _SOURCES)
 
 
 def __dir__() -> list[str]:

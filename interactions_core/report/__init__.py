@@ -2,10 +2,11 @@
 
 ``interactions report RECORDS... -o report.html`` and ``interactions run ...
 --report report.html`` both end here. This module reads records in one pass
-with bounded memory (through the one records reader,
-:mod:`interactions_core.runtime.records`) and writes the page whole (never half
-a report); :mod:`.page` lays out the page, its tables, stylesheet and script;
-:mod:`.figures` writes every number the one way and draws the plots as SVG.
+(two for a file that recorded a (sample, repeat) again) with bounded memory
+(through the one records reader, :mod:`interactions_core.runtime.records`) and
+writes the page whole (never half a report); :mod:`.page` lays out the page,
+its tables, stylesheet and script; :mod:`.figures` writes every number the one
+way and draws the plots as SVG.
 See ``docs/report.md``.
 
 A records file (``interactions run --output``) can hold 100,000 episodes with
@@ -189,11 +190,20 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
     file with no record at all, or whose first record lacks the record's
     fields, is refused: it is most likely the dataset (``--data``) rather than
     the ``--output`` file.
+
+    After ``--retry-errors`` a file holds an errored record and, later, its
+    replacement: as in the run's own summary, only the last record of each
+    (sample, repeat) counts. Which line that is can be known only at the end of
+    the file, so a file is counted in one reading while no (sample, repeat)
+    comes twice (the common case); at the first that does (or at a first line
+    that is no episode record, which a later record could replace), the reading
+    goes on to the end only to find each one's last line, and the file is read
+    again to count. A file that cannot be read twice (a pipe) is taken as it is.
     """
     runs: list[RunData] = []
     taken: set[str] = set()
     for path in paths:
-        run = RunData(_label(path, taken))
+        label = _label(path, taken)
         try:
             handle = open(path, "rb")  # noqa: SIM115 - closed below
         except OSError as exc:
@@ -203,25 +213,13 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
             ) from None
         with handle:
             _refuse_devices(handle, path)
-            last = _last_lines(handle, path)
-            for number, record in iter_records(handle, path):
-                if isinstance(record, BadLine):
-                    run.note_bad_line(record)
-                    continue
-                problem = record_problem(record)
-                if problem is not None and (run.seen or "end_reason" in record):
-                    run.note_bad_line(BadLine(path, number, problem))
-                    continue
-                if last is not None and last.get(_key(record), number) != number:
-                    run.superseded += 1  # a later record of this (sample, repeat) counts
-                    continue
-                if not run.seen and "end_reason" not in record:
-                    raise RecordsError(
-                        f"{path}:{number} is not an episode record (it has no 'end_reason'); "
-                        "interactions report reads the file written by interactions run "
-                        "--output, not the dataset"
-                    )
-                run.add(record)
+            regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+            last: dict[int, int] = {}
+            run = _read_run(handle, path, label, None, last if regular else None)
+            if run is None:
+                handle.seek(0)
+                run = _read_run(handle, path, label, last or None, None)
+        assert run is not None  # only a first reading (given ``found``) stops
         if not run.seen:
             what = f"{run.bad_lines} unreadable lines" if run.bad_lines else "no records"
             raise RecordsError(
@@ -232,28 +230,72 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
     return runs
 
 
+def _read_run(
+    handle: Any,
+    path: str,
+    label: str,
+    last: dict[int, int] | None,
+    found: dict[int, int] | None,
+) -> RunData | None:
+    """Count a file's records, skipping each that a later line of ``last`` replaces.
+
+    Given ``found`` (an empty dict), this is a first reading, without ``last``:
+    it notes each record's line there and returns ``None`` where knowing
+    ``last`` could change what is counted, at a (sample, repeat) seen twice or
+    at a first line that is no episode record. ``found`` then holds the line of
+    each one's last record, or nothing when none comes twice.
+    """
+    run = RunData(label)
+    records = iter_records(handle, path)
+    for number, record in records:
+        if isinstance(record, BadLine):
+            run.note_bad_line(record)
+            continue
+        problem = record_problem(record)
+        if problem is not None and (run.seen or "end_reason" in record):
+            run.note_bad_line(BadLine(path, number, problem))
+            continue
+        if last is not None and last.get(_key(record), number) != number:
+            run.superseded += 1  # a later record of this (sample, repeat) counts
+            continue
+        if found is not None and problem is None:
+            key = _key(record)
+            if key in found:
+                found[key] = number
+                _last_lines(records, found)
+                return None
+            found[key] = number
+        if not run.seen and "end_reason" not in record:
+            if found is not None:
+                if not _last_lines(records, found):
+                    found.clear()
+                return None
+            raise RecordsError(
+                f"{path}:{number} is not an episode record (it has no 'end_reason'); "
+                "interactions report reads the file written by interactions run "
+                "--output, not the dataset"
+            )
+        run.add(record)
+    return run
+
+
 def _key(record: Mapping[str, Any]) -> int:
     """``(index, repeat)`` packed in one int (checked non-negative ints): less memory."""
     return (int(record.get("index") or 0) << 64) | int(record.get("repeat") or 0)
 
 
-def _last_lines(handle: Any, path: str) -> dict[int, int] | None:
-    """The line of the last record of each (sample, repeat), or ``None`` when none repeats.
+def _last_lines(records: Iterable[tuple[int, Any]], last: dict[int, int]) -> bool:
+    """Note in ``last`` the line of each usable record by its (sample, repeat).
 
-    After ``--retry-errors`` a file holds an errored record and, later, its
-    replacement: as in the run's own summary, only the last one counts. A file
-    that cannot be read twice (a pipe) is taken as it is.
+    Returns whether a (sample, repeat) came twice, ``last`` counting as read before.
     """
-    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-        return None
-    last: dict[int, int] = {}
-    records = 0
-    for number, record in iter_records(handle, path):
+    repeated = False
+    for number, record in records:
         if not isinstance(record, BadLine) and record_problem(record) is None:
-            last[_key(record)] = number
-            records += 1
-    handle.seek(0)
-    return last if len(last) < records else None
+            key = _key(record)
+            repeated = repeated or key in last
+            last[key] = number
+    return repeated
 
 
 def _refuse_devices(handle: Any, path: str) -> None:

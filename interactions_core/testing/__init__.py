@@ -19,10 +19,10 @@ in test suites that never use them.
 
 from __future__ import annotations
 
+from .._names import lazy_exports
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from .checker import acheck_interaction as acheck_interaction
     from .checker import check_interaction as check_interaction
     from .driver import CHECKS as CHECKS
@@ -54,13 +54,7 @@ _SOURCES = {
 }
 __all__ = sorted(_SOURCES)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _SOURCES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib  # here, not at the top: it imports ``warnings``
-
-    return getattr(importlib.import_module(f".{_SOURCES[name]}", __name__), name)
+__getattr__ = lazy_exports(__name__, _SOURCES)
 
 
 def __dir__() -> list[str]:

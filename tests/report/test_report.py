@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 from pathlib import Path
@@ -222,3 +223,72 @@ def test_the_sample_keeps_filling_between_errored_episodes() -> None:
     indexes = [e["index"] for e in run.sample]
     assert len(indexes) == SAMPLE_KEPT and all(i % 3 for i in indexes)
     assert sum(i >= 2000 for i in indexes) > SAMPLE_KEPT / 4  # drawn from the whole run
+
+
+# -- the last record of each (sample, repeat) counts; finding it costs a second reading ---
+
+
+def readings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files ``read_records`` starts reading, one entry per reading."""
+    import interactions_core.report as report
+
+    started: list[str] = []
+    iter_records = report.iter_records
+
+    def counted(handle: Any, path: str) -> Any:
+        started.append(path)
+        return iter_records(handle, path)
+
+    monkeypatch.setattr(report, "iter_records", counted)
+    return started
+
+
+def test_a_file_without_a_repeated_record_is_read_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = readings(monkeypatch)
+    (run,) = read_records([str(write(tmp_path / "r.jsonl", [record(i, [1.0]) for i in range(20)]))])
+    assert run.seen == 20 and run.superseded == 0
+    assert len(started) == 1
+
+
+def test_a_retried_record_replaces_the_earlier_one_in_two_readings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = readings(monkeypatch)
+    failed = record(3, [], errors=[{"where": "x", "type": "E", "message": "boom"}])
+    records = [record(0, [1.0]), record(1, [0.0, 1.0]), record(2, [1.0]), failed]
+    records += [record(4, [1.0]), record(3, [1.0]), record(5, [0.0])]
+    (run,) = read_records([str(write(tmp_path / "r.jsonl", records))])
+    assert (run.seen, run.superseded, run.stats.total.errors) == (6, 1, 0)
+    assert run.stats.total.episodes == 6
+    assert len(started) == 2
+
+
+def test_a_first_line_without_end_reason_replaced_later_is_not_refused(tmp_path: Path) -> None:
+    # Decided only once the whole file is known: the first reading stops there.
+    first = {k: v for k, v in record(0, [0.0]).items() if k != "end_reason"}
+    path = write(tmp_path / "r.jsonl", [first, record(1, [1.0]), record(0, [1.0])])
+    (run,) = read_records([str(path)])
+    assert (run.seen, run.superseded) == (2, 1)
+    with pytest.raises(RecordsError, match="not an episode record"):
+        read_records([str(write(tmp_path / "d.jsonl", [first, record(1, [1.0])]))])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_pipe_is_read_once_and_taken_as_it_is(tmp_path: Path) -> None:
+    import threading
+
+    pipe = tmp_path / "records.pipe"
+    os.mkfifo(pipe)
+    lines = "".join(json.dumps(record(i % 2, [1.0])) + "\n" for i in range(3))
+
+    def feed() -> None:
+        with open(pipe, "w", encoding="utf-8") as handle:
+            handle.write(lines)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    (run,) = read_records([str(pipe)])
+    writer.join(timeout=10)
+    assert (run.seen, run.superseded) == (3, 0)
