@@ -7,8 +7,10 @@ fire and a Ctrl-C handler scheduled on the loop waits. :class:`LoopWatchdog`
 runs a thread that checks a heartbeat the loop updates every ``interval``
 seconds. When the loop has been stuck for ``report_after`` seconds it reads the
 main thread's stack to name the blocking method (``module.Class.method``) and
-counts it in :attr:`LoopWatchdog.blocks`. When it has been stuck for ``limit``
-seconds (the run's ``--timeout``), or for ``report_after`` seconds once
+counts it in :attr:`LoopWatchdog.blocks`. A loop held by the runtime's own code
+alone (a run of episodes that never wait: a replayed policy, a judge that only
+computes) is no plugin's doing and is neither reported nor broken. When it has
+been stuck for ``limit`` seconds (the run's ``--timeout``), or for ``report_after`` seconds once
 ``should_break()`` says the run is stopping, it sends the main thread a signal
 whose handler raises :class:`LoopBlocked` inside the blocking call: the episode
 then ends as an error, exactly like a call that timed out.
@@ -65,21 +67,41 @@ class LoopBlocked(BaseException):
     """Raised inside a call that held the event loop past the allowed time."""
 
 
-def _blocker(frame: Any) -> str:
-    """``module.Class.method`` of the innermost lifecycle method on ``frame``'s stack."""
-    innermost = frame
+#: Top-level packages whose frames are the runtime's own (with the standard library):
+#: a loop held by them alone is the runtime playing episodes that never wait.
+_RUNTIME = frozenset({"interactions_core", "pluggy", "attr", "attrs", "yaml", "packaging"})
+_STDLIB = getattr(sys, "stdlib_module_names", frozenset({"asyncio", "json", "selectors"}))
+
+
+def _name(frame: Any) -> str:
+    code = frame.f_code
+    module = frame.f_globals.get("__name__", "?")
+    return f"{module}.{getattr(code, 'co_qualname', code.co_name)}"
+
+
+def _blocker(frame: Any) -> str | None:
+    """What holds the loop: ``module.Class.method`` of plugin or policy code, or ``None``.
+
+    The innermost lifecycle method of a plugin or policy on ``frame``'s stack;
+    failing that, the innermost frame of code that is neither the runtime's nor
+    the standard library's (a plugin's helper, a dataset builder). ``None`` when
+    the callback the loop is running holds neither: the runtime itself playing
+    episodes that never wait, which is no plugin's doing. The walk stops at the
+    loop's own frame (``Handle._run``); what lies outside is the loop's caller.
+    """
+    foreign = None
     while frame is not None:
         code = frame.f_code
-        if code.co_name in _METHODS:
-            module = frame.f_globals.get("__name__", "?")
-            if not module.startswith("interactions_core."):
-                return f"{module}.{getattr(code, 'co_qualname', code.co_name)}"
+        module = frame.f_globals.get("__name__", "?")
+        if code.co_name == "_run" and module == "asyncio.events":
+            break
+        top = module.partition(".")[0]
+        if code.co_name in _METHODS and top != "interactions_core":
+            return _name(frame)
+        if foreign is None and top not in _RUNTIME and top not in _STDLIB:
+            foreign = frame
         frame = frame.f_back
-    if innermost is None:
-        return "unknown code"
-    code = innermost.f_code
-    module = innermost.f_globals.get("__name__", "?")
-    return f"{module}.{getattr(code, 'co_qualname', code.co_name)}"
+    return None if foreign is None else _name(foreign)
 
 
 class LoopWatchdog:
@@ -159,8 +181,12 @@ class LoopWatchdog:
                 continue
             if self._current is None:
                 frame = sys._current_frames().get(self._main)
-                self._current = _blocker(frame)
-                self.blocks.setdefault(self._current, [0, 0.0])[0] += 1
+                current = _blocker(frame)
+                del frame
+                if current is None:  # the runtime's own work so far: look again next time
+                    continue
+                self._current = current
+                self.blocks.setdefault(current, [0, 0.0])[0] += 1
             entry = self.blocks[self._current]
             entry[1] = max(entry[1], stuck)
             limit = self.limit

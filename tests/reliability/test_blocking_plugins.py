@@ -149,3 +149,47 @@ def test_a_second_ctrl_c_stops_at_once_even_while_blocked(blocker: dict[str, Any
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert out.read_text().endswith("\n")
+
+
+HELD = """
+import time
+
+
+def busy(seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+async def main(watchdog_class, loop_seconds):
+    import asyncio
+
+    dog = watchdog_class(asyncio.get_running_loop(), report_after=0.05, interval=0.01).start()
+    try:
+        busy(loop_seconds)  # holds the loop, in code of this module
+    finally:
+        dog.stop()
+    return dog.blocks
+"""
+
+
+@pytest.mark.parametrize(
+    ("module", "reported"),
+    [("interactions_core.runtime.fake", False), ("acme_judge.helpers", True)],
+)
+def test_only_code_outside_the_runtime_is_reported_as_holding_the_loop(
+    module: str, reported: bool
+) -> None:
+    """Episodes that never wait hold the loop in the runtime's own code: that is no plugin's
+    doing, and the summary must not blame a runtime function with advice for plugin authors."""
+    import asyncio
+
+    from interactions_core.runtime.watchdog import LoopWatchdog
+
+    namespace: dict[str, Any] = {"__name__": module}
+    exec(compile(HELD, f"<{module}>", "exec"), namespace)
+    blocks = asyncio.run(namespace["main"](LoopWatchdog, 0.4))
+    if reported:
+        assert list(blocks) == [f"{module}.busy"] and blocks[f"{module}.busy"][1] >= 0.05
+    else:
+        assert blocks == {}
