@@ -24,7 +24,10 @@
    in its thread pool) that does the same: keeps the conversation, judges the
    answer, ends the episode on the right one. Then the ratio (goal: at most
    0.8x), and the same rounds with each reset naming a row served with ``--data``
-   (``reset(split=, index=)``) instead of bringing its prompt.
+   (``reset(split=, index=)``) instead of bringing its prompt. OpenEnv's server
+   compresses WebSocket messages (uvicorn's default) and ``interactions serve``
+   does not unless ``--ws-compression`` is given, so the rounds are also played
+   against a server with it, and that ratio is reported too.
 
 The table goes to stdout; a full run (no ``--quick``) also rewrites the generated
 block of ``docs/serve.md`` (``nox -s bench_serve``; ``--no-docs`` leaves it alone).
@@ -72,6 +75,8 @@ ROWS = (
     f"round of {ROUND_CLIENTS} episodes at once, interactions serve (wall)",
     "interactions serve / OpenEnv create_app (goal <= 0.8x)",
     f"round of {ROUND_CLIENTS} episodes at once, interactions serve, rows from --data (wall)",
+    f"round of {ROUND_CLIENTS} episodes at once, interactions serve --ws-compression (wall)",
+    "interactions serve --ws-compression / OpenEnv create_app",
 )
 HEADER = "| measure | value |"
 DOCS = DocsBlock(ROOT / "docs" / "serve.md", "bench_serve.py", "bench_serve")
@@ -349,7 +354,8 @@ def compare_with_openenv(folder: Path, count: int) -> dict[str, float]:
     base = folder / "openenv"
     served = folder / "judge"
     data = folder / "data"
-    for where in (base, served, data):
+    deflate = folder / "deflate"
+    for where in (base, served, data, deflate):
         where.mkdir()
     rows = data / "judge.jsonl"
     row = json.dumps({"prompt": PROMPT, "interaction_kwargs": JUDGE_KWARGS})
@@ -362,10 +368,15 @@ def compare_with_openenv(folder: Path, count: int) -> dict[str, float]:
         procs.append(proc)
         proc, data_url = start_server(data, 2 * ROUND_CLIENTS, JUDGE_CONFIG, "--data", str(rows))
         procs.append(proc)
+        compressed = ("--ws-compression",)
+        proc, deflate_url = start_server(deflate, 2 * ROUND_CLIENTS, JUDGE_CONFIG, *compressed)
+        procs.append(proc)
+        judged = {"prompt": PROMPT, "interaction_kwargs": JUDGE_KWARGS}
         servers = {
             "openenv": (openenv_url, lambda i: {"prompt": PROMPT, "ground_truth": "18"}),
-            "serve": (serve_url, lambda i: {"prompt": PROMPT, "interaction_kwargs": JUDGE_KWARGS}),
+            "serve": (serve_url, lambda i: judged),
             "data": (data_url, lambda i: {"split": "judge", "index": i % JUDGE_ROWS}),
+            "deflate": (deflate_url, lambda i: judged),
         }
         return asyncio.run(rounds(servers, count))
     finally:
@@ -395,6 +406,8 @@ def table(
         f"{compared['serve'] * 1e3:.1f} ms",
         f"{compared['serve'] / compared['openenv']:.2f}x",
         f"{compared['data'] * 1e3:.1f} ms",
+        f"{compared['deflate'] * 1e3:.1f} ms",
+        f"{compared['deflate'] / compared['openenv']:.2f}x",
     ]
     lines = [
         f"interactions serve benchmark ({'full' if full else 'quick'} run), this machine: "
@@ -423,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
     write_docs = DOCS.wanted(full_run=not args.quick, no_docs=args.no_docs)
     steps = 200 if args.quick else 1000
     seconds = 2.0 if args.quick else 6.0
-    count = 10 if args.quick else 40
+    count = 20 if args.quick else 150
     folder = Path(tempfile.mkdtemp(prefix="interactions-bench-serve-"))
     proc, url = start_server(folder, max(CONCURRENCY))
     try:

@@ -119,6 +119,12 @@ COMMAND = Command(
             "--max-sessions); a session is taken only by a reset that passed the token check",
         ),
         Arg(
+            "--ws-compression",
+            action="store_true",
+            help="compress WebSocket messages (permessage-deflate): fewer bytes for "
+            "clients on slow links, more CPU per step; off by default",
+        ),
+        Arg(
             "--idle-timeout",
             type=positive_seconds,
             default=300.0,
@@ -220,5 +226,5 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.max_connections:
         guard["max_connections"] = args.max_connections
-    serve(hub, args.host, args.port, args.log_level, **guard)
+    serve(hub, args.host, args.port, args.log_level, compress=args.ws_compression, **guard)
     return 0

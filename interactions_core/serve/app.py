@@ -488,11 +488,20 @@ def _on_stop_signals(stop: Callable[[], None]) -> None:
 
 
 def run(
-    hub: Hub, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info", **guard: Any
+    hub: Hub,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "info",
+    *,
+    compress: bool = False,
+    **guard: Any,
 ) -> None:
     """Serve ``hub`` until SIGTERM or Ctrl-C; open sessions are finalized on the way out.
 
     ``guard`` are the options of :class:`~interactions_core.serve.guard.Guard`.
+    ``compress`` turns on WebSocket compression (permessage-deflate), which is off
+    by default: a trainer usually runs beside the server, where compressing every
+    observation costs more CPU than the bytes it saves (docs/serve.md measures both).
     """
     import uvicorn
 
@@ -517,6 +526,7 @@ def run(
     config = uvicorn.Config(
         _QuietClose(app.state.guard),
         http=gated_h11(gate),
+        ws_per_message_deflate=compress,
         log_level=log_level,
         lifespan="on",
         timeout_graceful_shutdown=30,

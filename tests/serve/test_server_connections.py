@@ -166,3 +166,27 @@ def test_websockets_that_never_reset_make_room_for_one_that_does(tmp_path: Path)
     finally:
         code = server.stop()
     assert code == 0, server.output()
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_websocket_compression_is_off_unless_asked_for(tmp_path: Path, compress: bool) -> None:
+    args = ("--ws-compression",) if compress else ()
+    server = start_server(tmp_path, CONFIG, *args)
+    try:
+        sock = _connect(server)
+        sock.sendall(
+            b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+            b"Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n"
+        )
+        head = sock.recv(65536).split(b"\r\n\r\n", 1)[0].lower()
+        sock.close()
+        assert head.startswith(b"http/1.1 101")
+        assert (b"permessage-deflate" in head) is compress
+        # OpenEnv's client plays an episode either way.
+        with GenericEnvClient(base_url=server.url).sync() as client:
+            client.reset(prompt="2+2?", interaction_kwargs={"ground_truth": "4"})
+            assert client.step({"content": "#### 4"}).reward == 1.0
+    finally:
+        code = server.stop()
+    assert code == 0, server.output()
