@@ -287,7 +287,9 @@ def create_app(hub: Hub, **guard: Any) -> Any:
         functools.partial(InteractionEnvironment, hub),
         InteractionAction,
         InteractionObservation,
-        max_concurrent_envs=connections,
+        # The guard enforces the connection limit; OpenEnv's own must not bite first
+        # while a connection closed to make room is still on its way out.
+        max_concurrent_envs=2 * connections,
         **reset_schema_options(create_fastapi_app, InteractionObservation),
         **task_api_options(create_fastapi_app),
     )
@@ -505,7 +507,13 @@ def run(
     """
     import uvicorn
 
-    from .guard import ConnectionGate, gated_h11, http_connection_cap, quiet_accept_errors
+    from .guard import (
+        ConnectionGate,
+        gated_h11,
+        http_connection_cap,
+        max_body,
+        quiet_accept_errors,
+    )
 
     _configure_logging(log_level)
     sock = _bind(host, port)
@@ -516,7 +524,9 @@ def run(
         "max_connections", (hub.max_sessions or 64) * CONNECTIONS_PER_SESSION
     )
     head_timeout = guard.pop("head_timeout", HEAD_TIMEOUT)
-    gate = ConnectionGate(head_timeout, http_connection_cap(websockets))
+    gate = ConnectionGate(
+        head_timeout, http_connection_cap(websockets), max_body=max_body(hub.max_episode_chars)
+    )
     app = create_app(hub, bind_host=host, gate=gate, **guard)
 
     async def quiet() -> None:

@@ -22,12 +22,13 @@ connection rather than any one endpoint:
   finalizes its episode, and the slot is free again.
 
 * **Half-sent requests** (:class:`ConnectionGate`, below the application): an
-  HTTP connection must send a complete request head within ``head_timeout``
-  seconds of opening (or of its previous response), and a request body must
-  keep arriving, or the connection is closed. Connections still waiting for
-  their head are capped so that they cannot use up the process's file
-  descriptors; when the cap is reached the one that has waited longest is closed
-  to make room, so a client that sends its request at once still gets in.
+  HTTP connection must send a complete request (its head, then its body) within
+  ``head_timeout`` seconds of opening (or of its previous response), or it is
+  closed; a body over :func:`max_body` is refused (413) before it is read.
+  Connections are capped so that they cannot use up the process's file
+  descriptors; when the cap is reached the one that has waited longest for its
+  request is closed to make room, so a client that sends its request at once
+  still gets in.
 
 Refusals are answered with a status and one readable sentence (an HTTP 403/503
 body, or a handshake refused with 403), never a traceback; their log lines are
@@ -58,12 +59,15 @@ __all__ = [
     "Throttled",
     "gated_h11",
     "http_connection_cap",
+    "max_body",
     "peer_key",
     "quiet_accept_errors",
 ]
 
 log = logging.getLogger("interactions_core.serve")
 
+#: Seconds an evicted WebSocket has to notice before its transport is aborted.
+EVICT_GRACE = 1.0
 #: Seconds between two log lines about refused requests: a flood of refusals (or of
 #: connections) must not grow the log without bound.
 LOG_EVERY = 5.0
@@ -142,7 +146,7 @@ class Guard:
         self.connections = 0
         #: Those that have not received an observation (no reset passed the token check
         #: yet), oldest first: a new connection beyond the limit closes the oldest.
-        self.unproven: dict[asyncio.Future[None], None] = {}
+        self.unproven: dict[asyncio.Future[None], Any] = {}
         self.evicted = 0
         self._refusals = Throttled()
 
@@ -178,14 +182,20 @@ class Guard:
         if kind not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        gate = self.gate
+        gate, transport, problem, status = self.gate, None, self.refusal(scope), 403
         if gate is not None:
             peer = peer_key(scope.get("client"))
-            gate.head_arrived(peer, upgraded=kind == "websocket")
-            if kind == "http":
-                receive = _body_limited(receive, gate.head_timeout)
+            if kind == "websocket":
+                transport = gate.head_arrived(peer, upgraded=True)
+            else:
+                length = _header(scope, b"content-length")
+                chunked = _header(scope, b"transfer-encoding") is not None
+                gate.head_arrived(peer, body=chunked or length not in (None, "0"))
+                too_big = gate.too_big(length)
+                if problem is None and too_big:
+                    problem, status = too_big, 413
+                receive = gate.watch_body(peer, receive)
                 send = gate.watch_response(peer, send)
-        problem = self.refusal(scope)
         full = kind == "websocket" and self.connections >= self.max_connections
         if problem is None and full and not self._make_room():
             problem = (
@@ -193,57 +203,25 @@ class Guard:
                 "open and every one has played an episode (--max-connections); retry later"
             )
         if problem is not None:
-            await self._refuse(kind, send, problem)
+            await self._refuse(kind, send, problem, status)
             return
         if kind == "http":
             await self.app(scope, receive, send)
             return
-        await self._websocket(scope, receive, send)
-
-    async def _websocket(self, scope: Any, receive: Any, send: Any) -> None:
-        """Serve one WebSocket, evictable until its first observation (a reset that passed)."""
-        evicted = asyncio.get_running_loop().create_future()
-        self.unproven[evicted] = None
-        limited = _limited(receive, self.idle_timeout, "websocket.disconnect")
-        idle: list[Any] = []  # the receive of a proven connection, made on first use
-        watches: list[_IdleWatch] = []
-
-        async def receive_or_evicted() -> Any:
-            if evicted not in self.unproven:  # proven: no more watching for eviction
-                if not idle:
-                    watch = _IdleWatch.start(receive, self.idle_timeout)
-                    watches.extend([watch] if watch else [])
-                    idle.append(watch.receive_or_leave if watch else limited)
-                return await idle[0]()
-            if not evicted.done():
-                message = asyncio.ensure_future(limited())
-                await asyncio.wait((message, evicted), return_when=asyncio.FIRST_COMPLETED)
-                if message.done():
-                    return message.result()
-                message.cancel()
-            return {"type": "websocket.disconnect", "code": 1008}
-
-        async def send_and_watch(message: Any) -> None:
-            await send(message)
-            if evicted in self.unproven and message["type"] == "websocket.send":
-                text = message.get("text") or ""
-                if text.startswith('{"type":"observation"'):
-                    del self.unproven[evicted]
-
-        self.connections += 1
-        try:
-            await self.app(scope, receive_or_evicted, send_and_watch)
-        finally:
-            self.connections -= 1
-            self.unproven.pop(evicted, None)
-            for watch in watches:
-                watch.stop()
+        await _WebSocket(self, receive, send, transport).serve(scope)
 
     def _make_room(self) -> bool:
-        """Close the oldest WebSocket that has not had an observation yet, if any."""
-        for evicted in self.unproven:
+        """Close the oldest WebSocket that has not had an observation yet, if any.
+
+        It is told through its ``receive``; one stuck in a ``send`` (a client that
+        does not read) never asks, so ``EVICT_GRACE`` seconds later its transport
+        is aborted if it is still open.
+        """
+        for evicted, transport in self.unproven.items():
             del self.unproven[evicted]
             evicted.set_result(None)
+            if transport is not None:
+                evicted.get_loop().call_later(EVICT_GRACE, _abort_unless_closing, transport)
             self.evicted += 1
             self._refusals.warning(
                 "%d WebSocket connections are open (--max-connections): closed the oldest "
@@ -253,25 +231,22 @@ class Guard:
             return True
         return False
 
-    async def _refuse(self, kind: str, send: Any, problem: str) -> None:
+    async def _refuse(self, kind: str, send: Any, problem: str, status: int = 403) -> None:
         what = "WebSocket" if kind == "websocket" else "HTTP"
         self._refusals.warning("refused a %s request: %s", what, problem)
         if kind == "websocket":
             # Closing before accepting makes the server answer the handshake with 403.
             await send({"type": "websocket.close", "code": 1008, "reason": problem[:120]})
             return
-        status = 503 if problem.startswith("too many") else 403
+        status = 503 if problem.startswith("too many") else status
         body = json.dumps({"detail": problem}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        if status == 413:  # the body is not read: the connection cannot serve another request
+            headers.append((b"connection", b"close"))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
 
@@ -297,47 +272,125 @@ def _limited(receive: Any, timeout: float | None, gone: str) -> Any:
     return receive_or_leave
 
 
+class _WebSocket:
+    """One WebSocket behind the guard: evictable until its first observation, then watched.
+
+    Before an observation (no reset has passed the token check) the connection can
+    be closed to make room (:meth:`Guard._make_room`); after it, an
+    :class:`_IdleWatch` closes it when the client sends nothing, or reads nothing,
+    for ``idle_timeout`` seconds.
+    """
+
+    def __init__(self, guard: Guard, receive: Any, send: Any, transport: Any) -> None:
+        self.guard = guard
+        self.evicted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.limited = _limited(receive, guard.idle_timeout, "websocket.disconnect")
+        self.inner_receive = receive
+        self.inner_send = send
+        self.transport = transport
+        self.watch: _IdleWatch | None = None
+        self.proven = False
+
+    async def serve(self, scope: Any) -> None:
+        guard = self.guard
+        guard.unproven[self.evicted] = self.transport
+        guard.connections += 1
+        try:
+            await guard.app(scope, self.receive, self.send)
+        finally:
+            guard.connections -= 1
+            guard.unproven.pop(self.evicted, None)
+            if self.watch is not None:
+                self.watch.stop()
+
+    async def receive(self) -> Any:
+        if self.proven:
+            if self.watch is not None:
+                return await self.watch.receive_or_leave()
+            return await self.limited()
+        if not self.evicted.done():
+            message = asyncio.ensure_future(self.limited())
+            await asyncio.wait((message, self.evicted), return_when=asyncio.FIRST_COMPLETED)
+            if message.done():
+                return message.result()
+            message.cancel()
+        return {"type": "websocket.disconnect", "code": 1008}
+
+    async def send(self, message: Any) -> None:
+        if self.watch is not None:
+            await self.watch.send(self.inner_send, message)
+            return
+        await self.inner_send(message)
+        if not self.proven and message["type"] == "websocket.send":
+            text = message.get("text") or ""
+            if text.startswith('{"type":"observation"') and self.evicted in self.guard.unproven:
+                del self.guard.unproven[self.evicted]
+                self.proven = True
+                self.watch = _IdleWatch.start(
+                    self.inner_receive, self.guard.idle_timeout, self.transport
+                )
+
+
+def _abort_unless_closing(transport: Any) -> None:
+    if not transport.is_closing():
+        transport.abort()
+
+
 class _IdleWatch:
     """A WebSocket's idle timeout with one timer per connection, not one per message.
 
     ``asyncio.timeout`` around each ``receive`` arms and cancels a timer for every
     message, a few microseconds each, on every step of every episode. Here each
-    ``receive`` only notes when it started waiting; one timer checks the wait and,
-    when it has lasted ``timeout`` seconds, cancels the connection's task inside
-    that ``receive``, which then reports the client gone (the way
-    ``asyncio.timeout`` does it, with ``Task.uncancel``, Python 3.11+). A wait for a
-    long step is not a wait for the client, so it never counts.
+    ``receive`` and ``send`` only notes when it started waiting; one timer checks
+    the waits. A ``receive`` that has waited ``timeout`` seconds is cancelled
+    inside, and reports the client gone (the way ``asyncio.timeout`` does it, with
+    ``Task.uncancel``, Python 3.11+). A ``send`` that has waited that long (a
+    client that reads nothing) aborts the connection's transport. A wait for a
+    long step is neither, so it never counts.
     """
 
-    def __init__(self, receive: Any, timeout: float, task: asyncio.Task[Any]) -> None:
+    def __init__(self, receive: Any, timeout: float, task: asyncio.Task[Any], transport: Any):
         self.inner = receive
         self.timeout = timeout
         self.task = task
+        self.transport = transport
         self.loop = task.get_loop()
         self.since = self.loop.time()
         self.waiting = False
+        self.sending: float | None = None
         self.fired = False
         self.handle = self.loop.call_at(self.since + timeout, self._check)
 
     @classmethod
-    def start(cls, receive: Any, timeout: float | None) -> _IdleWatch | None:
+    def start(cls, receive: Any, timeout: float | None, transport: Any) -> _IdleWatch | None:
         """Watch the current task's ``receive``; ``None`` where this way is unavailable."""
         task = asyncio.current_task()
         if timeout is None or task is None or not hasattr(task, "uncancel"):
             return None
-        return cls(receive, timeout, task)
+        return cls(receive, timeout, task, transport)
 
     def stop(self) -> None:
         self.handle.cancel()
 
     def _check(self) -> None:
-        now = self.loop.time()
-        if self.waiting and now >= self.since + self.timeout:
+        now, timeout = self.loop.time(), self.timeout
+        if self.sending is not None and now >= self.sending + timeout and self.transport:
+            log.info("closing a connection that read nothing for %g s", timeout)
+            self.transport.abort()
+            return
+        if self.waiting and now >= self.since + timeout:
             self.fired = True
             self.task.cancel()
             return
-        start = self.since if self.waiting else now
-        self.handle = self.loop.call_at(start + self.timeout, self._check)
+        start = self.since if self.waiting else self.sending if self.sending else now
+        self.handle = self.loop.call_at(start + timeout, self._check)
+
+    async def send(self, send: Any, message: Any) -> None:
+        self.sending = self.loop.time()
+        try:
+            await send(message)
+        finally:
+            self.sending = None
 
     async def receive_or_leave(self) -> Any:
         self.since = self.loop.time()
@@ -354,28 +407,6 @@ class _IdleWatch:
             self.waiting = False
 
 
-def _body_limited(receive: Any, timeout: float | None) -> Any:
-    """``receive`` whose request body must keep arriving (``timeout`` s between parts).
-
-    Only the body: once it is complete, a wait on ``receive`` is a wait for the
-    client to leave, which may last as long as the step does.
-    """
-    if timeout is None:
-        return receive
-    limited = _limited(receive, timeout, "http.disconnect")
-    complete = False
-
-    async def receive_body() -> Any:
-        nonlocal complete
-        if complete:
-            return await receive()
-        message = await limited()
-        complete = message["type"] != "http.request" or not message.get("more_body")
-        return message
-
-    return receive_body
-
-
 class ConnectionGate:
     """HTTP connections below the application: a deadline for each request head, and a cap.
 
@@ -387,17 +418,21 @@ class ConnectionGate:
     connection by :func:`gated_h11` (the HTTP protocol the server runs) and of each
     head that arrived by :class:`Guard`, which sees every request:
 
-    * a connection that has not sent a complete head ``head_timeout`` seconds after
-      it opened (or after its previous response) is closed;
+    * a connection that has not sent a complete request (head, then body)
+      ``head_timeout`` seconds after it opened (or after its previous response) is
+      closed, and a body over ``max_body`` bytes ends its request;
     * at most ``max_open`` connections are open before their upgrade to a
       WebSocket (which :class:`Guard` limits apart); a connection beyond that
-      closes the one that has waited longest for its head, or, when every open
-      one is busy with a request, is itself closed.
+      closes the one that has waited longest for its request, or, when every open
+      one is busy with a request it sent whole, is itself closed.
     """
 
-    def __init__(self, head_timeout: float | None, max_open: int) -> None:
+    def __init__(
+        self, head_timeout: float | None, max_open: int, max_body: int | None = None
+    ) -> None:
         self.head_timeout = head_timeout
         self.max_open = max_open
+        self.max_body = max_body
         #: Open HTTP connections (not upgraded) by peer, with their transports.
         self.live: dict[tuple[str, int], Any] = {}
         #: Those waiting for a request head, oldest first, with their deadline timers.
@@ -429,13 +464,70 @@ class ConnectionGate:
             self.live.pop(peer, None)
             self._stop_waiting(peer)
 
-    def head_arrived(self, peer: tuple[str, int] | None, *, upgraded: bool = False) -> None:
-        """A request head reached the application; an upgraded connection leaves the gate."""
+    def head_arrived(
+        self, peer: tuple[str, int] | None, *, upgraded: bool = False, body: bool = False
+    ) -> Any:
+        """A request head reached the application.
+
+        A request with a ``body`` is still waited for until its body is complete
+        (:meth:`watch_body`). An upgraded connection leaves the gate (the guard
+        counts WebSockets apart), and its transport is returned.
+        """
         if peer is None:
-            return
-        self._stop_waiting(peer)
+            return None
         if upgraded:
-            self.live.pop(peer, None)
+            self._stop_waiting(peer)
+            return self.live.pop(peer, None)
+        if not body:
+            self._stop_waiting(peer)
+        return None
+
+    def too_big(self, length: str | None) -> str | None:
+        """Why a declared ``Content-Length`` is refused, or ``None``."""
+        if self.max_body is None or length is None:
+            return None
+        try:
+            declared = int(length)
+        except ValueError:
+            return None  # the HTTP parser answers a malformed length itself
+        if declared <= self.max_body:
+            return None
+        return (
+            f"the request body is {declared:,} bytes, over this server's limit of "
+            f"{self.max_body:,} (it follows --max-episode-chars)"
+        )
+
+    def watch_body(self, peer: tuple[str, int] | None, receive: Any) -> Any:
+        """``receive`` that ends the wait once the body is complete and bounds its size.
+
+        A body sent without a length (chunked) that grows past ``max_body`` ends
+        the request: the application is told the client left and the connection
+        is closed.
+        """
+        if peer is None:
+            return receive
+        received = 0
+
+        async def receive_body() -> Any:
+            nonlocal received
+            message = await receive()
+            if message["type"] != "http.request":
+                return message
+            received += len(message.get("body", b""))
+            if self.max_body is not None and received > self.max_body:
+                transport = self.live.pop(peer, None)
+                self._stop_waiting(peer)
+                self._log.warning(
+                    "closed a connection whose request body passed %d bytes", self.max_body
+                )
+                if transport is not None:
+                    transport.abort()
+                return {"type": "http.disconnect"}
+            if not message.get("more_body"):
+                self._stop_waiting(peer)
+            return message
+
+        return receive_body
 
     def watch_response(self, peer: tuple[str, int] | None, send: Any) -> Any:
         """``send`` that starts the wait for the next head once the response is sent."""
@@ -519,6 +611,15 @@ def http_connection_cap(websockets: int) -> int:
         except (ValueError, OSError):
             pass
     return max(16, soft - websockets - FD_RESERVE)
+
+
+def max_body(max_episode_chars: int) -> int:
+    """The largest HTTP request body the server reads, in bytes.
+
+    A reset brings at most a whole episode's characters; JSON may write each as
+    a six-byte ``\\uXXXX`` escape, and the rest of the request is small.
+    """
+    return 8 * max_episode_chars + (1 << 16)
 
 
 def gated_h11(gate: ConnectionGate) -> type:

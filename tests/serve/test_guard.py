@@ -122,37 +122,52 @@ def test_a_head_not_complete_in_time_closes_its_connection_and_a_response_rearms
     assert served.aborted and gate.closed_slow == 2 and gate.live == {}
 
 
-def test_a_request_body_must_keep_coming_but_a_finished_one_may_wait() -> None:
-    gate = ConnectionGate(head_timeout=0.05, max_open=8)
-    guard = Guard(_app, gate=gate)
-    scope = {**_scope("http", Host="127.0.0.1"), "client": ("127.0.0.1", 5)}
-    sent = _call(guard, scope)  # the body never arrives
-    assert sent == [{"type": "echo", "message": {"type": "http.disconnect", "code": 1001}}]
+def test_a_whole_request_is_due_within_the_deadline_and_a_sent_one_may_then_wait() -> None:
+    """The deadline covers head and body; once the body is whole, a long step does not count."""
 
-    async def body_then_silence(guard: Guard) -> list[Any]:
-        parts = iter([{"type": "http.request", "body": b"{}", "more_body": False}])
+    async def scenario(parts: list[Any], length: str | None) -> tuple[_Transport, list[Any]]:
+        gate = ConnectionGate(head_timeout=0.05, max_open=8, max_body=100)
+        transport, peer = _Transport(), ("127.0.0.1", 5)
+        gate.opened(peer, transport)
+        headers = (
+            {"Host": "127.0.0.1"}
+            if length is None
+            else {"Host": "127.0.0.1", "Content-Length": length}
+        )
+        scope = {**_scope("http", **headers), "client": peer}
+        pending = iter(parts)
         out: list[Any] = []
 
         async def receive() -> Any:
-            part = next(parts, None)
+            part = next(pending, None)
             if part is None:
-                await asyncio.sleep(0.2)  # a long step: the client is still there
+                await asyncio.sleep(0.2)  # the client sends no more (or a long step runs)
                 return {"type": "http.disconnect"}
             return part
 
         async def app(scope: Any, receive: Any, send: Any) -> None:
-            out.append(await receive())
-            out.append(await receive())
+            for _ in range(len(parts) + 1):
+                out.append(await receive())
 
         async def send(message: Any) -> None:
-            pass
+            out.append(message)
 
         await Guard(app, gate=gate)(scope, receive, send)
-        return out
+        return transport, out
 
-    first, second = asyncio.run(body_then_silence(guard))
-    assert first["body"] == b"{}"
-    assert "code" not in second  # the client's own disconnect, not the deadline's
+    half = [{"type": "http.request", "body": b"{", "more_body": True}]
+    transport, _ = asyncio.run(scenario(half, "10"))
+    assert transport.aborted  # the body never finished: closed at the deadline
+    whole = [{"type": "http.request", "body": b"{}", "more_body": False}]
+    transport, out = asyncio.run(scenario(whole, "2"))
+    assert not transport.aborted and out[0]["body"] == b"{}"
+    # Chunked, past the limit: the application is told the client left.
+    big = [{"type": "http.request", "body": b"x" * 80, "more_body": True}] * 2
+    transport, out = asyncio.run(scenario(big, None))
+    assert transport.aborted and out[1] == {"type": "http.disconnect"}
+    # A declared length over the limit is refused before any of it is read.
+    transport, out = asyncio.run(scenario(whole, "101"))
+    assert out[0]["status"] == 413 and b"over this server's limit of 100" in out[1]["body"]
 
 
 def test_the_http_connection_cap_leaves_room_for_websockets_and_the_rest() -> None:

@@ -190,3 +190,105 @@ def test_websocket_compression_is_off_unless_asked_for(tmp_path: Path, compress:
     finally:
         code = server.stop()
     assert code == 0, server.output()
+
+
+def test_a_body_sent_a_byte_at_a_time_is_closed_at_the_deadline(tmp_path: Path) -> None:
+    """Complete heads, then a body that never ends: held against a limit of 300 files."""
+    server = start_server(
+        tmp_path, CONFIG, "--max-sessions", "8", "--header-timeout", "2", open_files=300
+    )
+    head = (
+        f"POST /reset HTTP/1.1\r\nHost: 127.0.0.1:{_port(server)}\r\n"
+        "Content-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
+    ).encode()
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(230):  # more than the 300 - 16 - 64 = 220 HTTP connections allowed
+            sock = _connect(server)
+            sock.sendall(head + b'{"prompt": "')
+            socks.append(sock)
+        for _ in range(6):  # three deadlines, a byte a second on every connection
+            time.sleep(1)
+            for sock in socks:
+                with contextlib.suppress(OSError):
+                    sock.send(b"x")
+        assert server.get("/health")["status"] == "healthy"
+        assert server.get("/interactions")["connections"]["http"] <= 2
+    finally:
+        for sock in socks:
+            sock.close()
+        code = server.stop()
+    assert code == 0, server.output()
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    # --max-episode-chars 1000: bodies up to 8 * 1000 + 65536 bytes are read.
+    server = start_server(tmp_path, CONFIG, "--max-episode-chars", "1000")
+    try:
+        sock = _connect(server)
+        sock.sendall(
+            b"POST /reset HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 1000000000\r\n\r\n{"
+        )
+        answer = sock.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 413"), answer
+        assert b"over this server's limit of 73,536" in answer
+        assert _closed_by_server(sock, 5)
+        sock.close()
+        # Without a length (chunked), the request ends once the body passes the limit.
+        sock = _connect(server)
+        sock.sendall(
+            b"POST /reset HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
+        chunk = b"4000\r\n" + b"x" * 0x4000 + b"\r\n"
+        with contextlib.suppress(OSError):
+            for _ in range(10):  # 160 KiB
+                sock.sendall(chunk)
+        assert _closed_by_server(sock, 5)
+        sock.close()
+        assert server.get("/health")["status"] == "healthy"
+        assert server.sessions()["started"] == 0
+    finally:
+        code = server.stop()
+    assert code == 0, server.output()
+
+
+def _stuck_websocket(port: int) -> socket.socket:
+    """A WebSocket that sends resets without the token and never reads the refusals."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(
+        f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+        "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        "Sec-WebSocket-Version: 13\r\n\r\n".encode()
+    )
+    data = b'{"type": "reset", "data": {"prompt": "hi"}}'
+    frame = bytes([0x81, 0x80 | len(data)]) + b"\0\0\0\0" + data
+    sock.settimeout(3)
+    with contextlib.suppress(OSError):
+        while True:  # until the server stops reading: its unread replies fill the socket
+            sock.send(frame * 1000)
+    return sock
+
+
+def test_websockets_that_never_read_cannot_lock_out_a_token_holder(tmp_path: Path) -> None:
+    server = start_server(
+        tmp_path, CONFIG, "--max-sessions", "2", env={"INTERACTIONS_SERVE_TOKEN": "sekrit"}
+    )
+    socks: list[socket.socket] = []
+    try:
+        socks = [_stuck_websocket(_port(server)) for _ in range(6)]  # --max-connections 4
+        with GenericEnvClient(base_url=server.url).sync() as client:
+            client.reset(
+                prompt="2+2?",
+                interaction_kwargs={"name": "gsm8k", "ground_truth": "4"},
+                token="sekrit",
+            )
+            assert client.step({"content": "#### 4"}).reward == 1.0
+    finally:
+        for sock in socks:
+            sock.close()
+        code = server.stop()
+    assert code == 0, server.output()
