@@ -50,7 +50,7 @@ class BuiltinPlugin:
     POLICIES = {
         "replay": "interactions_core.runtime.policies.base:ReplayPolicy",
         "openai": "interactions_core.runtime.policies.openai:OpenAIPolicy",
-        "human": "interactions_core.runtime.policies.human:HumanPolicy",
+        "human": "interactions_core.runtime.policies.base:HumanPolicy",
     }
 
     @hookimpl

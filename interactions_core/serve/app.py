@@ -507,7 +507,7 @@ def run(
     """
     import uvicorn
 
-    from .guard import (
+    from .connections import (
         ConnectionGate,
         gated_h11,
         http_connection_cap,

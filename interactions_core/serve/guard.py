@@ -17,22 +17,17 @@ connection rather than any one endpoint:
   closes the oldest one that has not yet received an observation (no reset
   passed), so such connections cannot keep a token holder out of a connection
   either; only when every open one has played is the new one refused.
-* **Idle connections**: a WebSocket that sends nothing for ``idle_timeout``
-  seconds is treated as gone: OpenEnv closes its environment, which ends and
-  finalizes its episode, and the slot is free again.
+* **Idle connections**: a WebSocket whose client sends nothing, or reads
+  nothing, for ``idle_timeout`` seconds is treated as gone: OpenEnv closes its
+  environment, which ends and finalizes its episode, and the slot is free again.
+* **HTTP requests**: each head that arrives, and each body as it completes, is
+  reported to the :class:`~interactions_core.serve.connections.ConnectionGate`
+  below the application, which closes connections that never finish a request;
+  a body declared larger than the gate allows is refused (413) unread.
 
-* **Half-sent requests** (:class:`ConnectionGate`, below the application): an
-  HTTP connection must send a complete request (its head, then its body) within
-  ``head_timeout`` seconds of opening (or of its previous response), or it is
-  closed; a body over :func:`max_body` is refused (413) before it is read.
-  Connections are capped so that they cannot use up the process's file
-  descriptors; when the cap is reached the one that has waited longest for its
-  request is closed to make room, so a client that sends its request at once
-  still gets in.
-
-Refusals are answered with a status and one readable sentence (an HTTP 403/503
-body, or a handshake refused with 403), never a traceback; their log lines are
-rate-limited (:class:`Throttled`), so a flood cannot grow the log without bound.
+Refusals are answered with a status and one readable sentence (an HTTP
+403/413/503 body, or a handshake refused with 403), never a traceback; their log
+lines are rate-limited, so a flood cannot grow the log without bound.
 """
 
 from __future__ import annotations
@@ -41,62 +36,21 @@ import asyncio
 import ipaddress
 import json
 import logging
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..runtime.watchdog import BLOCKING_ADVICE, LoopWatchdog
+from .connections import ConnectionGate, Throttled, peer_key
 
-__all__ = [
-    "FD_RESERVE",
-    "LOG_EVERY",
-    "LOOPBACK_NAMES",
-    "REPORT_AFTER",
-    "ConnectionGate",
-    "Guard",
-    "ServeWatchdog",
-    "Throttled",
-    "gated_h11",
-    "http_connection_cap",
-    "max_body",
-    "peer_key",
-    "quiet_accept_errors",
-]
+__all__ = ["EVICT_GRACE", "LOOPBACK_NAMES", "REPORT_AFTER", "Guard", "ServeWatchdog"]
 
 log = logging.getLogger("interactions_core.serve")
 
 #: Seconds an evicted WebSocket has to notice before its transport is aborted.
 EVICT_GRACE = 1.0
-#: Seconds between two log lines about refused requests: a flood of refusals (or of
-#: connections) must not grow the log without bound.
-LOG_EVERY = 5.0
 #: Host names that mean "this machine" besides the loopback addresses.
 LOOPBACK_NAMES = frozenset({"localhost"})
-
-
-class Throttled:
-    """A warning logged at most once per ``LOG_EVERY`` seconds, with how many were not."""
-
-    def __init__(self) -> None:
-        self._logged_at = float("-inf")
-        self._unlogged = 0
-
-    def warning(self, message: str, *args: Any) -> None:
-        now = time.monotonic()
-        if now - self._logged_at < LOG_EVERY:
-            self._unlogged += 1
-            return
-        more = f" ({self._unlogged} more since the last line)" if self._unlogged else ""
-        self._logged_at, self._unlogged = now, 0
-        log.warning(message + more, *args)
-
-
-def peer_key(address: Any) -> tuple[str, int] | None:
-    """``(host, port)`` of a TCP peer, as a transport and an ASGI scope both give it."""
-    if not isinstance(address, (tuple, list)) or len(address) < 2:
-        return None
-    return str(address[0]), int(address[1])
 
 
 def _is_loopback(host: str) -> bool:
@@ -405,264 +359,6 @@ class _IdleWatch:
             raise
         finally:
             self.waiting = False
-
-
-class ConnectionGate:
-    """HTTP connections below the application: a deadline for each request head, and a cap.
-
-    uvicorn closes a connection idle between two requests (keep-alive), but not one
-    that sends its request head a byte at a time, nor one that opened and sent
-    nothing: each holds a file descriptor for as long as the client likes, and at
-    the process's limit the server can accept nobody, ``/health`` included, while
-    asyncio logs a traceback for every refused accept. The gate is told of each
-    connection by :func:`gated_h11` (the HTTP protocol the server runs) and of each
-    head that arrived by :class:`Guard`, which sees every request:
-
-    * a connection that has not sent a complete request (head, then body)
-      ``head_timeout`` seconds after it opened (or after its previous response) is
-      closed, and a body over ``max_body`` bytes ends its request;
-    * at most ``max_open`` connections are open before their upgrade to a
-      WebSocket (which :class:`Guard` limits apart); a connection beyond that
-      closes the one that has waited longest for its request, or, when every open
-      one is busy with a request it sent whole, is itself closed.
-    """
-
-    def __init__(
-        self, head_timeout: float | None, max_open: int, max_body: int | None = None
-    ) -> None:
-        self.head_timeout = head_timeout
-        self.max_open = max_open
-        self.max_body = max_body
-        #: Open HTTP connections (not upgraded) by peer, with their transports.
-        self.live: dict[tuple[str, int], Any] = {}
-        #: Those waiting for a request head, oldest first, with their deadline timers.
-        self.waiting: dict[tuple[str, int], asyncio.TimerHandle | None] = {}
-        #: Connections closed: past the head deadline, to make room, refused when full.
-        self.closed_slow = 0
-        self.closed_full = 0
-        self.refused = 0
-        self._log = Throttled()
-
-    def opened(self, peer: tuple[str, int] | None, transport: Any) -> bool:
-        """A connection was accepted; ``False`` when it must be closed at once."""
-        if peer is None:
-            return True
-        if len(self.live) >= self.max_open and not self._close_oldest_waiting():
-            self.refused += 1
-            self._log.warning(
-                "closed a new connection: %d HTTP connections are open and all are busy "
-                "(the limit follows the open-file limit; raise it with ulimit -n)",
-                len(self.live),
-            )
-            return False
-        self.live[peer] = transport
-        self._await_head(peer)
-        return True
-
-    def closed(self, peer: tuple[str, int] | None) -> None:
-        if peer is not None:
-            self.live.pop(peer, None)
-            self._stop_waiting(peer)
-
-    def head_arrived(
-        self, peer: tuple[str, int] | None, *, upgraded: bool = False, body: bool = False
-    ) -> Any:
-        """A request head reached the application.
-
-        A request with a ``body`` is still waited for until its body is complete
-        (:meth:`watch_body`). An upgraded connection leaves the gate (the guard
-        counts WebSockets apart), and its transport is returned.
-        """
-        if peer is None:
-            return None
-        if upgraded:
-            self._stop_waiting(peer)
-            return self.live.pop(peer, None)
-        if not body:
-            self._stop_waiting(peer)
-        return None
-
-    def too_big(self, length: str | None) -> str | None:
-        """Why a declared ``Content-Length`` is refused, or ``None``."""
-        if self.max_body is None or length is None:
-            return None
-        try:
-            declared = int(length)
-        except ValueError:
-            return None  # the HTTP parser answers a malformed length itself
-        if declared <= self.max_body:
-            return None
-        return (
-            f"the request body is {declared:,} bytes, over this server's limit of "
-            f"{self.max_body:,} (it follows --max-episode-chars)"
-        )
-
-    def watch_body(self, peer: tuple[str, int] | None, receive: Any) -> Any:
-        """``receive`` that ends the wait once the body is complete and bounds its size.
-
-        A body sent without a length (chunked) that grows past ``max_body`` ends
-        the request: the application is told the client left and the connection
-        is closed.
-        """
-        if peer is None:
-            return receive
-        received = 0
-
-        async def receive_body() -> Any:
-            nonlocal received
-            message = await receive()
-            if message["type"] != "http.request":
-                return message
-            received += len(message.get("body", b""))
-            if self.max_body is not None and received > self.max_body:
-                transport = self.live.pop(peer, None)
-                self._stop_waiting(peer)
-                self._log.warning(
-                    "closed a connection whose request body passed %d bytes", self.max_body
-                )
-                if transport is not None:
-                    transport.abort()
-                return {"type": "http.disconnect"}
-            if not message.get("more_body"):
-                self._stop_waiting(peer)
-            return message
-
-        return receive_body
-
-    def watch_response(self, peer: tuple[str, int] | None, send: Any) -> Any:
-        """``send`` that starts the wait for the next head once the response is sent."""
-        if peer is None:
-            return send
-
-        async def send_then_wait(message: Any) -> None:
-            await send(message)
-            done = message["type"] == "http.response.body" and not message.get("more_body")
-            if done and peer in self.live and peer not in self.waiting:
-                self._await_head(peer)
-
-        return send_then_wait
-
-    def _await_head(self, peer: tuple[str, int]) -> None:
-        timer = None
-        if self.head_timeout is not None:
-            loop = asyncio.get_running_loop()
-            timer = loop.call_later(self.head_timeout, self._too_slow, peer)
-        self.waiting[peer] = timer
-
-    def _stop_waiting(self, peer: tuple[str, int]) -> None:
-        timer = self.waiting.pop(peer, None)
-        if timer is not None:
-            timer.cancel()
-
-    def _too_slow(self, peer: tuple[str, int]) -> None:
-        self.waiting.pop(peer, None)
-        transport = self.live.pop(peer, None)
-        if transport is not None:
-            self.closed_slow += 1
-            self._log.warning(
-                "closed a connection that sent no complete request within %g s (--header-timeout)",
-                self.head_timeout,
-            )
-            transport.abort()
-
-    def _close_oldest_waiting(self) -> bool:
-        for peer in self.waiting:
-            self._stop_waiting(peer)
-            transport = self.live.pop(peer, None)
-            if transport is not None:
-                self.closed_full += 1
-                self._log.warning(
-                    "%d HTTP connections are open, the most the open-file limit allows: "
-                    "closed the one that waited longest for its request",
-                    self.max_open,
-                )
-                transport.abort()
-                return True
-        return False
-
-
-#: File descriptors left for everything but connections: the listening socket, the
-#: log, the plugins' own files and sockets.
-FD_RESERVE = 64
-#: The open-file limit the server asks for when the hard limit allows more.
-FD_WANTED = 1 << 20
-
-
-def http_connection_cap(websockets: int) -> int:
-    """How many HTTP connections may be open: what the open-file limit leaves.
-
-    The soft limit is first raised to the hard one (as far as ``FD_WANTED``), which
-    any process may do; ``websockets`` (``--max-connections``) and ``FD_RESERVE``
-    are kept out of it, so connections waiting for their head cannot take the
-    descriptors the sessions need.
-    """
-    try:
-        import resource
-    except ImportError:  # not a Unix: no limit to read
-        return 1024
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    ceiling = FD_WANTED if hard == resource.RLIM_INFINITY else min(hard, FD_WANTED)
-    if soft == resource.RLIM_INFINITY:
-        soft = ceiling
-    elif soft < ceiling:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (ceiling, hard))
-            soft = ceiling
-        except (ValueError, OSError):
-            pass
-    return max(16, soft - websockets - FD_RESERVE)
-
-
-def max_body(max_episode_chars: int) -> int:
-    """The largest HTTP request body the server reads, in bytes.
-
-    A reset brings at most a whole episode's characters; JSON may write each as
-    a six-byte ``\\uXXXX`` escape, and the rest of the request is small.
-    """
-    return 8 * max_episode_chars + (1 << 16)
-
-
-def gated_h11(gate: ConnectionGate) -> type:
-    """uvicorn's h11 HTTP protocol (``--http h11``), reporting its connections to ``gate``."""
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class GatedH11Protocol(H11Protocol):  # type: ignore[misc]
-        peer: tuple[str, int] | None = None
-
-        def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
-            self.peer = peer_key(transport.get_extra_info("peername"))
-            if not gate.opened(self.peer, transport):
-                self.peer = None
-                transport.abort()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            gate.closed(self.peer)
-            super().connection_lost(exc)
-
-    return GatedH11Protocol
-
-
-def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
-    """Log asyncio's "out of system resource" accept errors at most once per ``LOG_EVERY``.
-
-    When file descriptors run out (other open files, a low ``ulimit -n``) asyncio
-    reports every failed accept with a traceback, thousands a second; one line
-    says the same. Every other error goes to the loop's default handler.
-    """
-    throttled = Throttled()
-
-    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        message = str(context.get("message", ""))
-        if message.startswith("socket.accept() out of system resource"):
-            throttled.warning(
-                "cannot accept connections: %s (raise the open-file limit, ulimit -n)",
-                context.get("exception"),
-            )
-            return
-        loop.default_exception_handler(context)
-
-    loop.set_exception_handler(handle)
 
 
 # The server's event-loop watchdog: the guarantees ``interactions run`` gives, for serve.

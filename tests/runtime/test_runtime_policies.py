@@ -24,7 +24,7 @@ from interactions_core.runtime import (
     get_policy_class,
     list_policies,
 )
-from interactions_core.runtime.policies.human import HumanPolicy
+from interactions_core.runtime.policies.base import HumanPolicy
 from interactions_core.runtime.policies.openai import OpenAIPolicy
 
 # -- replay ---------------------------------------------------------------------------

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from interactions_core.serve.guard import FD_RESERVE, ConnectionGate, Guard, http_connection_cap
+from interactions_core.serve.connections import FD_RESERVE, ConnectionGate, http_connection_cap
+from interactions_core.serve.guard import Guard
 
 
 async def _app(scope: Any, receive: Any, send: Any) -> None:
