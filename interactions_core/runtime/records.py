@@ -287,7 +287,7 @@ def is_whole_record(line: bytes) -> bool:
     """Whether ``line`` (without its newline) parses as one JSON object."""
     try:
         return isinstance(json.loads(line), dict)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 
@@ -380,6 +380,8 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
 _HASH_CHARS = 16
 #: The longest line read as a record (a whole conversation fits many times over).
 MAX_LINE = 64 << 20
+#: Why a line ``json.loads`` gives up on (it recurses, one level a frame) is no record.
+NESTED = "JSON nested too deeply to read"
 
 
 class BadLine(NamedTuple):
@@ -411,11 +413,12 @@ def iter_records(file: IO[bytes], path: str) -> Iterator[tuple[int, dict[str, An
             continue
         try:
             record = loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested ~1,000 deep
             if not line.endswith(b"\n"):
                 yield number, BadLine(path, number, "a torn last line", torn=True)
                 return
-            yield number, BadLine(path, number, f"not JSON ({exc})")
+            problem = f"not JSON ({exc})" if isinstance(exc, ValueError) else NESTED
+            yield number, BadLine(path, number, problem)
             continue
         if isinstance(record, dict):
             yield number, record

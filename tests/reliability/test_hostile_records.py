@@ -194,6 +194,28 @@ def test_report_of_a_device_or_an_endless_line_ends_with_a_message(tmp_path: Pat
     assert code == 0 and "2 episodes" in err and "1 unreadable line(s)" in err, err
 
 
+DEEP = b'{"a":' * 100_000 + b"1" + b"}" * 100_000  # json.loads raises RecursionError
+
+
+def test_report_skips_a_line_nested_too_deeply_naming_its_line(tmp_path: Path) -> None:
+    _, out = play(tmp_path, 3)
+    lines = out.read_bytes().splitlines(keepends=True)
+    out.write_bytes(lines[0] + DEEP + b"\n" + b"".join(lines[1:]))
+    html = tmp_path / "r.html"
+    code, _, err = run_cli("report", str(out), "-o", str(html))
+    assert code == 0 and "3 episodes" in err and "1 unreadable line(s) skipped" in err, err
+    assert "o.jsonl:2: JSON nested too deeply to read" in html.read_text()
+
+
+def test_resume_refuses_a_line_nested_too_deeply_naming_its_line(tmp_path: Path) -> None:
+    data, out = play(tmp_path, 3)
+    lines = out.read_bytes().splitlines(keepends=True)
+    out.write_bytes(lines[0] + DEEP + b"\n" + b"".join(lines[1:]))
+    code, _, err = run_cli("run", "--data", str(data), "--output", str(out), "--resume")
+    assert code != 0 and f"{out}:2: not a record" in err and "nested too deeply" in err, err
+    assert "unexpected" not in err
+
+
 # -- #9: the last record of a (sample, repeat) is the one that counts ----------------------
 
 
