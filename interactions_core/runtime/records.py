@@ -43,7 +43,7 @@ import time
 from collections.abc import Container, Iterator, Mapping
 from typing import IO, Any, NamedTuple
 
-from .._files import lock_fd
+from .._files import bounded_lines, line_too_long, lock_fd
 from ..errors import DatasetError
 from .record import EpisodeRecord
 
@@ -378,8 +378,6 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
 # -- reading: the one records reader, and resuming ---------------------------------
 
 _HASH_CHARS = 16
-#: The longest line read as a record (a whole conversation fits many times over).
-MAX_LINE = 64 << 20
 #: Why a line ``json.loads`` gives up on (it recurses, one level a frame) is no record.
 NESTED = "JSON nested too deeply to read"
 
@@ -405,9 +403,9 @@ def iter_records(file: IO[bytes], path: str) -> Iterator[tuple[int, dict[str, An
     the rule on torn and bad lines.
     """
     loads = json.loads
-    for number, line in enumerate(_bounded_lines(file), 1):
+    for number, line in enumerate(bounded_lines(file), 1):
         if line is None:
-            yield number, BadLine(path, number, f"a line longer than {MAX_LINE >> 20} MiB")
+            yield number, BadLine(path, number, line_too_long())
             continue
         if not line.strip():
             continue
@@ -426,20 +424,6 @@ def iter_records(file: IO[bytes], path: str) -> Iterator[tuple[int, dict[str, An
             yield number, BadLine(path, number, "a torn last line", torn=True)
         else:
             yield number, BadLine(path, number, "not a JSON object")
-
-
-def _bounded_lines(file: IO[bytes]) -> Iterator[bytes | None]:
-    """The lines of ``file``; ``None`` for a line over :data:`MAX_LINE` (read past, not kept)."""
-    while True:
-        line = file.readline(MAX_LINE)
-        if not line:
-            return
-        if len(line) < MAX_LINE or line.endswith(b"\n"):
-            yield line
-            continue
-        while (rest := file.readline(1 << 20)) and not rest.endswith(b"\n"):
-            pass
-        yield None
 
 
 def config_hash(config_path: str | None, options: Mapping[str, Any]) -> str:

@@ -183,13 +183,13 @@ def test_report_skips_a_record_with_one_wrong_field_naming_its_line(tmp_path: Pa
 
 
 def test_report_of_a_device_or_an_endless_line_ends_with_a_message(tmp_path: Path) -> None:
-    from interactions_core.runtime import records
+    from interactions_core import _files
 
     code, _, err = run_cli("report", "/dev/zero", "-o", str(tmp_path / "z.html"))
     assert code != 0 and "/dev/zero is a device" in err
     long = tmp_path / "long.jsonl"
     _, out = play(tmp_path, 2)
-    long.write_bytes(b"x" * (records.MAX_LINE + 10) + b"\n" + out.read_bytes())
+    long.write_bytes(b"x" * (_files.MAX_LINE + 10) + b"\n" + out.read_bytes())
     code, _, err = run_cli("report", str(long), "-o", str(tmp_path / "l.html"))
     assert code == 0 and "2 episodes" in err and "1 unreadable line(s)" in err, err
 
