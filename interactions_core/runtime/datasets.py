@@ -126,6 +126,24 @@ def data_format(path: str | os.PathLike[str], format: str | None = None) -> str:
     )
 
 
+def _not_a_file(path: str) -> str:
+    """Why ``path``, which exists but is no file (nor a pipe), is not read as data.
+
+    A device or a socket is not read as data (``/dev/zero`` never ends, a terminal
+    waits): the shell's redirect onto ``--data -`` reads one when that is meant.
+    """
+    mode = os.stat(path).st_mode
+    if stat.S_ISDIR(mode):
+        return f"{path} is a directory, not a data file"
+    kind = {stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}.get(
+        stat.S_IFMT(mode), "a socket" if stat.S_ISSOCK(mode) else "not a file"
+    )
+    return (
+        f"{path} is not a regular file ({kind}); --data reads a file, a named pipe, or "
+        f"standard input: to read this one, redirect it there (--data - < {path})"
+    )
+
+
 def _import_parquet() -> Any:
     try:
         import pyarrow.parquet as pq
@@ -213,6 +231,8 @@ class SampleReader:
     ) -> None:
         self.path = os.fspath(path)
         self.stream = self.path == STDIN or _is_pipe(self.path)
+        if not self.stream and os.path.exists(self.path) and not os.path.isfile(self.path):
+            raise DatasetError(_not_a_file(self.path))  # a directory, a device
         self.format = data_format(self.path, format)
         self.strict = strict
         self.limit = limit

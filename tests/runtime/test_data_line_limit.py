@@ -119,3 +119,29 @@ def test_run_reports_an_over_long_stdin_line_and_plays_the_rest(
     assert json.loads(out.getvalue())["episodes"] == 2
     assert "skipped 1 bad row" in err.getvalue()
     assert "-:2: a line longer than 1,000 bytes" in err.getvalue()
+
+
+# -- a path that exists but is no file -------------------------------------------------
+
+
+def test_a_device_is_not_a_data_file_and_the_message_says_what_to_do(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(DatasetError) as refused:
+        SampleReader("/dev/zero", format="jsonl")
+    message = str(refused.value)
+    assert "not found" not in message
+    assert "/dev/zero is not a regular file (a character device)" in message
+    assert "--data - < /dev/zero" in message
+    assert main(["run", CONFIG, "--data", "/dev/zero", "--format", "jsonl"]) == 1
+    err = capsys.readouterr().err
+    assert "is not a regular file" in err and "not found" not in err
+    assert main(["run", CONFIG, "--data", "/dev/zero"]) == 1
+    assert "is not a regular file" in capsys.readouterr().err
+
+
+def test_a_missing_file_and_a_directory_keep_their_messages(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="data file not found"):
+        SampleReader(tmp_path / "none.jsonl", format="jsonl")
+    with pytest.raises(DatasetError, match="is a directory, not a data file"):
+        SampleReader(tmp_path, format="jsonl")
