@@ -163,6 +163,16 @@ def test_unreadable_lines_are_counted_and_shown(tmp_path: Path) -> None:
     assert "Unreadable lines (2)" in render([run])
 
 
+def test_records_without_durations_make_a_report(tmp_path: Path) -> None:
+    """``duration_s`` is optional in a record: without any, the duration figure is empty."""
+    rows = [record(0, [1.0]), record(1, [0.0])]
+    for row in rows:
+        del row["duration_s"]
+    (run,) = read_records([str(write(tmp_path / "r.jsonl", rows))])
+    page = render([run])
+    assert "Episode duration" in page and run.stats.total.episodes == 2
+
+
 def test_a_line_nested_too_deeply_is_skipped_as_unreadable(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
