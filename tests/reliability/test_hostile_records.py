@@ -216,6 +216,20 @@ def test_resume_refuses_a_line_nested_too_deeply_naming_its_line(tmp_path: Path)
     assert "unexpected" not in err
 
 
+def test_resume_tells_errors_recorded_without_where(tmp_path: Path) -> None:
+    """A record's error needs only a message (or is plain text): the run's summary says it."""
+    data, out = play(tmp_path, 3)
+    good = out.read_bytes()
+    for errors in ([{"message": "boom"}], ["boom"]):
+        lines = good.splitlines(keepends=True)
+        record = json.loads(lines[1])
+        lines[1] = json.dumps({**record, "errors": errors}).encode() + b"\n"
+        out.write_bytes(b"".join(lines))
+        code, _, err = run_cli("run", "--data", str(data), "--output", str(out), "--resume")
+        assert code == 1 and "unexpected" not in err, err  # 1: an episode errored
+        assert "1 of 3 episode(s) errored" in err and "sample 1: boom" in err, err
+
+
 # -- #9: the last record of a (sample, repeat) is the one that counts ----------------------
 
 
