@@ -1,12 +1,15 @@
-"""Writing a file whole and locking a file: the two file-system idioms, once.
+"""Writing a file whole, locking a file, reading a line: the file-system idioms, once.
 
 Every file the project writes in one piece (a dataset, a report, the index
 cache) must never be seen half-written, even when the process is killed while
 writing; and every file that only one process may write at a time (a records
-file, the cache's build lock) is guarded by an advisory lock. Both idioms have
-sharp edges (temporary files in the same folder so the rename stays atomic,
-``fsync`` before the rename, platforms without ``fcntl``), so they live here
-once and the callers keep only their own error messages.
+file, the cache's build lock) is guarded by an advisory lock. Every file of JSON
+lines it reads (records, ``--data``, standard input) is read one line at a time
+with a bound on the line (:func:`bounded_lines`), so no line, not even one that
+never ends, is held whole. These idioms have sharp edges (temporary files in the
+same folder so the rename stays atomic, ``fsync`` before the rename, platforms
+without ``fcntl``, ``readline`` without a size), so they live here once and the
+callers keep only their own error messages.
 """
 
 from __future__ import annotations
@@ -16,8 +19,18 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import IO
 
-__all__ = ["lock", "lock_fd", "replacing", "temporary_next_to", "write_atomically"]
+__all__ = [
+    "MAX_LINE",
+    "bounded_lines",
+    "line_too_long",
+    "lock",
+    "lock_fd",
+    "replacing",
+    "temporary_next_to",
+    "write_atomically",
+]
 
 
 def temporary_next_to(path: str | os.PathLike[str]) -> str:
@@ -140,3 +153,34 @@ def lock(path: str | os.PathLike[str], timeout: float = 0.0) -> Iterator[bool | 
         yield lock_fd(fd, timeout)
     finally:
         os.close(fd)
+
+
+#: The longest line read from a file of JSON lines (a records file, ``--data``): a
+#: whole conversation fits many times over, and neither a 900 MB line nor an endless
+#: one on standard input can take the memory it would need to be held.
+MAX_LINE = 64 << 20
+
+
+def bounded_lines(file: IO[bytes]) -> Iterator[bytes | None]:
+    """The lines of ``file``; ``None`` for a line over :data:`MAX_LINE`, never held whole.
+
+    The rest of such a line is read past, 1 MiB at a time, only when the next line
+    is asked for: a caller that stops at the ``None`` (a strict reader) reads no
+    further, and one that goes on holds at most 1 MiB of it, even of a line that
+    never ends. Line numbers stay right (one item a line).
+    """
+    limit = MAX_LINE  # read when reading starts, so a test can lower it
+    while line := file.readline(limit):
+        if len(line) < limit or line.endswith(b"\n"):
+            yield line
+            continue
+        yield None
+        while (rest := file.readline(1 << 20)) and not rest.endswith(b"\n"):
+            pass
+
+
+def line_too_long() -> str:
+    """What :func:`bounded_lines` passed over, in words: "a line longer than 64 MiB"."""
+    limit = MAX_LINE
+    size = f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit:,} bytes"
+    return f"a line longer than {size}"

@@ -292,8 +292,8 @@ def _tell_errors(args: argparse.Namespace, summary: Any) -> None:
     )
     for example in summary.error_examples:
         at = f" (at {example['at']})" if example.get("at") else ""
-        sys.stderr.write(
-            f"  sample {example['sample_id']!r}: {example['where']}: {example['message']}{at}\n"
-        )
+        # A resumed record's error may lack 'where' (a hand-made or older file).
+        what = ": ".join(str(example[k]) for k in ("where", "message") if k in example)
+        sys.stderr.write(f"  sample {example.get('sample_id')!r}: {what}{at}\n")
         if example.get("traceback"):  # INTERACTIONS_DEBUG=1
             sys.stderr.write("    " + example["traceback"].replace("\n", "\n    ") + "\n")

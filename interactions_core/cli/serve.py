@@ -90,9 +90,9 @@ COMMAND = Command(
             "--max-episode-chars",
             type=positive_int,
             metavar="N",
-            help="the most characters one episode's conversation may hold; every observation "
-            "carries all of it (a longer prompt is refused, a step past it ends the episode; "
-            "default: 2,000,000)",
+            help="the most characters one observation may carry: the episode's whole "
+            "conversation and the step's feedback (a longer prompt is refused; an answer or "
+            "a plugin's feedback past it ends the episode; default: 2,000,000)",
         ),
         Arg(
             "--rewards",

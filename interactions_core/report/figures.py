@@ -375,14 +375,14 @@ def _turns(runs: Sequence[RunData], bars: _ShareBars) -> str:
 
 
 def _durations(runs: Sequence[RunData], bars: _ShareBars) -> str:
-    labels, shares = _duration_bins(runs)
-    series = [(run.label, bars.colours[i], shares[i]) for i, run in enumerate(runs)]
+    labels, shares = _duration_bins(runs)  # none when no record has a duration_s
+    series = [(run.label, bars.colours[i], shares[i]) for i, run in enumerate(runs) if labels]
     return bars.figure(
         "duration",
         "Episode duration (share of episodes)",
         "episode duration",
         labels,
-        series if labels else [],
+        series,
         "wall-clock time per episode",
     )
 

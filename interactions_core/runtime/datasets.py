@@ -60,7 +60,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .._classes import check_options, keyword_options
-from .._files import replacing
+from .._files import bounded_lines, line_too_long, replacing
 from ..errors import ConfigError, DatasetError, InteractionsError, PluginLoadError
 from ..registry import BuilderInfo, Registry, get_registry
 from .records import LineWriter, is_special_file, refuse_existing
@@ -90,6 +90,12 @@ PARQUET_HINT = (
 
 #: ``--data -``: read the samples from standard input.
 STDIN = "-"
+#: Why a line over :data:`~interactions_core._files.MAX_LINE` is a bad row (it is
+#: read past, never held): no sample needs that much, a file of another kind might.
+TOO_LONG = (
+    "{}, more than one row may hold: skipped without being held (JSONL holds one "
+    "sample per line; convert a file that is one JSON array, or not text, first)"
+)
 
 
 def _is_pipe(path: str | os.PathLike[str]) -> bool:
@@ -117,6 +123,24 @@ def data_format(path: str | os.PathLike[str], format: str | None = None) -> str:
     raise DatasetError(
         f"{os.fspath(path)}: cannot tell the format from the file name; name it .jsonl or "
         ".parquet (or pass --format)"
+    )
+
+
+def _not_a_file(path: str) -> str:
+    """Why ``path``, which exists but is no file (nor a pipe), is not read as data.
+
+    A device or a socket is not read as data (``/dev/zero`` never ends, a terminal
+    waits): the shell's redirect onto ``--data -`` reads one when that is meant.
+    """
+    mode = os.stat(path).st_mode
+    if stat.S_ISDIR(mode):
+        return f"{path} is a directory, not a data file"
+    kind = {stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device"}.get(
+        stat.S_IFMT(mode), "a socket" if stat.S_ISSOCK(mode) else "not a file"
+    )
+    return (
+        f"{path} is not a regular file ({kind}); --data reads a file, a named pipe, or "
+        f"standard input: to read this one, redirect it there (--data - < {path})"
     )
 
 
@@ -206,6 +230,9 @@ class SampleReader:
         max_examples: int = 20,
     ) -> None:
         self.path = os.fspath(path)
+        self.stream = self.path == STDIN or _is_pipe(self.path)
+        if not self.stream and os.path.exists(self.path) and not os.path.isfile(self.path):
+            raise DatasetError(_not_a_file(self.path))  # a directory, a device
         self.format = data_format(self.path, format)
         self.strict = strict
         self.limit = limit
@@ -213,7 +240,6 @@ class SampleReader:
         self.skipped = 0
         self.rows = 0
         self.bad_rows: list[BadRow] = []
-        self.stream = self.path == STDIN or _is_pipe(self.path)
         if self.format == "parquet":
             if self.stream:
                 raise DatasetError(
@@ -282,7 +308,10 @@ class SampleReader:
         else:
             source = open(self.path, "rb")  # noqa: SIM115 - closed by the with below
         with source as f:
-            for number, raw in enumerate(f, start=1):
+            for number, raw in enumerate(bounded_lines(f), start=1):
+                if raw is None:
+                    self._bad(number, TOO_LONG.format(line_too_long()))
+                    continue
                 if not raw.strip():
                     continue
                 try:

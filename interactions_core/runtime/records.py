@@ -43,7 +43,7 @@ import time
 from collections.abc import Container, Iterator, Mapping
 from typing import IO, Any, NamedTuple
 
-from .._files import lock_fd
+from .._files import bounded_lines, line_too_long, lock_fd
 from ..errors import DatasetError
 from .record import EpisodeRecord
 
@@ -287,7 +287,7 @@ def is_whole_record(line: bytes) -> bool:
     """Whether ``line`` (without its newline) parses as one JSON object."""
     try:
         return isinstance(json.loads(line), dict)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 
@@ -378,8 +378,8 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
 # -- reading: the one records reader, and resuming ---------------------------------
 
 _HASH_CHARS = 16
-#: The longest line read as a record (a whole conversation fits many times over).
-MAX_LINE = 64 << 20
+#: Why a line ``json.loads`` gives up on (it recurses, one level a frame) is no record.
+NESTED = "JSON nested too deeply to read"
 
 
 class BadLine(NamedTuple):
@@ -403,19 +403,20 @@ def iter_records(file: IO[bytes], path: str) -> Iterator[tuple[int, dict[str, An
     the rule on torn and bad lines.
     """
     loads = json.loads
-    for number, line in enumerate(_bounded_lines(file), 1):
+    for number, line in enumerate(bounded_lines(file), 1):
         if line is None:
-            yield number, BadLine(path, number, f"a line longer than {MAX_LINE >> 20} MiB")
+            yield number, BadLine(path, number, line_too_long())
             continue
         if not line.strip():
             continue
         try:
             record = loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested ~1,000 deep
             if not line.endswith(b"\n"):
                 yield number, BadLine(path, number, "a torn last line", torn=True)
                 return
-            yield number, BadLine(path, number, f"not JSON ({exc})")
+            problem = f"not JSON ({exc})" if isinstance(exc, ValueError) else NESTED
+            yield number, BadLine(path, number, problem)
             continue
         if isinstance(record, dict):
             yield number, record
@@ -423,20 +424,6 @@ def iter_records(file: IO[bytes], path: str) -> Iterator[tuple[int, dict[str, An
             yield number, BadLine(path, number, "a torn last line", torn=True)
         else:
             yield number, BadLine(path, number, "not a JSON object")
-
-
-def _bounded_lines(file: IO[bytes]) -> Iterator[bytes | None]:
-    """The lines of ``file``; ``None`` for a line over :data:`MAX_LINE` (read past, not kept)."""
-    while True:
-        line = file.readline(MAX_LINE)
-        if not line:
-            return
-        if len(line) < MAX_LINE or line.endswith(b"\n"):
-            yield line
-            continue
-        while (rest := file.readline(1 << 20)) and not rest.endswith(b"\n"):
-            pass
-        yield None
 
 
 def config_hash(config_path: str | None, options: Mapping[str, Any]) -> str:

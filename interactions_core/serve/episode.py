@@ -19,11 +19,16 @@
   at once. A plugin error also ends it (one fault, one episode), and so does
   :meth:`end`, which the server calls when the client goes away.
 
-Every observation carries the whole conversation, so its size is bounded: a
-prompt over the hub's ``max_episode_chars`` is refused, and a step that would
-take the conversation past it ends the episode (its session finalized) with an
-error that says so. A prompt message or ``interaction_kwargs`` nested more than
-:data:`MAX_NESTING` levels is refused the same way, before any session is taken.
+Every observation carries the whole conversation, so its size is bounded by the
+hub's ``max_episode_chars``, counted as the characters of message content an
+observation carries: every message of ``messages`` and the ``feedback`` field,
+which repeats the feedback just appended (or carries the last turn's, which is
+not appended). A prompt over the bound is refused; an assistant message that
+would take the conversation past it, or a plugin's feedback that would take the
+observation past it, ends the episode (its session finalized, the feedback
+dropped) with an error that says which. A prompt message or
+``interaction_kwargs`` nested more than :data:`MAX_NESTING` levels is refused
+the same way, before any session is taken.
 
 Observations are plain dicts with the fields of the OpenEnv observation:
 ``messages``, ``feedback``, ``turn``, ``final_score``, ``interaction``,
@@ -258,14 +263,9 @@ class ServedEpisode:
         async with self._lock:
             session = self.session
             if session is None or not session.is_open:
-                if session is not None and self.done:
-                    problem = f"the episode ended after turn {self.turn}"
-                elif session is not None:
-                    problem = "the episode ended with an error"
-                else:
-                    problem = "no episode has been started"
                 raise BadActionError(
-                    f"{problem}: call reset (with prompt and interaction_kwargs) to start one"
+                    f"{self._why_closed()}: call reset (with prompt and interaction_kwargs) "
+                    "to start one"
                 )
             hub = self.hub
             if self.chars + len(content) > hub.max_episode_chars:
@@ -302,13 +302,47 @@ class ServedEpisode:
                     ) from exc
                 raise
             hub.busy -= 1
+            await self._bound_feedback(session, result.content, end is None)
             if end is not None:
                 self.done = True
                 await self._close(session)
             else:
                 self.user_turns += 1  # the step appended the feedback
-                self.chars += _chars(self.messages[-1])
+                self.chars += len(result.content)
             return self.observation(result.content, self._reward(result.score))
+
+    def _why_closed(self) -> str:
+        """Why a step finds no open episode."""
+        if self.session is None:
+            return "no episode has been started"
+        if self.done:
+            return f"the episode ended after turn {self.turn}"
+        return "the episode ended with an error"
+
+    async def _bound_feedback(self, session: Session, feedback: str, appended: bool) -> None:
+        """End the episode when the feedback would take the observation past the bound.
+
+        The observation carries the feedback twice when it was appended (in
+        ``messages`` and in ``feedback``), once after the last turn (in ``feedback``
+        only): what it carries is what is counted, so no frame grows past the bound
+        whatever a plugin answers. The feedback is dropped, not kept until the reset.
+        """
+        size = self.chars + len(feedback) * (2 if appended else 1)
+        limit = self.hub.max_episode_chars
+        if size <= limit:
+            return
+        if appended:
+            self.messages.pop()
+        self.final_score = None
+        await self._close(session)
+        error = (
+            f"the interaction's feedback ({len(feedback):,} characters) would take this "
+            f"step's observation to {size:,} characters, over this server's limit of "
+            f"{limit:,} (--max-episode-chars): the episode is over and its session "
+            "finalized; call reset to start another"
+        )
+        log.warning("%s (interaction %r)", error, self.name)
+        raise ServeError(error)
 
     def _reward(self, turn_score: float) -> float:
         """The step's reward under the hub's ``rewards`` mode (see the module docstring)."""

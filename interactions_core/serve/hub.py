@@ -52,8 +52,9 @@ class Hub:
     the start-up summary. ``max_sessions`` bounds the episodes open at once,
     ``max_turns`` the assistant turns of one episode, ``max_user_turns`` the
     feedback messages appended in one episode, ``max_episode_chars`` the
-    characters of one episode's conversation (every observation carries all of
-    it, so this bounds the frames and the memory an episode holds), ``timeout``
+    characters of message content one observation carries (the whole
+    conversation and the step's feedback, so this bounds the frames and the
+    memory an episode holds), ``timeout``
     (seconds) each call into a plugin; ``token``, when set, must come with every reset;
     ``rewards`` is one of :data:`REWARD_MODES`.
     """

@@ -183,15 +183,51 @@ def test_report_skips_a_record_with_one_wrong_field_naming_its_line(tmp_path: Pa
 
 
 def test_report_of_a_device_or_an_endless_line_ends_with_a_message(tmp_path: Path) -> None:
-    from interactions_core.runtime import records
+    from interactions_core import _files
 
     code, _, err = run_cli("report", "/dev/zero", "-o", str(tmp_path / "z.html"))
     assert code != 0 and "/dev/zero is a device" in err
     long = tmp_path / "long.jsonl"
     _, out = play(tmp_path, 2)
-    long.write_bytes(b"x" * (records.MAX_LINE + 10) + b"\n" + out.read_bytes())
+    long.write_bytes(b"x" * (_files.MAX_LINE + 10) + b"\n" + out.read_bytes())
     code, _, err = run_cli("report", str(long), "-o", str(tmp_path / "l.html"))
     assert code == 0 and "2 episodes" in err and "1 unreadable line(s)" in err, err
+
+
+DEEP = b'{"a":' * 100_000 + b"1" + b"}" * 100_000  # json.loads raises RecursionError
+
+
+def test_report_skips_a_line_nested_too_deeply_naming_its_line(tmp_path: Path) -> None:
+    _, out = play(tmp_path, 3)
+    lines = out.read_bytes().splitlines(keepends=True)
+    out.write_bytes(lines[0] + DEEP + b"\n" + b"".join(lines[1:]))
+    html = tmp_path / "r.html"
+    code, _, err = run_cli("report", str(out), "-o", str(html))
+    assert code == 0 and "3 episodes" in err and "1 unreadable line(s) skipped" in err, err
+    assert "o.jsonl:2: JSON nested too deeply to read" in html.read_text()
+
+
+def test_resume_refuses_a_line_nested_too_deeply_naming_its_line(tmp_path: Path) -> None:
+    data, out = play(tmp_path, 3)
+    lines = out.read_bytes().splitlines(keepends=True)
+    out.write_bytes(lines[0] + DEEP + b"\n" + b"".join(lines[1:]))
+    code, _, err = run_cli("run", "--data", str(data), "--output", str(out), "--resume")
+    assert code != 0 and f"{out}:2: not a record" in err and "nested too deeply" in err, err
+    assert "unexpected" not in err
+
+
+def test_resume_tells_errors_recorded_without_where(tmp_path: Path) -> None:
+    """A record's error needs only a message (or is plain text): the run's summary says it."""
+    data, out = play(tmp_path, 3)
+    good = out.read_bytes()
+    for errors in ([{"message": "boom"}], ["boom"]):
+        lines = good.splitlines(keepends=True)
+        record = json.loads(lines[1])
+        lines[1] = json.dumps({**record, "errors": errors}).encode() + b"\n"
+        out.write_bytes(b"".join(lines))
+        code, _, err = run_cli("run", "--data", str(data), "--output", str(out), "--resume")
+        assert code == 1 and "unexpected" not in err, err  # 1: an episode errored
+        assert "1 of 3 episode(s) errored" in err and "sample 1: boom" in err, err
 
 
 # -- #9: the last record of a (sample, repeat) is the one that counts ----------------------

@@ -163,6 +163,32 @@ def test_unreadable_lines_are_counted_and_shown(tmp_path: Path) -> None:
     assert "Unreadable lines (2)" in render([run])
 
 
+def test_records_without_durations_make_a_report(tmp_path: Path) -> None:
+    """``duration_s`` is optional in a record: without any, the duration figure is empty."""
+    rows = [record(0, [1.0]), record(1, [0.0])]
+    for row in rows:
+        del row["duration_s"]
+    (run,) = read_records([str(write(tmp_path / "r.jsonl", rows))])
+    page = render([run])
+    assert "Episode duration" in page and run.stats.total.episodes == 2
+
+
+def test_a_line_nested_too_deeply_is_skipped_as_unreadable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """100,000 levels make json.loads raise RecursionError: the report skips that line."""
+    path = tmp_path / "r.jsonl"
+    deep = '{"a":' * 100_000 + "1" + "}" * 100_000
+    path.write_text(json.dumps(record(0, [1.0])) + "\n" + deep + "\n")
+    (run,) = read_records([str(path)])
+    assert run.bad_lines == 1 and run.stats.total.episodes == 1
+    assert run.bad_examples == [f"{path}:2: JSON nested too deeply to read"]
+    assert main(["report", str(path), "-o", str(tmp_path / "r.html")]) == 0
+    err = capsys.readouterr().err
+    assert "1 unreadable line(s) skipped" in err and "unexpected" not in err
+    assert "r.jsonl:2: JSON nested too deeply to read" in (tmp_path / "r.html").read_text()
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [

@@ -109,3 +109,30 @@ def test_resumed_records_keep_their_counters_and_alike_ones_share_them(tmp_path:
     assert (third.index, third.repeat, third.sample_id) == (2, 1, "s-2")
     assert third.errors == [{"where": "policy", "type": "X", "message": "boom"}]
     assert [r.index for r in state.episodes({(1, 0)})] == [1]
+
+
+#: A line nested 100,000 levels deep: valid-looking JSON that ``json.loads`` cannot read.
+DEEP = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
+
+
+def test_a_line_nested_too_deeply_is_a_bad_line_and_a_torn_one_at_the_end() -> None:
+    found = lines(b'{"a": 1}\n' + DEEP + b'\n{"b": 2}\n' + DEEP)
+    assert found[1] == (2, BadLine("r.jsonl", 2, "JSON nested too deeply to read"))
+    assert found[2] == (3, {"b": 2})
+    (number, torn) = found[3]  # the last line, without its newline: a torn write
+    assert number == 4 and isinstance(torn, BadLine) and torn.torn
+
+
+def test_resume_refuses_a_line_nested_too_deeply_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(json.dumps(RECORD).encode() + b"\n" + DEEP + b"\n")
+    with pytest.raises(DatasetError, match=r"r.jsonl:2: not a record .*nested too deeply"):
+        read_records(str(path), "c", None)
+
+
+def test_continuing_a_file_cuts_a_torn_last_line_nested_too_deeply(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(json.dumps(RECORD).encode() + b"\n" + DEEP)
+    with LineWriter(path, append=True) as writer:
+        writer.write({**RECORD, "index": 1})
+    assert [json.loads(x)["index"] for x in path.read_text().splitlines()] == [0, 1]

@@ -29,3 +29,15 @@ class HungFinalize(Surrogate):
         import asyncio
 
         await asyncio.sleep(3600)
+
+
+class Flood(BaseInteraction):
+    """Feedback of ``size`` characters (config; the fault pass's 50 MB by default)."""
+
+    async def generate_response(
+        self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
+    ) -> InteractionResult:
+        return InteractionResult(False, "f" * int(self.config.get("size", 50_000_000)), 0.0)
+
+    async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
+        return 0.0

@@ -6,9 +6,11 @@ import gc
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from interactions_core import InteractionResult
 from interactions_core.cli import main
 from interactions_core.cli.serve import host_warning, is_loopback
 from interactions_core.errors import InteractionsError
@@ -217,6 +219,66 @@ async def test_an_episodes_conversation_is_bounded_and_the_bound_ends_it_cleanly
     again = await episode.start("what is 9 * 2?", {"ground_truth": "18"})
     assert again["turn"] == 0 and episode.chars == 14
     assert hub().max_episode_chars == 2_000_000
+
+
+class Verbose(Logged):
+    """Feedback of ``size`` characters to every answer; the answer "stop" ends the episode."""
+
+    async def generate_response(
+        self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
+    ) -> InteractionResult:
+        answer = messages[-1]["content"]
+        return InteractionResult(answer == "stop", "f" * int(kwargs["size"]), 0.5)
+
+
+def verbose_hub(limit: int, log: Path) -> Hub:
+    plugin = Verbose({"name": "verbose", "log": str(log)})
+    return Hub({"verbose": plugin}, default="verbose", max_episode_chars=limit)
+
+
+def observed(observation: dict[str, Any]) -> int:
+    """The characters of text an observation carries: its messages and its feedback."""
+    return sum(len(m["content"]) for m in observation["messages"]) + len(observation["feedback"])
+
+
+async def test_a_plugins_feedback_counts_against_the_bound_twice_as_it_is_sent(
+    tmp_path: Path,
+) -> None:
+    """The feedback is in the conversation and in ``feedback``: the observation is bounded."""
+    log = tmp_path / "log"
+    h = verbose_hub(200, log)
+    episode = ServedEpisode(h)
+    await episode.start("qq", {"size": 97})  # 2 + 4 + 97 in the conversation, 97 again
+    fits = await episode.step("fits")
+    assert observed(fits) == 200 and episode.chars == 103 and not fits["done"]
+    await episode.start("qq", {"size": 98})  # one character more: over
+    with pytest.raises(ServeError, match=r"would take this step's observation to 202 ") as over:
+        await episode.step("over")
+    message = str(over.value)
+    assert "the interaction's feedback (98 characters)" in message
+    assert "over this server's limit of 200 (--max-episode-chars)" in message
+    assert "the episode is over and its session finalized; call reset" in message
+    assert h.tracker.open == 0 and h.tracker.finalized == 2 and h.open_sessions == 0
+    assert log.read_text().count("finalize") == 2
+    assert all(len(m["content"]) < 98 for m in episode.messages)  # not kept either
+    with pytest.raises(BadActionError, match="the episode ended with an error: call reset"):
+        await episode.step("again")
+
+
+async def test_a_huge_feedback_ends_the_episode_even_on_its_last_turn(tmp_path: Path) -> None:
+    """The last turn's feedback is not appended, but ``feedback`` carries it all the same."""
+    h = verbose_hub(1_000, tmp_path / "log")
+    episode = ServedEpisode(h)
+    await episode.start("q", {"size": 995})  # 1 + 4 + 995: exactly the limit
+    last = await episode.step("stop")
+    assert last["done"] and observed(last) == 1_000 and last["final_score"] == 0.25
+    await episode.start("q", {"size": 50_000_000})  # the fault pass's 50 MB feedback
+    with pytest.raises(ServeError, match=r"feedback \(50,000,000 characters\).* of 1,000 "):
+        await episode.step("stop")
+    assert h.tracker.open == 0 and h.tracker.finalized == 2
+    assert not episode.done and episode.final_score is None
+    await episode.start("q", {"size": 5})  # the connection plays on
+    assert (await episode.step("stop"))["done"]
 
 
 def nested(depth: int, kind: str) -> object:

@@ -49,3 +49,31 @@ def test_a_prompt_too_deep_to_send_gives_its_session_back(server: Server) -> Non
     with GenericEnvClient(base_url=server.url).sync() as env:  # --max-sessions 1: free again
         env.reset(prompt=[{"role": "user", "content": "shallow"}])
     assert server.wait_sessions(0)["open"] == 0
+
+
+FLOOD = """\
+default: flood
+interaction:
+  - name: flood
+    class_name: odd_plugins.Flood
+    config: {size: 600}
+"""
+
+
+def test_a_huge_feedback_ends_the_episode_with_an_error_not_a_huge_frame(
+    tmp_path: Path,
+) -> None:
+    """The feedback would be sent twice (messages and feedback): 1,203 characters, over 1,000.
+
+    (The fault pass's plugin answered 50 MB under the default bound: a 105 MB frame.)
+    """
+    running = start_server(tmp_path, FLOOD, "--max-sessions", "1", "--max-episode-chars", "1000")
+    try:
+        with GenericEnvClient(base_url=running.url).sync() as env:
+            env.reset(prompt=[{"role": "user", "content": "hi"}])
+            with pytest.raises(Exception, match=r"observation to 1,203 characters, over"):
+                env.step({"content": "a"})
+            assert running.wait_sessions(0)["open"] == 0
+            env.reset(prompt=[{"role": "user", "content": "again"}])  # the connection plays on
+    finally:
+        assert running.stop() == 0, running.output()
