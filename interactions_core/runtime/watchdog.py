@@ -5,12 +5,13 @@ blocking HTTP client, ``time.sleep``, a long sympy computation) holds the whole
 event loop: no other episode moves, ``--timeout`` (``asyncio.wait_for``) cannot
 fire and a Ctrl-C handler scheduled on the loop waits. :class:`LoopWatchdog`
 runs a thread that checks a heartbeat the loop updates every ``interval``
-seconds. When the loop has been stuck for ``report_after`` seconds it reads the
-main thread's stack to name the blocking method (``module.Class.method``) and
-counts it in :attr:`LoopWatchdog.blocks`. A loop held by the runtime's own code
-alone (a run of episodes that never wait: a replayed policy, a judge that only
-computes) is no plugin's doing and is neither reported nor broken. When it has
-been stuck for ``limit`` seconds (the run's ``--timeout``), or for ``report_after`` seconds once
+seconds. While the loop is stuck it reads the main thread's stack to find the
+call holding it; one that has held it for ``report_after`` seconds is named
+(``module.Class.method``) and counted in :attr:`LoopWatchdog.blocks`. A block is
+one call: a loop held by the runtime's own code, or by many short plugin calls in a row (a run of
+episodes that never wait: a replayed policy, a judge that only computes), is no
+plugin's doing and is neither reported nor broken. When one call has held it for
+``limit`` seconds (the run's ``--timeout``), or for ``report_after`` seconds once
 ``should_break()`` says the run is stopping, it sends the main thread a signal
 whose handler raises :class:`LoopBlocked` inside the blocking call: the episode
 then ends as an error, exactly like a call that timed out.
@@ -79,8 +80,8 @@ def _name(frame: Any) -> str:
     return f"{module}.{getattr(code, 'co_qualname', code.co_name)}"
 
 
-def _blocker(frame: Any) -> str | None:
-    """What holds the loop: ``module.Class.method`` of plugin or policy code, or ``None``.
+def _blocker(frame: Any) -> Any:
+    """The frame of the plugin or policy call holding the loop, or ``None``.
 
     The innermost lifecycle method of a plugin or policy on ``frame``'s stack;
     failing that, the innermost frame of code that is neither the runtime's nor
@@ -97,11 +98,11 @@ def _blocker(frame: Any) -> str | None:
             break
         top = module.partition(".")[0]
         if code.co_name in _METHODS and top != "interactions_core":
-            return _name(frame)
+            return frame
         if foreign is None and top not in _RUNTIME and top not in _STDLIB:
             foreign = frame
         frame = frame.f_back
-    return None if foreign is None else _name(foreign)
+    return foreign
 
 
 class LoopWatchdog:
@@ -129,6 +130,10 @@ class LoopWatchdog:
         self._handle: Any = None
         self._main = threading.get_ident()
         self._current: str | None = None
+        #: The frame of the call holding the loop, and since when (watchdog thread only).
+        self._held: Any = None
+        self._held_since = 0.0
+        self._fresh = True
         self._sent = False
         self._previous: Any = None
         self._can_break = False
@@ -172,27 +177,41 @@ class LoopWatchdog:
             self._handle = self.loop.call_later(self.interval, self._heartbeat)
 
     def _watch(self) -> None:
+        """Time each plugin call that holds the loop, from the thread.
+
+        While the loop does not turn, the main thread's stack is read every
+        ``interval``: as long as the same call (the same frame object, kept
+        referenced so that no later call can reuse it) holds the loop, it is one
+        block, reported after ``report_after`` seconds and broken after the
+        limit. Many short calls in a row (episodes that never wait) are not one
+        block: each is seen at most once.
+        """
         keep_signals_off_this_thread()
         while not self._stop.wait(self.interval):
-            stuck = time.monotonic() - self._beat
-            if stuck < self.report_after:
-                self._current = None
-                self._sent = False
+            now = time.monotonic()
+            if now - self._beat < 2 * self.interval:  # the loop turns
+                self._held, self._current, self._sent, self._fresh = None, None, False, True
+                continue
+            frame = _blocker(sys._current_frames().get(self._main))
+            if frame is None or frame is not self._held:
+                # Another call (or the runtime's own work): timed afresh from here,
+                # or from the last heartbeat when it is the first look at this stop.
+                self._held, self._current, self._sent = frame, None, False
+                self._held_since = self._beat if self._fresh else now
+                self._fresh = False
+                continue
+            held = now - self._held_since
+            if held < self.report_after:
                 continue
             if self._current is None:
-                frame = sys._current_frames().get(self._main)
-                current = _blocker(frame)
-                del frame
-                if current is None:  # the runtime's own work so far: look again next time
-                    continue
-                self._current = current
-                self.blocks.setdefault(current, [0, 0.0])[0] += 1
+                self._current = _name(frame)
+                self.blocks.setdefault(self._current, [0, 0.0])[0] += 1
             entry = self.blocks[self._current]
-            entry[1] = max(entry[1], stuck)
+            entry[1] = max(entry[1], held)
             limit = self.limit
             if self.should_break is not None and self.should_break():
                 limit = self.report_after if limit is None else min(limit, self.report_after)
-            if self._can_break and not self._sent and limit is not None and stuck >= limit:
+            if self._can_break and not self._sent and limit is not None and held >= limit:
                 self._sent = True
                 try:
                     signal.pthread_kill(self._main, _SIGNAL)  # type: ignore[arg-type]
@@ -200,12 +219,12 @@ class LoopWatchdog:
                     pass
 
     def _on_signal(self, signum: int, frame: Any) -> None:
-        stuck = time.monotonic() - self._beat
-        if self._sent and stuck >= self.report_after:
+        now = time.monotonic()
+        if self._sent and now - self._beat >= self.report_after:
             # This block ends here: a later one is timed (and broken) afresh.
-            self._beat = time.monotonic()
-            self._current = None
-            self._sent = False
+            held = now - self._held_since
+            self._beat = now
+            self._held, self._current, self._sent, self._fresh = None, None, False, True
             raise LoopBlocked(
-                f"blocked the event loop for {stuck:.1f} s and was stopped; {BLOCKING_ADVICE}"
+                f"blocked the event loop for {held:.1f} s and was stopped; {BLOCKING_ADVICE}"
             )
