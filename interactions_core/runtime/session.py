@@ -51,6 +51,22 @@ _NEW, _OPEN, _CLOSED = 0, 1, 2
 _TAKES_ID: dict[Any, bool] = {}
 
 
+_timeout = getattr(asyncio, "timeout", None)
+
+
+async def _bounded(call: Any, seconds: float) -> Any:
+    """``await call``, for at most ``seconds``: ``TimeoutError`` after that.
+
+    ``asyncio.timeout`` (Python 3.11+) runs the call in the caller's task; before
+    3.12, ``asyncio.wait_for`` wraps it in a task of its own, which costs more than
+    a judge's turn and doubled the time of runs whose episodes never wait.
+    """
+    if _timeout is None:
+        return await asyncio.wait_for(call, seconds)
+    async with _timeout(seconds):
+        return await call
+
+
 def _takes_instance_id(interaction: Any, method: str) -> bool:
     func = getattr(type(interaction), method, None)
     known = _TAKES_ID.get(func)
@@ -199,7 +215,7 @@ class Session:
             if self.timeout is None:
                 returned = await call
             else:
-                returned = await asyncio.wait_for(call, self.timeout)
+                returned = await _bounded(call, self.timeout)
         except BaseException as exc:
             if stops_the_run(exc, self.stopping):
                 # The plugin may have stored state before the cancel reached it: release it.
@@ -239,7 +255,7 @@ class Session:
             if self.timeout is None:
                 result = await call
             else:
-                result = await asyncio.wait_for(call, self.timeout)
+                result = await _bounded(call, self.timeout)
             if type(result) is not InteractionResult:
                 result = InteractionResult.coerce(result)
             else:
@@ -264,7 +280,7 @@ class Session:
             if self.timeout is None:
                 value = await call
             else:
-                value = await asyncio.wait_for(call, self.timeout)
+                value = await _bounded(call, self.timeout)
             return as_score(value, "the returned score")
         except BaseException as exc:
             raise self._error("calculate_score", exc) from exc
@@ -290,7 +306,7 @@ class Session:
             if self.timeout is None:
                 await call
             else:
-                await asyncio.wait_for(call, self.timeout)
+                await _bounded(call, self.timeout)
         except BaseException as exc:
             return self._error("finalize_interaction", exc)
         finally:
