@@ -2,7 +2,7 @@
 
 Interaction methods are coroutines. One that makes a synchronous call (a
 blocking HTTP client, ``time.sleep``, a long sympy computation) holds the whole
-event loop: no other episode moves, ``--timeout`` (``asyncio.wait_for``) cannot
+event loop: no other episode moves, ``--timeout`` (a timer on the loop) cannot
 fire and a Ctrl-C handler scheduled on the loop waits. :class:`LoopWatchdog`
 runs a thread that checks a heartbeat the loop updates every ``interval``
 seconds. While the loop is stuck it reads the main thread's stack to find the
