@@ -422,11 +422,17 @@ class _QuietClose:
         if scope["type"] != "websocket":
             await self.app(scope, receive, send)
             return
-        from starlette.websockets import WebSocketDisconnect
+        from starlette import websockets
 
+        # Starlette 1.x raises WebSocketDisconnected (a RuntimeError) when the
+        # handler sends after the connection was closed under it (the guard cut
+        # off a client that read nothing); older releases have only the first.
+        gone: tuple[type[BaseException], ...] = (websockets.WebSocketDisconnect,)
+        if hasattr(websockets, "WebSocketDisconnected"):
+            gone += (websockets.WebSocketDisconnected,)
         try:
             await self.app(scope, receive, send)
-        except WebSocketDisconnect:
+        except gone:
             pass
 
 

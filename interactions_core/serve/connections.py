@@ -195,17 +195,45 @@ class ConnectionGate:
         return receive_body
 
     def watch_response(self, peer: tuple[str, int] | None, send: Any) -> Any:
-        """``send`` that starts the wait for the next head once the response is sent."""
+        """``send`` that starts the wait for the next head once the response is sent.
+
+        A part of the response that the client does not take within
+        ``head_timeout`` seconds (it reads nothing, perhaps after pipelining
+        thousands of requests) closes the connection: the response would
+        otherwise be held in memory for as long as the client likes.
+        """
         if peer is None:
             return send
+        timeout = self.head_timeout
 
         async def send_then_wait(message: Any) -> None:
-            await send(message)
+            transport = self.live.get(peer)
+            unread = None
+            if timeout is not None and transport is not None:
+                loop = asyncio.get_running_loop()
+                unread = loop.call_later(timeout, self._unread, peer, transport)
+            try:
+                await send(message)
+            finally:
+                if unread is not None:
+                    unread.cancel()
             done = message["type"] == "http.response.body" and not message.get("more_body")
             if done and peer in self.live and peer not in self.waiting:
                 self._await_head(peer)
 
         return send_then_wait
+
+    def _unread(self, peer: tuple[str, int], transport: Any) -> None:
+        current: Any = self.live.get(peer)
+        if current is None or current is not transport:
+            return  # that connection is gone already
+        self.closed_slow += 1
+        self.closed(peer)
+        self._log.warning(
+            "closed a connection that took no response for %g s (--header-timeout)",
+            self.head_timeout,
+        )
+        current.abort()
 
     def _await_head(self, peer: tuple[str, int]) -> None:
         timer = None

@@ -420,5 +420,16 @@ class Tasks:
         return rows[index]
 
     def range(self, split: object, start: int | None, stop: int | None) -> list[Mapping[str, Any]]:
-        """Rows ``start:stop`` of ``split``, with Python's slice rules (as OpenEnv specifies)."""
-        return self.rows(split)[start:stop]
+        """Rows ``start:stop`` of ``split``, with Python's slice rules (as OpenEnv specifies).
+
+        At most ``LIST_PREVIEW`` rows per request: a whole large split in one
+        response would be held in memory for as long as a client takes to read it.
+        """
+        rows = self.rows(split)
+        first, last, _ = slice(start, stop).indices(len(rows))
+        if last - first > LIST_PREVIEW:
+            raise BadResetError(
+                f"a range holds at most {LIST_PREVIEW} rows per request; split {split!r} has "
+                f"{len(rows)}: ask for start and stop {LIST_PREVIEW} rows apart and page on"
+            )
+        return rows[start:stop]

@@ -271,6 +271,14 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(tmp_path: Path) -> N
     assert code == 0, server.output()
 
 
+def _masked_frame(payload: bytes) -> bytes:
+    """One client text frame (masked with a zero key), its length encoded minimally."""
+    size = len(payload)
+    short = bytes([0x81, 0x80 | size]) if size < 126 else b""
+    head = short or bytes([0x81, 0xFE]) + size.to_bytes(2, "big")
+    return head + b"\0\0\0\0" + payload
+
+
 def _stuck_websocket(port: int) -> socket.socket:
     """A WebSocket that sends resets without the token and never reads the refusals."""
     sock = socket.socket()
@@ -309,3 +317,76 @@ def test_websockets_that_never_read_cannot_lock_out_a_token_holder(tmp_path: Pat
             sock.close()
         code = server.stop()
     assert code == 0, server.output()
+
+
+def test_responses_a_client_never_reads_do_not_hold_the_connection(tmp_path: Path) -> None:
+    """Thousands of pipelined requests, no response read: closed at --header-timeout."""
+    server = start_server(tmp_path, CONFIG, "--header-timeout", "2")
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(5):
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+            sock.connect(("127.0.0.1", _port(server)))
+            sock.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                sock.send(b"GET /schema HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 1000)
+            socks.append(sock)
+        deadline = time.monotonic() + 40
+        while server.get("/interactions")["connections"]["http"] > 1:
+            assert time.monotonic() < deadline, server.get("/interactions")["connections"]
+            time.sleep(0.5)
+        log = server.output()
+        assert "took no response" in log or "sent no complete request" in log
+    finally:
+        for sock in socks:
+            sock.close()
+        code = server.stop()
+    assert code == 0, server.output()
+
+
+def test_a_proven_websocket_that_reads_nothing_is_closed_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    server = start_server(
+        tmp_path, CONFIG, "--idle-timeout", "2", env={"INTERACTIONS_SERVE_TOKEN": "sekrit"}
+    )
+    try:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", _port(server)))
+        sock.sendall(
+            b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
+        reset = (
+            b'{"type": "reset", "data": {"prompt": "2+2?", "token": "sekrit", '
+            b'"interaction_kwargs": {"ground_truth": "4"}}}'
+        )
+        sock.settimeout(10)
+        seen = b""
+        while b"\r\n\r\n" not in seen:  # the handshake's answer, before any frame
+            seen += sock.recv(65536)
+        sock.sendall(_masked_frame(reset))
+        while b'"observation"' not in seen:  # a reset that passed: the connection has played
+            part = sock.recv(65536)
+            assert part, f"the server closed the connection: {seen!r}"
+            seen += part
+        burst = _masked_frame(b'{"type": "state"}') * 200
+        sock.settimeout(0.5)
+        started, closed = time.monotonic(), False
+        while time.monotonic() - started < 20:  # send on, read nothing
+            try:
+                sock.send(burst)
+            except TimeoutError:
+                continue
+            except OSError:
+                closed = True
+                break
+        sock.close()
+        assert closed
+        assert server.wait_sessions(0)["open"] == 0
+    finally:
+        code = server.stop()
+    assert code == 0, server.output()
+    assert "Traceback" not in server.output(), server.output()

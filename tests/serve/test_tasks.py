@@ -182,3 +182,15 @@ def test_the_command_line_refuses_bad_data_in_one_paragraph(
     assert code != 0
     assert problem in err, err
     assert "Traceback" not in err
+
+
+def test_a_range_is_at_most_one_page_of_rows() -> None:
+    """A whole large split in one response would sit in memory while a slow client reads it."""
+    from interactions_core.serve.hub import LIST_PREVIEW
+
+    rows = [{"prompt": f"q{i}"} for i in range(LIST_PREVIEW + 5)]
+    tasks = Tasks({"big": rows})
+    assert tasks.range("big", 0, LIST_PREVIEW) == rows[:LIST_PREVIEW]
+    assert tasks.range("big", LIST_PREVIEW, None) == rows[LIST_PREVIEW:]
+    with pytest.raises(BadResetError, match=f"at most {LIST_PREVIEW} rows per request"):
+        tasks.range("big", None, None)
