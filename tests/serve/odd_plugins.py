@@ -32,7 +32,7 @@ class HungFinalize(Surrogate):
 
 
 class Flood(BaseInteraction):
-    """Feedback of ``size`` characters (config; the fault pass's 50 MB by default)."""
+    """Feedback of ``size`` characters (config; 50 MB by default, as reported)."""
 
     async def generate_response(
         self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any

@@ -272,7 +272,7 @@ async def test_a_huge_feedback_ends_the_episode_even_on_its_last_turn(tmp_path: 
     await episode.start("q", {"size": 995})  # 1 + 4 + 995: exactly the limit
     last = await episode.step("stop")
     assert last["done"] and observed(last) == 1_000 and last["final_score"] == 0.25
-    await episode.start("q", {"size": 50_000_000})  # the fault pass's 50 MB feedback
+    await episode.start("q", {"size": 50_000_000})  # 50 MB of feedback, as reported
     with pytest.raises(ServeError, match=r"feedback \(50,000,000 characters\).* of 1,000 "):
         await episode.step("stop")
     assert h.tracker.open == 0 and h.tracker.finalized == 2

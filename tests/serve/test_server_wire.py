@@ -65,7 +65,7 @@ def test_a_huge_feedback_ends_the_episode_with_an_error_not_a_huge_frame(
 ) -> None:
     """The feedback would be sent twice (messages and feedback): 1,203 characters, over 1,000.
 
-    (The fault pass's plugin answered 50 MB under the default bound: a 105 MB frame.)
+    (A plugin answering 50 MB under the default bound once made a 105 MB frame.)
     """
     running = start_server(tmp_path, FLOOD, "--max-sessions", "1", "--max-episode-chars", "1000")
     try:
