@@ -27,6 +27,7 @@ from typing import Any, ClassVar, NamedTuple
 from .errors import SessionError
 
 __all__ = [
+    "NO_EXTRA",
     "BaseInteraction",
     "InteractionResult",
     "SessionInteraction",
@@ -41,9 +42,54 @@ __all__ = [
 # verl's interactions return an untyped 4-tuple ``(should_terminate, content, score,
 # extra)``. ``InteractionResult`` is a named tuple of exactly those four fields, so it
 # is immutable, self-describing, and still unpacks the way verl's rollout code
-# expects. ``extra`` is a plain ``dict``, new for every result unless one is passed,
-# so a result pickles (Ray), deep-copies and JSON-encodes like verl's own, and a
-# trainer that adds a key to one turn's ``extra`` cannot change another turn's.
+# expects. ``extra`` is always a ``dict``, so a result pickles (Ray), deep-copies and
+# JSON-encodes like verl's own. A result built without one shares a single empty,
+# read-only ``extra``: the whole result is then a constant, and a reply that never
+# changes ("Correct!") can be built once and returned on every turn, where verl's
+# tuple with its mutable ``{}`` has to be rebuilt each time. Building a result is
+# the costliest part of a turn the framework asks for (a tuple subclass, several
+# times verl's tuple literal), so this is what lets a fixed reply cost nothing.
+
+
+class _NoExtra(dict):  # type: ignore[type-arg]
+    """The ``extra`` of every result built without one: empty, shared and read-only.
+
+    A ``dict`` (``isinstance`` checks, JSON and ``dict(...)`` treat it as ``{}``)
+    that refuses every change, since one change would show in every such result;
+    it pickles and copies to the one shared object.
+    """
+
+    __slots__ = ()
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            "this result was built without an extra, so its extra is the shared, "
+            "read-only empty one; build the result with extra={...}, or copy it "
+            "first: dict(result.extra)"
+        )
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return _no_extra, ()
+
+    def __copy__(self) -> _NoExtra:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _NoExtra:
+        return self
+
+    def __repr__(self) -> str:
+        return "{}"
+
+
+NO_EXTRA = _NoExtra()
+
+
+def _no_extra() -> _NoExtra:
+    """What a pickled :data:`NO_EXTRA` unpickles to: the same shared object."""
+    return NO_EXTRA
 
 
 class _Fields(NamedTuple):
@@ -61,8 +107,12 @@ class InteractionResult(_Fields):
     * ``should_terminate`` -- true when the episode is over from the interaction's side;
     * ``content`` -- feedback text, appended to the conversation as a ``user`` message;
     * ``score`` -- the score of this turn, always a float;
-    * ``extra`` -- free-form metrics or data for the trainer: a plain ``dict`` of this
-      result's own (a new empty one by default; any other mapping is copied into one).
+    * ``extra`` -- free-form metrics or data for the trainer: the ``dict`` given (any
+      other mapping is copied into one), or by default :data:`NO_EXTRA`, the shared,
+      read-only empty one.
+
+    A result is an immutable value: one whose four fields never change can be built
+    once (at import) and returned on every turn.
     """
 
     __slots__ = ()
@@ -82,7 +132,11 @@ class InteractionResult(_Fields):
                 should_terminate,
                 content,
                 score,
-                {} if extra is None else extra if extra.__class__ is dict else dict(extra),
+                NO_EXTRA
+                if extra is None or extra is NO_EXTRA  # (a copy or an unpickled result)
+                else extra
+                if extra.__class__ is dict
+                else dict(extra),
             ),
         )
 

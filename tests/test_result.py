@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import copy
+import json
+import pickle
 from types import MappingProxyType
 
 import pytest
 
 from interactions_core import InteractionResult
-from interactions_core._interaction import as_score
+from interactions_core._interaction import NO_EXTRA, as_score
 
 
 def test_result_coercion_checks_types():
@@ -27,9 +30,32 @@ def test_result_coercion_checks_types():
             InteractionResult.coerce((True, "x", score, {}))
 
 
-def test_extra_is_a_fresh_dict_of_each_result() -> None:
+def test_a_result_without_extra_shares_one_read_only_empty_dict() -> None:
     a, b = InteractionResult(True, "x", 1.0), InteractionResult(True, "x", 1.0)
-    assert a.extra == {} and a.extra is not b.extra
+    assert a.extra == {} and a.extra is b.extra is NO_EXTRA and isinstance(a.extra, dict)
+    for change in (
+        lambda e: e.__setitem__("k", 1),
+        lambda e: e.update(k=1),
+        lambda e: e.setdefault("k", 1),
+        lambda e: e.__ior__({"k": 1}),
+        lambda e: e.pop("k", None),
+        lambda e: e.popitem(),
+        lambda e: e.clear(),
+        lambda e: e.__delitem__("k"),
+    ):
+        with pytest.raises(TypeError, match=r"read-only empty one; build the result with extra="):
+            change(a.extra)
+    assert b.extra == {} and len(NO_EXTRA) == 0
+    # Copies, pickles and JSON keep it a constant: the same shared empty extra.
+    for again in (copy.copy(a), copy.deepcopy(a), pickle.loads(pickle.dumps(a))):
+        assert again == a and again.extra is NO_EXTRA
+    assert json.dumps(a) == '[true, "x", 1.0, {}]' and repr(a.extra) == "{}"
+    mine = dict(a.extra)
+    mine["k"] = 1
+    assert type(mine) is dict and a.extra == {}
+
+
+def test_extra_given_is_the_results_own_dict() -> None:
     mapping = MappingProxyType({"k": 1})
     copied = InteractionResult(False, "y", 0.0, mapping)
     assert type(copied.extra) is dict and copied.extra == {"k": 1}

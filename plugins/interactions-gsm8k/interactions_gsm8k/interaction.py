@@ -9,7 +9,8 @@ again with score 0.0. This is verl's ``Gsm8kInteraction`` with its bugs fixed
 It is written the documented way, as a plugin author would write it: a
 :class:`~interactions_core.SessionInteraction` (``new_session``, ``respond``,
 ``score``; the base class owns the sessions), an attrs ``config_schema``, an
-:class:`~interactions_core.InteractionResult` per turn, and
+:class:`~interactions_core.InteractionResult` for every turn (its two replies never
+change, so they are constants built once), and
 :func:`~interactions_core.last_assistant_text` to read what the model said.
 """
 
@@ -23,10 +24,15 @@ from interactions_core import InteractionResult, SessionInteraction, last_assist
 
 from .scoring import METHODS, answer_extractor, normalize_ground_truth
 
-__all__ = ["Gsm8kConfig", "Gsm8kInteraction", "message_text"]
+__all__ = ["CORRECT", "INCORRECT", "Gsm8kConfig", "Gsm8kInteraction", "message_text"]
 
 CORRECT_MESSAGE = "Your response is correct!"
 INCORRECT_MESSAGE = "Your response is incorrect! You need to reflect on your answer and try again."
+
+#: The two replies. A result is an immutable value, so a reply that never changes is
+#: built once and returned on every turn.
+CORRECT = InteractionResult(True, CORRECT_MESSAGE, 1.0)
+INCORRECT = InteractionResult(False, INCORRECT_MESSAGE, 0.0)
 
 
 @attrs.frozen
@@ -91,10 +97,9 @@ class Gsm8kInteraction(SessionInteraction):
         """Judge the latest assistant turn and record its score on the session."""
         answer = self.extract(last_assistant_text(messages))
         correct = state.ground_truth is not None and answer == state.ground_truth
-        state.last_score = 1.0 if correct else 0.0
-        if correct:
-            return InteractionResult(True, CORRECT_MESSAGE, 1.0)
-        return InteractionResult(False, INCORRECT_MESSAGE, 0.0)
+        reply = CORRECT if correct else INCORRECT
+        state.last_score = reply.score
+        return reply
 
     def score(self, state: Gsm8kSession, **kwargs: Any) -> float:
         """The score of the last turn seen in the session (0.0 before any turn)."""

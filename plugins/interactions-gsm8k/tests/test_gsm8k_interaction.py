@@ -64,7 +64,9 @@ async def test_wrong_answer_asks_to_try_again(strict: Gsm8kInteraction) -> None:
     assert dict(extra) == {}
 
 
-async def test_each_turn_gets_its_own_plain_dict_extra(strict: Gsm8kInteraction) -> None:
+async def test_a_reply_is_a_shared_constant_no_caller_can_change(
+    strict: Gsm8kInteraction,
+) -> None:
     import copy
     import json
     import pickle
@@ -73,11 +75,11 @@ async def test_each_turn_gets_its_own_plain_dict_extra(strict: Gsm8kInteraction)
     b = await strict.start_interaction("b", ground_truth=18)
     first = await turn(strict, a, chat("#### 18"))
     second = await turn(strict, b, chat("#### 18"))
-    assert first == second and first.extra is not second.extra
-    assert type(first.extra) is dict
-    first.extra["seen_by_trainer"] = True  # a caller's change stays in its own result
-    assert second.extra == {}
-    assert (await turn(strict, a, chat("#### 18"))).extra == {}
+    # The same reply object every time: built once, immutable, its extra read-only.
+    assert first is second and isinstance(first.extra, dict) and first.extra == {}
+    with pytest.raises(TypeError, match=r"extra=\{\.\.\.\}"):
+        first.extra["seen_by_trainer"] = True
+    assert second.extra == {} and dict(second.extra) == {}
     assert pickle.loads(pickle.dumps(second)) == second
     assert copy.deepcopy(second) == second
     assert json.loads(json.dumps(second)) == [True, "Your response is correct!", 1.0, {}]

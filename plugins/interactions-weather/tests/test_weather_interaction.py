@@ -78,13 +78,14 @@ async def test_tool_text_equal_to_verls_sentinel_still_counts(weather: WeatherIn
     assert await weather.generate_response(sid, messages) == (True, FOUND, 1.0, {})
 
 
-async def test_each_turn_gets_its_own_plain_dict_extra(weather: WeatherInteraction) -> None:
+async def test_no_turn_can_change_another_turns_extra(weather: WeatherInteraction) -> None:
     a = await weather.start_interaction("a")
     b = await weather.start_interaction("b")
     first = await weather.generate_response(a, [TOOL])
     second = await weather.generate_response(b, [TOOL])
-    assert first == second and first.extra is not second.extra and type(first.extra) is dict
-    first.extra["note"] = 1
+    assert first == second and isinstance(first.extra, dict)
+    with pytest.raises(TypeError, match="read-only"):
+        first.extra["note"] = 1
     assert (await weather.generate_response(a, [])).extra == {}
 
 
