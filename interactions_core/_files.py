@@ -15,7 +15,6 @@ callers keep only their own error messages.
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,24 +32,39 @@ __all__ = [
 ]
 
 
+#: Open flags of a temporary file: never through a symbolic link, never inherited.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+#: Random names drawn before giving up (a clash of 48-bit names is already unlikely).
+_NAME_TRIES = 100
+
+
 def temporary_next_to(path: str | os.PathLike[str]) -> str:
     """Create an empty file beside ``path`` and return its name.
 
-    The name is unpredictable and the file is created exclusively, so nothing
-    planted in advance (a symbolic link) can be written through; it gets the
-    permissions a plain ``open()`` would give. Being in the same folder, it can
-    be renamed onto ``path`` atomically. Raises :class:`OSError` when the
-    folder cannot be written.
+    The name is unpredictable (48 random bits) and the file is created
+    exclusively without following a symbolic link, so nothing planted in advance
+    can be written through; it gets the permissions a plain ``open()`` would
+    give (``0o666`` less the umask, applied by the system). Being in the same
+    folder, it can be renamed onto ``path`` atomically. Raises :class:`OSError`
+    when the folder cannot be written.
+
+    ``tempfile.mkstemp`` does the same, but importing it imports ``random`` and
+    ``hashlib``, a few milliseconds paid by every ``interactions list`` that
+    rebuilds the index after an install (``benchmarks/bench_discovery.py``), and
+    its files are private (``0o600``), which would need a process-wide umask
+    change to undo.
     """
     folder, base = os.path.split(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=folder)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-    finally:
-        os.close(fd)
-    return tmp
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+    for _ in range(_NAME_TRIES):
+        tmp = os.path.join(folder, f".{base}.{os.urandom(6).hex()}.tmp")
+        try:
+            os.close(os.open(tmp, flags, 0o666))
+        except FileExistsError:  # a clash of random names: draw another
+            continue
+        return tmp
+    raise FileExistsError(f"no unused temporary name beside {path} after {_NAME_TRIES} tries")
 
 
 @contextmanager

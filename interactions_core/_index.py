@@ -355,8 +355,49 @@ def _validate(group: str, name: str, value: str) -> str | None:
     return None
 
 
-def _requirements(dist: Any) -> list[str]:
-    """Names of the distributions ``dist`` requires unconditionally (extras left out).
+class _Metadata:
+    """The metadata headers of the distributions one scan reads, each parsed once.
+
+    Every entry point names its distribution, and a hook plugin's key needs the
+    versions of what it requires, so one scan asks for the same distributions
+    several times (gsm8k has an interaction and a hook plugin; every plugin
+    requires the core). Each is looked up and parsed once here. Only the headers
+    are parsed: the long description after them (a README, often most of the
+    file) is not needed, and skipping it makes a parse several times cheaper.
+    """
+
+    def __init__(self) -> None:
+        self._headers: dict[str, Any] = {}
+        self._versions: dict[str, str | None] = {}
+
+    def headers(self, dist: Any) -> Any:
+        """``dist``'s METADATA headers, as an :class:`email.message.Message`."""
+        import email
+
+        path = str(getattr(dist, "_path", "") or id(dist))
+        found = self._headers.get(path)
+        if found is None:
+            text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+            found = email.message_from_string(text.partition("\n\n")[0])
+            self._headers[path] = found
+        return found
+
+    def version(self, name: str) -> str | None:
+        """The installed version of ``name``, ``None`` when it is not installed."""
+        if name not in self._versions:
+            from importlib.metadata import PackageNotFoundError, distribution
+
+            try:
+                self._versions[name] = self.headers(distribution(name))["Version"]
+            except PackageNotFoundError:
+                self._versions[name] = None
+            except Exception:  # unreadable metadata: a version of its own
+                self._versions[name] = "?"
+        return self._versions[name]
+
+
+def _requirements(headers: Any) -> list[str]:
+    """Names of the distributions a plugin requires unconditionally (extras left out).
 
     Only the name matters here (what it resolves to is looked up when the hook
     key is built): the PEP 508 name that starts the requirement, which spares
@@ -365,7 +406,7 @@ def _requirements(dist: Any) -> list[str]:
     import re
 
     names = []
-    for line in getattr(dist, "requires", None) or []:
+    for line in headers.get_all("Requires-Dist") or []:
         requirement, _, marker = line.partition(";")
         found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
         if found and "extra" not in marker:
@@ -373,16 +414,16 @@ def _requirements(dist: Any) -> list[str]:
     return names
 
 
-def _record(group: str, ep: Any) -> dict[str, Any]:
+def _record(group: str, ep: Any, metadata: _Metadata) -> dict[str, Any]:
     name, value = str(getattr(ep, "name", "")), str(getattr(ep, "value", ""))
     dist = getattr(ep, "dist", None)
     error = None
-    dist_name, version, path = "", "", ""
+    dist_name, version, path, headers = "", "", "", None
     try:
         if dist is None:
             raise LookupError("entry point has no distribution")
-        meta = dist.metadata
-        dist_name, version = meta["Name"] or "", meta["Version"] or ""
+        headers = metadata.headers(dist)
+        dist_name, version = headers["Name"] or "", headers["Version"] or ""
         path = str(getattr(dist, "_path", "") or "")
         if not dist_name:
             raise LookupError("distribution metadata has no Name")
@@ -400,22 +441,23 @@ def _record(group: str, ep: Any) -> dict[str, Any]:
         "error": error,
     }
     if group == PLUGINS_GROUP and error is None:
-        record["hook_key"] = hook_key(record, _requirements(dist))
+        record["hook_key"] = hook_key(record, _requirements(headers), metadata.version)
     return record
 
 
-def hook_key(record: dict[str, Any], requires: list[str]) -> list[object] | None:
+def hook_key(
+    record: dict[str, Any], requires: list[str], version: Callable[[str], str | None]
+) -> list[object] | None:
     """What a hook plugin's registrations depend on, or ``None`` when that is unknowable.
 
     The plugin's identity, where its metadata lives, its version and that
     folder's mtime (a reinstall or an upgrade changes one of them), and the
-    installed version of each distribution it requires (a suite whose names
-    come from a dependency, or a core upgrade, is asked again). A plugin
-    changed in place without any of these changing (an editable install whose
-    code was edited) needs ``interactions cache clear``.
+    installed version of each distribution it requires (``version(name)``,
+    ``None`` when missing): a suite whose names come from a dependency, or a
+    core upgrade, is asked again. A plugin changed in place without any of these
+    changing (an editable install whose code was edited) needs
+    ``interactions cache clear``.
     """
-    from importlib.metadata import PackageNotFoundError, version
-
     path = record["path"]
     if not path:
         return None
@@ -423,14 +465,7 @@ def hook_key(record: dict[str, Any], requires: list[str]) -> list[object] | None
         mtime = os.stat(path).st_mtime_ns
     except OSError:
         return None
-    deps: list[list[str | None]] = []
-    for name in requires:
-        try:
-            deps.append([name, version(name)])
-        except PackageNotFoundError:
-            deps.append([name, None])
-        except Exception:  # unreadable metadata: a version of its own
-            deps.append([name, "?"])
+    deps = [[name, version(name)] for name in requires]
     return [plugin_id(record), path, record["version"], mtime, deps]
 
 
@@ -439,7 +474,10 @@ def scan() -> list[dict[str, Any]]:
     from importlib.metadata import entry_points
 
     everything = entry_points()
-    return [_record(group, ep) for group in GROUPS for ep in everything.select(group=group)]
+    metadata = _Metadata()
+    return [
+        _record(group, ep, metadata) for group in GROUPS for ep in everything.select(group=group)
+    ]
 
 
 # -- the index --------------------------------------------------------------------

@@ -55,3 +55,31 @@ def test_a_held_lock_is_busy_for_another_taker(tmp_path: Path) -> None:
             assert second is False
     with lock(path) as again:
         assert again is True
+
+
+def test_a_clash_of_temporary_names_draws_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from interactions_core import _files
+
+    draws = iter([b"\x00" * 6, b"\x00" * 6, b"\x01" * 6])
+    monkeypatch.setattr(_files.os, "urandom", lambda n: next(draws))
+    taken = tmp_path / f".out.json.{'00' * 6}.tmp"
+    taken.write_text("someone else's")
+    name = _files.temporary_next_to(tmp_path / "out.json")
+    assert name == str(tmp_path / f".out.json.{'01' * 6}.tmp")
+    assert taken.read_text() == "someone else's" and Path(name).read_bytes() == b""
+
+
+def test_a_planted_link_is_never_written_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from interactions_core import _files
+
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    monkeypatch.setattr(_files.os, "urandom", lambda n: b"\x02" * n)
+    (tmp_path / f".out.json.{'02' * 6}.tmp").symlink_to(victim)
+    with pytest.raises(FileExistsError, match="no unused temporary name"):
+        _files.temporary_next_to(tmp_path / "out.json")
+    assert victim.read_text() == "keep"
