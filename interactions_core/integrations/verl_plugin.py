@@ -49,6 +49,7 @@ that file after this registration; it is where per-entry options go
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -278,98 +279,106 @@ def _cpu_device_module() -> ModuleType:
     return module
 
 
+class _CPUAnswers:
+    """The CPU as verl's accelerator: gloo for collectives, no memory to manage.
+
+    Ray schedules verl's workers on ``GPU`` resources whatever the platform
+    (its resource-pool check counts only ``GPU``/``NPU``), so this platform
+    keeps ``GPU`` as the resource name: on a CPU-only Ray cluster started with
+    ``ray_init.num_gpus=N`` those are N scheduling slots, not devices.
+    ``current_device`` is ``torch.device("cpu")``: verl moves tensors with
+    ``.to(get_device_id())``, which needs a device, not an index.
+
+    Kept apart from verl's base class so that this module imports only the
+    standard library: :func:`_platform_class` joins the two when verl is there.
+    """
+
+    @property
+    def device_name(self) -> str:
+        return "cpu"
+
+    @property
+    def vendor_name(self) -> str:
+        return "cpu"
+
+    @property
+    def device_module(self) -> ModuleType:
+        return _cpu_device_module()
+
+    def is_available(self) -> bool:
+        return True
+
+    def is_platform_available(self, use_smi_check: bool = False) -> bool:
+        return True
+
+    def current_device(self) -> Any:
+        import torch
+
+        return torch.device("cpu")
+
+    def device_count(self) -> int:
+        return 1
+
+    def set_device(self, device_index: int) -> None:
+        return None
+
+    def synchronize(self, device_index: int | None = None) -> None:
+        return None
+
+    def manual_seed(self, seed: int) -> None:
+        import torch
+
+        torch.manual_seed(seed)
+
+    def manual_seed_all(self, seed: int) -> None:
+        self.manual_seed(seed)
+
+    def set_allocator_settings(self, settings: str) -> None:
+        return None
+
+    def empty_cache(self) -> None:
+        return None
+
+    def get_device_capability(self, device_index: int = 0) -> tuple[int | None, int | None]:
+        return None, None
+
+    def communication_backend_name(self) -> str:
+        return "gloo"
+
+    def visible_devices_envvar(self) -> str:
+        return "CUDA_VISIBLE_DEVICES"
+
+    @contextlib.contextmanager
+    def nvtx_range(self, msg: str) -> Any:
+        yield
+
+    def profiler_start(self) -> None:
+        return None
+
+    def profiler_stop(self) -> None:
+        return None
+
+    def ray_resource_name(self) -> str:
+        return "GPU"
+
+    def ray_noset_envvars(self) -> list[str]:
+        return []
+
+    def is_ipc_supported(self) -> bool:
+        return False
+
+    def cudart(self) -> Any:
+        return None
+
+
 def _platform_class() -> type[Any]:
     """verl's platform interface, answered for the CPU (built lazily: it subclasses verl's)."""
-    from contextlib import contextmanager
-
-    import torch
     from verl.plugin.platform import PlatformBase
 
-    device_module = _cpu_device_module()
+    _cpu_device_module()  # fails here, with its workaround, if torch cannot serve
 
-    class CPUPlatform(PlatformBase):  # type: ignore[misc]
-        """The CPU as verl's accelerator: gloo for collectives, no memory to manage.
-
-        Ray schedules verl's workers on ``GPU`` resources whatever the platform
-        (its resource-pool check counts only ``GPU``/``NPU``), so this platform
-        keeps ``GPU`` as the resource name: on a CPU-only Ray cluster started with
-        ``ray_init.num_gpus=N`` those are N scheduling slots, not devices.
-        ``current_device`` is ``torch.device("cpu")``: verl moves tensors with
-        ``.to(get_device_id())``, which needs a device, not an index.
-        """
-
-        @property
-        def device_name(self) -> str:
-            return "cpu"
-
-        @property
-        def vendor_name(self) -> str:
-            return "cpu"
-
-        @property
-        def device_module(self) -> ModuleType:
-            return device_module
-
-        def is_available(self) -> bool:
-            return True
-
-        def is_platform_available(self, use_smi_check: bool = False) -> bool:
-            return True
-
-        def current_device(self) -> Any:
-            return torch.device("cpu")
-
-        def device_count(self) -> int:
-            return 1
-
-        def set_device(self, device_index: int) -> None:
-            return None
-
-        def synchronize(self, device_index: int | None = None) -> None:
-            return None
-
-        def manual_seed(self, seed: int) -> None:
-            torch.manual_seed(seed)
-
-        def manual_seed_all(self, seed: int) -> None:
-            torch.manual_seed(seed)
-
-        def set_allocator_settings(self, settings: str) -> None:
-            return None
-
-        def empty_cache(self) -> None:
-            return None
-
-        def get_device_capability(self, device_index: int = 0) -> tuple[int | None, int | None]:
-            return None, None
-
-        def communication_backend_name(self) -> str:
-            return "gloo"
-
-        def visible_devices_envvar(self) -> str:
-            return "CUDA_VISIBLE_DEVICES"
-
-        @contextmanager
-        def nvtx_range(self, msg: str) -> Any:
-            yield
-
-        def profiler_start(self) -> None:
-            return None
-
-        def profiler_stop(self) -> None:
-            return None
-
-        def ray_resource_name(self) -> str:
-            return "GPU"
-
-        def ray_noset_envvars(self) -> list[str]:
-            return []
-
-        def is_ipc_supported(self) -> bool:
-            return False
-
-        def cudart(self) -> Any:
-            return None
+    class CPUPlatform(_CPUAnswers, PlatformBase):  # type: ignore[misc]
+        """The CPU as verl's accelerator (see :class:`_CPUAnswers`)."""
 
     return CPUPlatform
 
