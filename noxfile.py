@@ -256,6 +256,8 @@ def bench_ray(session: nox.Session) -> None:
 OPENENV_PINS = ["openenv==0.10.0", "uvicorn==0.55.0"]
 #: The older package name, still installed by some users: tested alone, never beside `openenv`.
 OPENENV_CORE_PINS = ["openenv-core==0.3.0", "uvicorn==0.55.0"]
+#: What the project's ``[parquet]`` extra adds, for the Task API's parquet splits.
+PARQUET_PINS = ["pyarrow>=14"]
 #: Tells tests/serve/test_server_packaging.py which OpenEnv distribution a session pinned.
 OPENENV_EXPECTED = "INTERACTIONS_EXPECT_OPENENV"
 #: TRL and what its GRPO trainer needs on CPU; torch first so its CPU build is the one used.
@@ -268,7 +270,7 @@ def serve(session: nox.Session) -> None:
 
     ``nox -s serve -- -k capacity`` passes arguments to pytest.
     """
-    python = heavy_env(session, "serve", [OPENENV_PINS])
+    python = heavy_env(session, "serve", [OPENENV_PINS, PARQUET_PINS])
     session.run(str(python), "-m", "pytest", "tests/serve", "-q", *session.posargs,
                 external=True, env={**STRICT, OPENENV_EXPECTED: OPENENV_PINS[0]})  # fmt: skip
     session.run(str(python), "benchmarks/bench_serve.py", "--quick", external=True)
@@ -277,7 +279,7 @@ def serve(session: nox.Session) -> None:
 @nox.session(python=False)
 def serve_openenv_core(session: nox.Session) -> None:
     """The server tests again with the older `openenv-core` 0.3 installed alone."""
-    python = heavy_env(session, "openenv-core", [OPENENV_CORE_PINS])
+    python = heavy_env(session, "openenv-core", [OPENENV_CORE_PINS, PARQUET_PINS])
     session.run(str(python), "-m", "pytest", "tests/serve", "-q", *session.posargs,
                 external=True, env={**STRICT, OPENENV_EXPECTED: OPENENV_CORE_PINS[0]})  # fmt: skip
 
@@ -330,7 +332,7 @@ def docs(session: nox.Session) -> None:
 @nox.session(python=False)
 def bench_serve(session: nox.Session) -> None:
     """The serving benchmark in full; rewrites the generated block of docs/serve.md."""
-    python = heavy_env(session, "serve", [OPENENV_PINS])
+    python = heavy_env(session, "serve", [OPENENV_PINS, PARQUET_PINS])
     session.run(str(python), "benchmarks/bench_serve.py", *session.posargs, external=True)
 
 
