@@ -495,6 +495,23 @@ def _on_stop_signals(stop: Callable[[], None]) -> None:
 # ---------------------------------------------------------------------------
 
 
+def _websocket_options(compress: bool, largest: int) -> dict[str, Any]:
+    """uvicorn's WebSocket options: messages of at most ``largest`` bytes, compressed or not.
+
+    A WebSocket message, like an HTTP body, is at most what a reset may bring;
+    websockets enforces it while decompressing, and a larger message closes the
+    connection (1009). Compressed streams are parsed a message at a time
+    (:func:`~interactions_core.serve.connections.compressed_websockets`).
+    """
+    from .connections import compressed_websockets
+
+    return {
+        "ws": compressed_websockets() if compress else "auto",
+        "ws_max_size": largest,
+        "ws_per_message_deflate": compress,
+    }
+
+
 def run(
     hub: Hub,
     host: str = "127.0.0.1",
@@ -530,9 +547,8 @@ def run(
         "max_connections", (hub.max_sessions or 64) * CONNECTIONS_PER_SESSION
     )
     head_timeout = guard.pop("head_timeout", HEAD_TIMEOUT)
-    gate = ConnectionGate(
-        head_timeout, http_connection_cap(websockets), max_body=max_body(hub.max_episode_chars)
-    )
+    largest = max_body(hub.max_episode_chars)
+    gate = ConnectionGate(head_timeout, http_connection_cap(websockets), max_body=largest)
     app = create_app(hub, bind_host=host, gate=gate, **guard)
 
     async def quiet() -> None:
@@ -542,7 +558,7 @@ def run(
     config = uvicorn.Config(
         _QuietClose(app.state.guard),
         http=gated_h11(gate),
-        ws_per_message_deflate=compress,
+        **_websocket_options(compress, largest),
         log_level=log_level,
         lifespan="on",
         timeout_graceful_shutdown=30,

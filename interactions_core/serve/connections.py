@@ -16,10 +16,14 @@ is what the server runs under its application to prevent that:
   arrived whole;
 * :func:`http_connection_cap` derives the cap from the open-file limit, and
   :func:`quiet_accept_errors` turns asyncio's flood of accept errors into a line
-  every ``LOG_EVERY`` seconds (:class:`Throttled`).
+  every ``LOG_EVERY`` seconds (:class:`Throttled`);
+* :func:`compressed_websockets` is the WebSocket protocol run with
+  ``--ws-compression``: it decompresses one message ahead of the application,
+  not a whole read of them.
 
-Only public APIs are used: uvicorn's protocol class option, asyncio transports
-(``abort``) and the loop's exception handler.
+Only public APIs are used: uvicorn's protocol class options, asyncio transports
+(``abort``) and the loop's exception handler; :func:`compressed_websockets` says
+why it also relies on how uvicorn's protocol queues messages.
 """
 
 from __future__ import annotations
@@ -31,9 +35,11 @@ from typing import Any
 
 __all__ = [
     "FD_RESERVE",
+    "FEED_BYTES",
     "LOG_EVERY",
     "ConnectionGate",
     "Throttled",
+    "compressed_websockets",
     "gated_h11",
     "http_connection_cap",
     "max_body",
@@ -334,6 +340,81 @@ def gated_h11(gate: ConnectionGate) -> type:
             super().connection_lost(exc)
 
     return GatedH11Protocol
+
+
+# The WebSocket protocol of ``--ws-compression``.
+#
+# uvicorn parses every frame of a read (up to 256 KiB) before it pauses reading,
+# and with permessage-deflate each frame may decompress to ``ws_max_size``: a few
+# compressed frames of zeros (240 KB) cost the server 230 MB at once. uvicorn's
+# public options cannot bound that: ``ws_max_size`` bounds one message only,
+# ``ws_max_queue`` is read only by the legacy ``websockets`` protocol, which uvicorn
+# deprecates and will point at the sans-I/O one, and ``wsproto`` also parses a
+# whole read. So a subclass of the sans-I/O protocol keeps what was read and parses
+# it ``FEED_BYTES`` at a time, stopping as soon as a message waits for the
+# application (uvicorn has then paused reading: its own backpressure); the rest is
+# parsed when the application takes that message, or when the connection closes.
+# Control frames (the keep-alive pongs) are still parsed while no message waits.
+# It relies on uvicorn 0.35+'s ``read_paused`` flag and its ``data_received``,
+# ``receive`` and ``send`` methods; ``tests/serve/test_server_compression.py``
+# checks the bound on the uvicorn the project pins.
+
+#: Bytes of a compressed WebSocket stream parsed at a time: deflate expands a byte to
+#: at most about 1,032, so the messages beyond the first that one such piece holds
+#: come to a few megabytes at most.
+FEED_BYTES = 4096
+
+
+def compressed_websockets() -> type:
+    """uvicorn's ``websockets-sansio`` protocol, decompressing one message ahead at most."""
+    try:
+        from uvicorn.protocols.websockets.websockets_sansio_impl import (
+            WebSocketsSansIOProtocol,
+        )
+    except ImportError as exc:  # uvicorn before 0.35
+        from ..errors import InteractionsError
+
+        raise InteractionsError(
+            "--ws-compression needs uvicorn 0.35 or later (pip install -U uvicorn); "
+            "or serve without compression"
+        ) from exc
+
+    class OneMessageAhead(WebSocketsSansIOProtocol):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            #: Bytes read from the client and not parsed yet.
+            self.unparsed = bytearray()
+
+        def data_received(self, data: bytes) -> None:
+            self.unparsed += data
+            self._parse()
+
+        def _parse(self) -> None:
+            """Parse what was read until a message waits for the application."""
+            unparsed = self.unparsed
+            while unparsed and not self.read_paused:
+                if self.transport.is_closing():
+                    unparsed.clear()
+                    return
+                piece = bytes(unparsed[:FEED_BYTES])
+                del unparsed[:FEED_BYTES]
+                super().data_received(piece)
+
+        async def receive(self) -> Any:
+            message = await super().receive()
+            self._parse()
+            return message
+
+        async def send(self, message: Any) -> None:
+            await super().send(message)
+            if self.unparsed and not self.read_paused:
+                self._parse()  # after a close, the client's close frame may be waiting
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.unparsed.clear()
+            super().connection_lost(exc)
+
+    return OneMessageAhead
 
 
 def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:

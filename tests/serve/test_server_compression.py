@@ -1,0 +1,129 @@
+"""``--ws-compression`` against a decompression bomb, on a real server on 127.0.0.1.
+
+A compressed WebSocket frame of zeros expands about a thousandfold. uvicorn's own
+protocol decompressed every frame of a read (up to 256 KiB) before it paused
+reading, so a few hundred kilobytes sent in one write cost the server hundreds of
+megabytes at once. The server must decompress one message ahead of the
+application at most, and no message beyond what a reset may bring (the
+``--max-episode-chars`` bound, as for an HTTP body): a larger one closes the
+connection with 1009.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from openenv.core import GenericEnvClient
+from server_harness import Server, start_server
+from websockets.client import ClientProtocol
+from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
+from websockets.frames import Close
+from websockets.uri import parse_uri
+
+CONFIG = """\
+default: gsm8k
+interaction:
+  - name: gsm8k
+"""
+PROC_STATUS = Path("/proc/self/status")
+needs_proc = pytest.mark.skipif(
+    not PROC_STATUS.exists(), reason="reads the server's memory from /proc"
+)
+
+
+def _memory_mb(pid: int, field: str) -> float:
+    """``VmRSS`` (now) or ``VmHWM`` (peak) of process ``pid``, in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no {field} for process {pid}")
+
+
+def _compressed_connection(server: Server) -> tuple[socket.socket, ClientProtocol]:
+    """A WebSocket to ``/ws`` that negotiated permessage-deflate, as OpenEnv's client does."""
+    port = int(server.url.rsplit(":", 1)[1])
+    client = ClientProtocol(
+        parse_uri(f"ws://127.0.0.1:{port}/ws"),
+        extensions=[ClientPerMessageDeflateFactory(client_max_window_bits=12)],
+    )
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    client.send_request(client.connect())
+    sock.sendall(b"".join(client.data_to_send()))
+    while client.state.name == "CONNECTING":
+        client.receive_data(sock.recv(65536))
+    response = client.events_received()[0]
+    assert "permessage-deflate" in response.headers.get("Sec-WebSocket-Extensions", "")
+    return sock, client
+
+
+def _close_code(sock: socket.socket, client: ClientProtocol, within: float) -> int | None:
+    """The code of the close frame the server sends within ``within`` seconds, if any."""
+    sock.settimeout(0.2)
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            continue
+        except OSError:
+            return None
+        if not data:
+            return None
+        client.receive_data(data)
+        for event in client.events_received():
+            if event.opcode.name == "CLOSE":
+                return Close.parse(event.data).code
+    return None
+
+
+@pytest.fixture
+def compressed(tmp_path: Path) -> Iterator[Server]:
+    # Messages of at most 8 * 100,000 + 64 KiB bytes (what a reset may bring).
+    running = start_server(tmp_path, CONFIG, "--ws-compression", "--max-episode-chars", "100000")
+    yield running
+    assert running.stop() == 0, running.output()
+
+
+@needs_proc
+def test_a_read_of_compressed_zeros_is_decompressed_one_message_at_a_time(
+    compressed: Server,
+) -> None:
+    sock, client = _compressed_connection(compressed)
+    for _ in range(250):  # 250 messages of 800,000 zeros: about 200 KB compressed
+        client.send_text(b"\0" * 800_000)
+    bomb = b"".join(client.data_to_send())
+    assert len(bomb) < 256 * 1024  # one read of the server's
+    before = _memory_mb(compressed.pid, "VmRSS")
+    sock.sendall(bomb)
+    # The application answers each message (invalid JSON) before the next is parsed.
+    sock.settimeout(20)
+    answers, received = 0, b""
+    while answers < 250:
+        part = sock.recv(65536)
+        assert part, "the server closed the connection"
+        client.receive_data(part)
+        answers += sum(e.opcode.name == "TEXT" for e in client.events_received())
+        received += part
+    peak = _memory_mb(compressed.pid, "VmHWM")
+    sock.close()
+    # 200 MB decompressed at once before; now at most a couple of messages and a
+    # few MB more, whatever the number of messages in the read.
+    assert peak - before < 60, f"server memory went from {before:.0f} MB to {peak:.0f} MB"
+    with GenericEnvClient(base_url=compressed.url).sync() as env:
+        result = env.reset(prompt=[{"role": "user", "content": "1+1?"}])
+        assert result.observation["turn"] == 0
+
+
+def test_a_compressed_message_larger_than_a_reset_closes_with_1009(compressed: Server) -> None:
+    sock, client = _compressed_connection(compressed)
+    client.send_text(b"\0" * 2_000_000)  # 2 KB on the wire, over the 865,536-byte bound
+    sock.sendall(b"".join(client.data_to_send()))
+    assert _close_code(sock, client, within=10) == 1009
+    sock.close()
+    with GenericEnvClient(base_url=compressed.url).sync() as env:
+        result = env.reset(prompt=[{"role": "user", "content": "1+1?"}])
+        assert result.observation["turn"] == 0
