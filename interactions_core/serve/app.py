@@ -500,13 +500,14 @@ def _websocket_options(compress: bool, largest: int) -> dict[str, Any]:
 
     A WebSocket message, like an HTTP body, is at most what a reset may bring;
     websockets enforces it while decompressing, and a larger message closes the
-    connection (1009). Compressed streams are parsed a message at a time
-    (:func:`~interactions_core.serve.connections.compressed_websockets`).
+    connection (1009). Pings are answered only as fast as the client reads, and
+    compressed streams are parsed a message at a time
+    (:func:`~interactions_core.serve.connections.websocket_protocol`).
     """
-    from .connections import compressed_websockets
+    from .connections import websocket_protocol
 
     return {
-        "ws": compressed_websockets() if compress else "auto",
+        "ws": websocket_protocol(compress),
         "ws_max_size": largest,
         "ws_per_message_deflate": compress,
     }

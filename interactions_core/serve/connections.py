@@ -17,13 +17,13 @@ is what the server runs under its application to prevent that:
 * :func:`http_connection_cap` derives the cap from the open-file limit, and
   :func:`quiet_accept_errors` turns asyncio's flood of accept errors into a line
   every ``LOG_EVERY`` seconds (:class:`Throttled`);
-* :func:`compressed_websockets` is the WebSocket protocol run with
-  ``--ws-compression``: it decompresses one message ahead of the application,
-  not a whole read of them.
+* :func:`websocket_protocol` is the WebSocket protocol the server runs: it
+  answers pings only as fast as the client reads, and decompresses one message
+  ahead of the application, not a whole read of them.
 
-Only public APIs are used: uvicorn's protocol class options, asyncio transports
-(``abort``) and the loop's exception handler; :func:`compressed_websockets` says
-why it also relies on how uvicorn's protocol queues messages.
+Apart from :func:`websocket_protocol`, which says why it subclasses uvicorn's
+WebSocket protocol, only public APIs are used: uvicorn's protocol class options,
+asyncio transports (``abort``) and the loop's exception handler.
 """
 
 from __future__ import annotations
@@ -39,12 +39,12 @@ __all__ = [
     "LOG_EVERY",
     "ConnectionGate",
     "Throttled",
-    "compressed_websockets",
     "gated_h11",
     "http_connection_cap",
     "max_body",
     "peer_key",
     "quiet_accept_errors",
+    "websocket_protocol",
 ]
 
 log = logging.getLogger("interactions_core.serve")
@@ -342,36 +342,45 @@ def gated_h11(gate: ConnectionGate) -> type:
     return GatedH11Protocol
 
 
-# The WebSocket protocol of ``--ws-compression``.
+# The WebSocket protocol the server runs: uvicorn's sans-I/O one, with two bounds.
 #
-# uvicorn parses every frame of a read (up to 256 KiB) before it pauses reading,
-# and with permessage-deflate each frame may decompress to ``ws_max_size``: a few
-# compressed frames of zeros (240 KB) cost the server 230 MB at once. uvicorn's
-# public options cannot bound that: ``ws_max_size`` bounds one message only,
-# ``ws_max_queue`` is read only by the legacy ``websockets`` protocol, which uvicorn
-# deprecates and will point at the sans-I/O one, and ``wsproto`` also parses a
-# whole read. So a subclass of the sans-I/O protocol keeps what was read and parses
-# it ``FEED_BYTES`` at a time, stopping as soon as a message waits for the
-# application (uvicorn has then paused reading: its own backpressure); the rest is
-# parsed when the application takes that message, or when the connection closes.
-# Control frames (the keep-alive pongs) are still parsed while no message waits.
-# It relies on uvicorn 0.35+'s ``read_paused`` flag and its ``data_received``,
-# ``receive`` and ``send`` methods; ``tests/serve/test_server_compression.py``
-# checks the bound on the uvicorn the project pins.
+# * **Pongs wait for a client that reads.** uvicorn answers every ping at once,
+#   whether or not the client reads the pongs, and keeps reading: a client that
+#   sends pings and reads nothing made the server hold every pong, about as many
+#   bytes as it sent (195 MB in 12 s on one connection, until --idle-timeout). When
+#   the transport's buffer is full (``pause_writing``) reading stops until it drains.
+# * **Compressed messages are decompressed one ahead of the application.** uvicorn
+#   parses every frame of a read (up to 256 KiB) before it pauses reading, and with
+#   permessage-deflate each frame may decompress to ``ws_max_size``: a few
+#   compressed frames of zeros (240 KB) cost the server 230 MB at once. Here what
+#   was read is kept and parsed ``FEED_BYTES`` at a time, stopping as soon as a
+#   message waits for the application (uvicorn has then paused reading: its own
+#   backpressure); the rest is parsed when the application takes that message.
+#
+# uvicorn's public options cannot do either: ``ws_max_size`` bounds one message
+# only, ``ws_max_queue`` is read only by the legacy ``websockets`` protocol, which
+# uvicorn deprecates and will point at the sans-I/O one, and ``wsproto`` also parses
+# a whole read and answers pings unread. So this is a subclass, relying on uvicorn
+# 0.35+'s ``read_paused`` and ``writable`` and its ``data_received``, ``receive``,
+# ``send``, ``handle_ping`` and ``resume_writing`` methods;
+# ``tests/serve/test_server_ws_memory.py`` checks both bounds on the uvicorn the
+# project pins.
 
 #: Bytes of a compressed WebSocket stream parsed at a time: deflate expands a byte to
 #: at most about 1,032, so the messages beyond the first that one such piece holds
-#: come to a few megabytes at most.
+#: come to a few megabytes at most. Uncompressed streams are parsed a read at a time.
 FEED_BYTES = 4096
 
 
-def compressed_websockets() -> type:
-    """uvicorn's ``websockets-sansio`` protocol, decompressing one message ahead at most."""
+def websocket_protocol(compress: bool) -> type | str:
+    """uvicorn's ``websockets-sansio`` protocol, with the bounds described above."""
     try:
         from uvicorn.protocols.websockets.websockets_sansio_impl import (
             WebSocketsSansIOProtocol,
         )
-    except ImportError as exc:  # uvicorn before 0.35
+    except ImportError as exc:  # uvicorn before 0.35: its legacy protocol drains pongs
+        if not compress:
+            return "auto"
         from ..errors import InteractionsError
 
         raise InteractionsError(
@@ -379,11 +388,15 @@ def compressed_websockets() -> type:
             "or serve without compression"
         ) from exc
 
-    class OneMessageAhead(WebSocketsSansIOProtocol):  # type: ignore[misc]
+    class BoundedWebSocket(WebSocketsSansIOProtocol):  # type: ignore[misc]
+        piece = FEED_BYTES if compress else 1 << 20
+
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             #: Bytes read from the client and not parsed yet.
             self.unparsed = bytearray()
+            #: Reading stopped until the client takes what was written to it.
+            self.pongs_held = False
 
         def data_received(self, data: bytes) -> None:
             self.unparsed += data
@@ -392,16 +405,32 @@ def compressed_websockets() -> type:
         def _parse(self) -> None:
             """Parse what was read until a message waits for the application."""
             unparsed = self.unparsed
-            while unparsed and not self.read_paused:
+            while unparsed and not (self.read_paused or self.pongs_held):
                 if self.transport.is_closing():
                     unparsed.clear()
                     return
-                piece = bytes(unparsed[:FEED_BYTES])
-                del unparsed[:FEED_BYTES]
+                piece = bytes(unparsed[: self.piece])
+                del unparsed[: self.piece]
                 super().data_received(piece)
 
+        def handle_ping(self) -> None:
+            super().handle_ping()
+            if not self.writable.is_set():  # the client reads none of what is written
+                self.pongs_held = True
+                self.transport.pause_reading()
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            if self.pongs_held:
+                self.pongs_held = False
+                if not self.read_paused:
+                    self.transport.resume_reading()
+                    self._parse()
+
         async def receive(self) -> Any:
-            message = await super().receive()
+            message = await super().receive()  # resumes reading once no message waits
+            if self.pongs_held:
+                self.transport.pause_reading()
             self._parse()
             return message
 
@@ -414,7 +443,7 @@ def compressed_websockets() -> type:
             self.unparsed.clear()
             super().connection_lost(exc)
 
-    return OneMessageAhead
+    return BoundedWebSocket
 
 
 def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:

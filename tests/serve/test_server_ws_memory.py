@@ -1,16 +1,21 @@
-"""``--ws-compression`` against a decompression bomb, on a real server on 127.0.0.1.
+"""What a WebSocket client can make the server hold, on a real server on 127.0.0.1.
 
-A compressed WebSocket frame of zeros expands about a thousandfold. uvicorn's own
-protocol decompressed every frame of a read (up to 256 KiB) before it paused
-reading, so a few hundred kilobytes sent in one write cost the server hundreds of
-megabytes at once. The server must decompress one message ahead of the
-application at most, and no message beyond what a reset may bring (the
-``--max-episode-chars`` bound, as for an HTTP body): a larger one closes the
-connection with 1009.
+A client that sends pings and reads nothing: uvicorn answered each at once and
+kept reading, so the server held every pong, as many bytes as the client sent.
+The server must stop reading while the client takes nothing of what it writes.
+
+``--ws-compression`` against a decompression bomb: a compressed WebSocket frame
+of zeros expands about a thousandfold. uvicorn's own protocol decompressed every
+frame of a read (up to 256 KiB) before it paused reading, so a few hundred
+kilobytes sent in one write cost the server hundreds of megabytes at once. The
+server must decompress one message ahead of the application at most, and no
+message beyond what a reset may bring (the ``--max-episode-chars`` bound, as for
+an HTTP body): a larger one closes the connection with 1009.
 """
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
 from collections.abc import Iterator
@@ -43,20 +48,19 @@ def _memory_mb(pid: int, field: str) -> float:
     raise AssertionError(f"no {field} for process {pid}")
 
 
-def _compressed_connection(server: Server) -> tuple[socket.socket, ClientProtocol]:
-    """A WebSocket to ``/ws`` that negotiated permessage-deflate, as OpenEnv's client does."""
+def _connection(server: Server, compress: bool = True) -> tuple[socket.socket, ClientProtocol]:
+    """A WebSocket to ``/ws``, negotiating permessage-deflate as OpenEnv's client does."""
     port = int(server.url.rsplit(":", 1)[1])
-    client = ClientProtocol(
-        parse_uri(f"ws://127.0.0.1:{port}/ws"),
-        extensions=[ClientPerMessageDeflateFactory(client_max_window_bits=12)],
-    )
+    deflate = [ClientPerMessageDeflateFactory(client_max_window_bits=12)] if compress else []
+    client = ClientProtocol(parse_uri(f"ws://127.0.0.1:{port}/ws"), extensions=deflate)
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
     client.send_request(client.connect())
     sock.sendall(b"".join(client.data_to_send()))
     while client.state.name == "CONNECTING":
         client.receive_data(sock.recv(65536))
     response = client.events_received()[0]
-    assert "permessage-deflate" in response.headers.get("Sec-WebSocket-Extensions", "")
+    offered = response.headers.get("Sec-WebSocket-Extensions", "")
+    assert ("permessage-deflate" in offered) is compress
     return sock, client
 
 
@@ -92,7 +96,7 @@ def compressed(tmp_path: Path) -> Iterator[Server]:
 def test_a_read_of_compressed_zeros_is_decompressed_one_message_at_a_time(
     compressed: Server,
 ) -> None:
-    sock, client = _compressed_connection(compressed)
+    sock, client = _connection(compressed)
     for _ in range(250):  # 250 messages of 800,000 zeros: about 200 KB compressed
         client.send_text(b"\0" * 800_000)
     bomb = b"".join(client.data_to_send())
@@ -119,7 +123,7 @@ def test_a_read_of_compressed_zeros_is_decompressed_one_message_at_a_time(
 
 
 def test_a_compressed_message_larger_than_a_reset_closes_with_1009(compressed: Server) -> None:
-    sock, client = _compressed_connection(compressed)
+    sock, client = _connection(compressed)
     client.send_text(b"\0" * 2_000_000)  # 2 KB on the wire, over the 865,536-byte bound
     sock.sendall(b"".join(client.data_to_send()))
     assert _close_code(sock, client, within=10) == 1009
@@ -127,3 +131,31 @@ def test_a_compressed_message_larger_than_a_reset_closes_with_1009(compressed: S
     with GenericEnvClient(base_url=compressed.url).sync() as env:
         result = env.reset(prompt=[{"role": "user", "content": "1+1?"}])
         assert result.observation["turn"] == 0
+
+
+@needs_proc
+def test_pings_from_a_client_that_reads_nothing_stop_being_read(tmp_path: Path) -> None:
+    server = start_server(tmp_path, CONFIG)
+    try:
+        sock, client = _connection(server, compress=False)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        for _ in range(2000):
+            client.send_ping(b"x" * 125)
+        pings = b"".join(client.data_to_send())  # 262,000 bytes
+        before = _memory_mb(server.pid, "VmRSS")
+        sock.settimeout(2)
+        sent, deadline = 0, time.monotonic() + 15
+        with contextlib.suppress(TimeoutError):  # the server stopped reading
+            while sent < 64 << 20 and time.monotonic() < deadline:
+                sock.sendall(pings)
+                sent += len(pings)
+        peak = _memory_mb(server.pid, "VmHWM")
+        sock.close()
+        # Before, every pong was held: as many bytes as were sent (64 MB in about 4 s).
+        assert peak - before < 30, (
+            f"after {sent >> 20} MB of pings the server went from {before:.0f} MB to {peak:.0f} MB"
+        )
+        with GenericEnvClient(base_url=server.url).sync() as env:
+            assert env.reset(prompt=[{"role": "user", "content": "1+1?"}]).observation["turn"] == 0
+    finally:
+        assert server.stop() == 0, server.output()
