@@ -399,8 +399,11 @@ def websocket_protocol(compress: bool) -> type | str:
             self.pongs_held = False
 
         def data_received(self, data: bytes) -> None:
-            self.unparsed += data
-            self._parse()
+            if self.unparsed or self.read_paused or self.pongs_held or len(data) > self.piece:
+                self.unparsed += data
+                self._parse()
+            else:  # the usual read: one piece, nothing held back
+                super().data_received(data)
 
         def _parse(self) -> None:
             """Parse what was read until a message waits for the application."""
