@@ -541,14 +541,12 @@ def run(
 
     _configure_logging(log_level)
     sock = _bind(host, port)
-    bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    log.info("listening on http://%s:%d (OpenEnv WebSocket at /ws)", shown, bound)
+    log.info("listening on http://%s:%d (OpenEnv WebSocket at /ws)", shown, sock.getsockname()[1])
     websockets = guard.setdefault(
         "max_connections", (hub.max_sessions or 64) * CONNECTIONS_PER_SESSION
     )
-    head_timeout = guard.pop("head_timeout", HEAD_TIMEOUT)
-    largest = max_body(hub.max_episode_chars)
+    head_timeout, largest = guard.pop("head_timeout", HEAD_TIMEOUT), max_body(hub.max_episode_chars)
     gate = ConnectionGate(head_timeout, http_connection_cap(websockets), max_body=largest)
     app = create_app(hub, bind_host=host, gate=gate, **guard)
 

@@ -372,6 +372,70 @@ def gated_h11(gate: ConnectionGate) -> type:
 FEED_BYTES = 4096
 
 
+class _BoundedReads:
+    """The two bounds above, mixed into uvicorn's sans-I/O protocol (its ``super()``)."""
+
+    piece: int
+    read_paused: bool
+    transport: Any
+    writable: asyncio.Event
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: Bytes read from the client and not parsed yet.
+        self.unparsed = bytearray()
+        #: Reading stopped until the client takes what was written to it.
+        self.pongs_held = False
+
+    def data_received(self, data: bytes) -> None:
+        if self.unparsed or self.read_paused or self.pongs_held or len(data) > self.piece:
+            self.unparsed += data
+            self._parse()
+        else:  # the usual read: one piece, nothing held back
+            super().data_received(data)  # type: ignore[misc]
+
+    def _parse(self) -> None:
+        """Parse what was read until a message waits for the application."""
+        unparsed = self.unparsed
+        while unparsed and not (self.read_paused or self.pongs_held):
+            if self.transport.is_closing():
+                unparsed.clear()
+                return
+            piece = bytes(unparsed[: self.piece])
+            del unparsed[: self.piece]
+            super().data_received(piece)  # type: ignore[misc]
+
+    def handle_ping(self) -> None:
+        super().handle_ping()  # type: ignore[misc]
+        if not self.writable.is_set():  # the client reads none of what is written
+            self.pongs_held = True
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()  # type: ignore[misc]
+        if self.pongs_held:
+            self.pongs_held = False
+            if not self.read_paused:
+                self.transport.resume_reading()
+                self._parse()
+
+    async def receive(self) -> Any:
+        message = await super().receive()  # type: ignore[misc]  # resumes reading if none waits
+        if self.pongs_held:
+            self.transport.pause_reading()
+        self._parse()
+        return message
+
+    async def send(self, message: Any) -> None:
+        await super().send(message)  # type: ignore[misc]
+        if self.unparsed and not self.read_paused:
+            self._parse()  # after a close, the client's close frame may be waiting
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.unparsed.clear()
+        super().connection_lost(exc)  # type: ignore[misc]
+
+
 def websocket_protocol(compress: bool) -> type | str:
     """uvicorn's ``websockets-sansio`` protocol, with the bounds described above."""
     try:
@@ -387,66 +451,8 @@ def websocket_protocol(compress: bool) -> type | str:
             "--ws-compression needs uvicorn 0.35 or later (pip install -U uvicorn); "
             "or serve without compression"
         ) from exc
-
-    class BoundedWebSocket(WebSocketsSansIOProtocol):  # type: ignore[misc]
-        piece = FEED_BYTES if compress else 1 << 20
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            #: Bytes read from the client and not parsed yet.
-            self.unparsed = bytearray()
-            #: Reading stopped until the client takes what was written to it.
-            self.pongs_held = False
-
-        def data_received(self, data: bytes) -> None:
-            if self.unparsed or self.read_paused or self.pongs_held or len(data) > self.piece:
-                self.unparsed += data
-                self._parse()
-            else:  # the usual read: one piece, nothing held back
-                super().data_received(data)
-
-        def _parse(self) -> None:
-            """Parse what was read until a message waits for the application."""
-            unparsed = self.unparsed
-            while unparsed and not (self.read_paused or self.pongs_held):
-                if self.transport.is_closing():
-                    unparsed.clear()
-                    return
-                piece = bytes(unparsed[: self.piece])
-                del unparsed[: self.piece]
-                super().data_received(piece)
-
-        def handle_ping(self) -> None:
-            super().handle_ping()
-            if not self.writable.is_set():  # the client reads none of what is written
-                self.pongs_held = True
-                self.transport.pause_reading()
-
-        def resume_writing(self) -> None:
-            super().resume_writing()
-            if self.pongs_held:
-                self.pongs_held = False
-                if not self.read_paused:
-                    self.transport.resume_reading()
-                    self._parse()
-
-        async def receive(self) -> Any:
-            message = await super().receive()  # resumes reading once no message waits
-            if self.pongs_held:
-                self.transport.pause_reading()
-            self._parse()
-            return message
-
-        async def send(self, message: Any) -> None:
-            await super().send(message)
-            if self.unparsed and not self.read_paused:
-                self._parse()  # after a close, the client's close frame may be waiting
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self.unparsed.clear()
-            super().connection_lost(exc)
-
-    return BoundedWebSocket
+    piece = FEED_BYTES if compress else 1 << 20
+    return type("BoundedWebSocket", (_BoundedReads, WebSocketsSansIOProtocol), {"piece": piece})
 
 
 def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
