@@ -435,6 +435,17 @@ class _BoundedReads:
         self.unparsed.clear()
         super().connection_lost(exc)  # type: ignore[misc]
 
+    def shutdown(self) -> None:
+        """Closing at shutdown; a client that reads nothing is cut off, not waited for.
+
+        Its close frame could not reach it, and the application's own close would
+        wait for the send buffer to drain until uvicorn's graceful timeout (30 s)
+        cancelled it with a traceback.
+        """
+        super().shutdown()  # type: ignore[misc]
+        if not self.writable.is_set():
+            self.transport.abort()
+
 
 def websocket_protocol(compress: bool) -> type | str:
     """uvicorn's ``websockets-sansio`` protocol, with the bounds described above."""

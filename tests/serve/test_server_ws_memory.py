@@ -133,22 +133,28 @@ def test_a_compressed_message_larger_than_a_reset_closes_with_1009(compressed: S
         assert result.observation["turn"] == 0
 
 
+def _flood_with_pings(server: Server, most: int) -> tuple[socket.socket, int]:
+    """Send pings, reading nothing, until the server stops reading or ``most`` bytes."""
+    sock, client = _connection(server, compress=False)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    for _ in range(2000):
+        client.send_ping(b"x" * 125)
+    pings = b"".join(client.data_to_send())  # 262,000 bytes
+    sock.settimeout(2)
+    sent, deadline = 0, time.monotonic() + 15
+    with contextlib.suppress(TimeoutError):  # the server stopped reading
+        while sent < most and time.monotonic() < deadline:
+            sock.sendall(pings)
+            sent += len(pings)
+    return sock, sent
+
+
 @needs_proc
 def test_pings_from_a_client_that_reads_nothing_stop_being_read(tmp_path: Path) -> None:
     server = start_server(tmp_path, CONFIG)
     try:
-        sock, client = _connection(server, compress=False)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        for _ in range(2000):
-            client.send_ping(b"x" * 125)
-        pings = b"".join(client.data_to_send())  # 262,000 bytes
         before = _memory_mb(server.pid, "VmRSS")
-        sock.settimeout(2)
-        sent, deadline = 0, time.monotonic() + 15
-        with contextlib.suppress(TimeoutError):  # the server stopped reading
-            while sent < 64 << 20 and time.monotonic() < deadline:
-                sock.sendall(pings)
-                sent += len(pings)
+        sock, sent = _flood_with_pings(server, 64 << 20)
         peak = _memory_mb(server.pid, "VmHWM")
         sock.close()
         # Before, every pong was held: as many bytes as were sent (64 MB in about 4 s).
@@ -159,3 +165,17 @@ def test_pings_from_a_client_that_reads_nothing_stop_being_read(tmp_path: Path) 
             assert env.reset(prompt=[{"role": "user", "content": "1+1?"}]).observation["turn"] == 0
     finally:
         assert server.stop() == 0, server.output()
+
+
+def test_a_client_that_reads_nothing_does_not_hold_the_shutdown(tmp_path: Path) -> None:
+    """Its close could not be sent: the server waited 30 s, then printed a traceback."""
+    server = start_server(tmp_path, CONFIG)
+    sock, _ = _flood_with_pings(server, 16 << 20)
+    try:
+        started = time.monotonic()
+        assert server.stop() == 0, server.output()
+        took = time.monotonic() - started
+    finally:
+        sock.close()
+    assert took < 10, f"the server took {took:.0f} s to stop"
+    assert "Traceback" not in server.output()
