@@ -495,6 +495,24 @@ def _on_stop_signals(stop: Callable[[], None]) -> None:
 # ---------------------------------------------------------------------------
 
 
+def _websocket_options(compress: bool, largest: int) -> dict[str, Any]:
+    """uvicorn's WebSocket options: messages of at most ``largest`` bytes, compressed or not.
+
+    A WebSocket message, like an HTTP body, is at most what a reset may bring;
+    websockets enforces it while decompressing, and a larger message closes the
+    connection (1009). Pings are answered only as fast as the client reads, and
+    compressed streams are parsed a message at a time
+    (:func:`~interactions_core.serve.connections.websocket_protocol`).
+    """
+    from .connections import websocket_protocol
+
+    return {
+        "ws": websocket_protocol(compress),
+        "ws_max_size": largest,
+        "ws_per_message_deflate": compress,
+    }
+
+
 def run(
     hub: Hub,
     host: str = "127.0.0.1",
@@ -523,16 +541,13 @@ def run(
 
     _configure_logging(log_level)
     sock = _bind(host, port)
-    bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    log.info("listening on http://%s:%d (OpenEnv WebSocket at /ws)", shown, bound)
+    log.info("listening on http://%s:%d (OpenEnv WebSocket at /ws)", shown, sock.getsockname()[1])
     websockets = guard.setdefault(
         "max_connections", (hub.max_sessions or 64) * CONNECTIONS_PER_SESSION
     )
-    head_timeout = guard.pop("head_timeout", HEAD_TIMEOUT)
-    gate = ConnectionGate(
-        head_timeout, http_connection_cap(websockets), max_body=max_body(hub.max_episode_chars)
-    )
+    head_timeout, largest = guard.pop("head_timeout", HEAD_TIMEOUT), max_body(hub.max_episode_chars)
+    gate = ConnectionGate(head_timeout, http_connection_cap(websockets), max_body=largest)
     app = create_app(hub, bind_host=host, gate=gate, **guard)
 
     async def quiet() -> None:
@@ -542,7 +557,7 @@ def run(
     config = uvicorn.Config(
         _QuietClose(app.state.guard),
         http=gated_h11(gate),
-        ws_per_message_deflate=compress,
+        **_websocket_options(compress, largest),
         log_level=log_level,
         lifespan="on",
         timeout_graceful_shutdown=30,

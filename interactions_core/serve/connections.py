@@ -16,10 +16,14 @@ is what the server runs under its application to prevent that:
   arrived whole;
 * :func:`http_connection_cap` derives the cap from the open-file limit, and
   :func:`quiet_accept_errors` turns asyncio's flood of accept errors into a line
-  every ``LOG_EVERY`` seconds (:class:`Throttled`).
+  every ``LOG_EVERY`` seconds (:class:`Throttled`);
+* :func:`websocket_protocol` is the WebSocket protocol the server runs: it
+  answers pings only as fast as the client reads, and decompresses one message
+  ahead of the application, not a whole read of them.
 
-Only public APIs are used: uvicorn's protocol class option, asyncio transports
-(``abort``) and the loop's exception handler.
+Apart from :func:`websocket_protocol`, which says why it subclasses uvicorn's
+WebSocket protocol, only public APIs are used: uvicorn's protocol class options,
+asyncio transports (``abort``) and the loop's exception handler.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 
 __all__ = [
     "FD_RESERVE",
+    "FEED_BYTES",
     "LOG_EVERY",
     "ConnectionGate",
     "Throttled",
@@ -39,6 +44,7 @@ __all__ = [
     "max_body",
     "peer_key",
     "quiet_accept_errors",
+    "websocket_protocol",
 ]
 
 log = logging.getLogger("interactions_core.serve")
@@ -334,6 +340,130 @@ def gated_h11(gate: ConnectionGate) -> type:
             super().connection_lost(exc)
 
     return GatedH11Protocol
+
+
+# The WebSocket protocol the server runs: uvicorn's sans-I/O one, with two bounds.
+#
+# * **Pongs wait for a client that reads.** uvicorn answers every ping at once,
+#   whether or not the client reads the pongs, and keeps reading: a client that
+#   sends pings and reads nothing made the server hold every pong, about as many
+#   bytes as it sent (195 MB in 12 s on one connection, until --idle-timeout). When
+#   the transport's buffer is full (``pause_writing``) reading stops until it drains.
+# * **Compressed messages are decompressed one ahead of the application.** uvicorn
+#   parses every frame of a read (up to 256 KiB) before it pauses reading, and with
+#   permessage-deflate each frame may decompress to ``ws_max_size``: a few
+#   compressed frames of zeros (240 KB) cost the server 230 MB at once. Here what
+#   was read is kept and parsed ``FEED_BYTES`` at a time, stopping as soon as a
+#   message waits for the application (uvicorn has then paused reading: its own
+#   backpressure); the rest is parsed when the application takes that message.
+#
+# uvicorn's public options cannot do either: ``ws_max_size`` bounds one message
+# only, ``ws_max_queue`` is read only by the legacy ``websockets`` protocol, which
+# uvicorn deprecates and will point at the sans-I/O one, and ``wsproto`` also parses
+# a whole read and answers pings unread. So this is a subclass, relying on uvicorn
+# 0.35+'s ``read_paused`` and ``writable`` and its ``data_received``, ``receive``,
+# ``send``, ``handle_ping`` and ``resume_writing`` methods;
+# ``tests/serve/test_server_ws_memory.py`` checks both bounds on the uvicorn the
+# project pins.
+
+#: Bytes of a compressed WebSocket stream parsed at a time: deflate expands a byte to
+#: at most about 1,032, so the messages beyond the first that one such piece holds
+#: come to a few megabytes at most. Uncompressed streams are parsed a read at a time.
+FEED_BYTES = 4096
+
+
+class _BoundedReads:
+    """The two bounds above, mixed into uvicorn's sans-I/O protocol (its ``super()``)."""
+
+    piece: int
+    read_paused: bool
+    transport: Any
+    writable: asyncio.Event
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: Bytes read from the client and not parsed yet.
+        self.unparsed = bytearray()
+        #: Reading stopped until the client takes what was written to it.
+        self.pongs_held = False
+
+    def data_received(self, data: bytes) -> None:
+        if self.unparsed or self.read_paused or self.pongs_held or len(data) > self.piece:
+            self.unparsed += data
+            self._parse()
+        else:  # the usual read: one piece, nothing held back
+            super().data_received(data)  # type: ignore[misc]
+
+    def _parse(self) -> None:
+        """Parse what was read until a message waits for the application."""
+        unparsed = self.unparsed
+        while unparsed and not (self.read_paused or self.pongs_held):
+            if self.transport.is_closing():
+                unparsed.clear()
+                return
+            piece = bytes(unparsed[: self.piece])
+            del unparsed[: self.piece]
+            super().data_received(piece)  # type: ignore[misc]
+
+    def handle_ping(self) -> None:
+        super().handle_ping()  # type: ignore[misc]
+        if not self.writable.is_set():  # the client reads none of what is written
+            self.pongs_held = True
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()  # type: ignore[misc]
+        if self.pongs_held:
+            self.pongs_held = False
+            if not self.read_paused:
+                self.transport.resume_reading()
+                self._parse()
+
+    async def receive(self) -> Any:
+        message = await super().receive()  # type: ignore[misc]  # resumes reading if none waits
+        if self.pongs_held:
+            self.transport.pause_reading()
+        self._parse()
+        return message
+
+    async def send(self, message: Any) -> None:
+        await super().send(message)  # type: ignore[misc]
+        if self.unparsed and not self.read_paused:
+            self._parse()  # after a close, the client's close frame may be waiting
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.unparsed.clear()
+        super().connection_lost(exc)  # type: ignore[misc]
+
+    def shutdown(self) -> None:
+        """Closing at shutdown; a client that reads nothing is cut off, not waited for.
+
+        Its close frame could not reach it, and the application's own close would
+        wait for the send buffer to drain until uvicorn's graceful timeout (30 s)
+        cancelled it with a traceback.
+        """
+        super().shutdown()  # type: ignore[misc]
+        if not self.writable.is_set():
+            self.transport.abort()
+
+
+def websocket_protocol(compress: bool) -> type | str:
+    """uvicorn's ``websockets-sansio`` protocol, with the bounds described above."""
+    try:
+        from uvicorn.protocols.websockets.websockets_sansio_impl import (
+            WebSocketsSansIOProtocol,
+        )
+    except ImportError as exc:  # uvicorn before 0.35: its legacy protocol drains pongs
+        if not compress:
+            return "auto"
+        from ..errors import InteractionsError
+
+        raise InteractionsError(
+            "--ws-compression needs uvicorn 0.35 or later (pip install -U uvicorn); "
+            "or serve without compression"
+        ) from exc
+    piece = FEED_BYTES if compress else 1 << 20
+    return type("BoundedWebSocket", (_BoundedReads, WebSocketsSansIOProtocol), {"piece": piece})
 
 
 def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:

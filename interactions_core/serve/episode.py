@@ -21,11 +21,15 @@
 
 Every observation carries the whole conversation, so its size is bounded by the
 hub's ``max_episode_chars``, counted as the characters of message content an
-observation carries: every message of ``messages`` and the ``feedback`` field,
+observation carries: every message of ``messages`` (its content, and any field
+but its role, such as ``name`` or ``tool_calls``) and the ``feedback`` field,
 which repeats the feedback just appended (or carries the last turn's, which is
-not appended). A prompt over the bound is refused; an assistant message that
-would take the conversation past it, or a plugin's feedback that would take the
-observation past it, ends the episode (its session finalized, the feedback
+not appended). The messages themselves are bounded too, one per
+:data:`CHARS_PER_MESSAGE` characters of the bound (at least :data:`MIN_MESSAGES`),
+and a role is at most :data:`MAX_ROLE` characters: short messages cost the server
+memory whatever their text. A prompt over a bound is refused; an assistant message
+(or a turn) that would take the conversation past one, or a plugin's feedback that
+would take the observation past it, ends the episode (its session finalized, the feedback
 dropped) with an error that says which. A prompt message or
 ``interaction_kwargs`` nested more than :data:`MAX_NESTING` levels is refused
 the same way, before any session is taken.
@@ -50,7 +54,15 @@ from ..runtime.session import Session
 from ..runtime.step import judge
 from .hub import Hub
 
-__all__ = ["MAX_NESTING", "ServedEpisode", "check_prompt"]
+__all__ = [
+    "CHARS_PER_MESSAGE",
+    "MAX_NESTING",
+    "MAX_ROLE",
+    "MIN_MESSAGES",
+    "ServedEpisode",
+    "check_prompt",
+    "message_limit",
+]
 
 log = logging.getLogger("interactions_core.serve")
 
@@ -85,12 +97,38 @@ def _too_deep(value: object, limit: int = MAX_NESTING) -> bool:
     return False
 
 
+#: One message an episode may hold per this many characters of ``max_episode_chars``
+#: (and ``MIN_MESSAGES`` at least). A message costs the server several hundred bytes
+#: however short its content: a reset of 400,000 empty messages (12 MB) made the
+#: server hold 360 MB for the session and send 11 MB at every step, though it
+#: counted no characters.
+CHARS_PER_MESSAGE = 256
+#: The fewest messages an episode may hold, whatever ``max_episode_chars``.
+MIN_MESSAGES = 256
+#: The longest ``role`` a message may have: a role is a short name such as ``user``.
+MAX_ROLE = 64
+
+
+def message_limit(max_episode_chars: int) -> int:
+    """How many messages one episode may hold under ``max_episode_chars``."""
+    return max(MIN_MESSAGES, max_episode_chars // CHARS_PER_MESSAGE)
+
+
+def _text(value: object) -> int:
+    if isinstance(value, str):
+        return len(value)
+    return 0 if value is None else len(json.dumps(value, default=str))
+
+
 def _chars(message: Mapping[str, Any]) -> int:
-    """The characters a message adds to every observation (its content's text)."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return len(content)
-    return 0 if content is None else len(json.dumps(content, default=str))
+    """The characters a message adds to every observation: its content's text, and
+    every field but its role (``name``, ``tool_calls``, ...) with its name."""
+    extra = sum(
+        len(str(key)) + _text(value)
+        for key, value in message.items()
+        if key not in ("role", "content")
+    )
+    return _text(message.get("content")) + extra
 
 
 def check_prompt(prompt: object) -> list[dict[str, Any]]:
@@ -111,6 +149,11 @@ def check_prompt(prompt: object) -> list[dict[str, Any]]:
                 f"prompt[{i}] must be a chat message with a 'role' and a 'content', "
                 f"not {message!r:.80}"
             )
+        if len(message["role"]) > MAX_ROLE:
+            raise BadResetError(
+                f"prompt[{i}]'s role is {len(message['role']):,} characters long; a role is "
+                f"a short name such as 'user' or 'system' (at most {MAX_ROLE} characters)"
+            )
         if _too_deep(message):
             raise BadResetError(
                 f"prompt[{i}] nests lists and objects more than {MAX_NESTING} levels deep; "
@@ -118,6 +161,26 @@ def check_prompt(prompt: object) -> list[dict[str, Any]]:
             )
         messages.append(dict(message))
     return messages
+
+
+def _bounded_prompt(prompt: object, max_chars: int) -> tuple[list[dict[str, Any]], int]:
+    """The prompt's messages and characters, refused when over the episode's bounds."""
+    most = message_limit(max_chars)
+    count = len(prompt) if isinstance(prompt, (list, tuple)) else 1
+    if count > most:
+        raise BadResetError(
+            f"the prompt holds {count:,} messages, over this server's limit of "
+            f"{most:,} for a whole episode (one per {CHARS_PER_MESSAGE} characters of "
+            "--max-episode-chars)"
+        )
+    messages = check_prompt(prompt)
+    chars = sum(map(_chars, messages))
+    if chars > max_chars:
+        raise BadResetError(
+            f"the prompt holds {chars:,} characters, over this server's limit of "
+            f"{max_chars:,} for a whole episode (--max-episode-chars)"
+        )
+    return messages, chars
 
 
 class ServedEpisode:
@@ -198,13 +261,7 @@ class ServedEpisode:
                 "deep; give the interaction its arguments as plain, shallow values"
             )
         name, interaction, kwargs = hub.route(interaction_kwargs)
-        messages = check_prompt(prompt)
-        chars = sum(map(_chars, messages))
-        if chars > hub.max_episode_chars:
-            raise BadResetError(
-                f"the prompt holds {chars:,} characters, over this server's limit of "
-                f"{hub.max_episode_chars:,} for a whole episode (--max-episode-chars)"
-            )
+        messages, chars = _bounded_prompt(prompt, hub.max_episode_chars)
         async with self._lock:
             hub.admit(self)
             session = Session(
@@ -268,13 +325,12 @@ class ServedEpisode:
                     "to start one"
                 )
             hub = self.hub
-            if self.chars + len(content) > hub.max_episode_chars:
+            problem = self._no_room_for(content)
+            if problem is not None:
                 await self._close(session)
                 raise BadActionError(
-                    f"this message would take the conversation to {self.chars + len(content):,} "
-                    f"characters, over this server's limit of {hub.max_episode_chars:,} "
-                    "(--max-episode-chars): the episode is over and its session finalized; "
-                    "call reset to start another"
+                    f"{problem}: the episode is over and its session finalized; call reset "
+                    "to start another"
                 )
             self.turn += 1
             self.messages.append({"role": "assistant", "content": content})
@@ -310,6 +366,22 @@ class ServedEpisode:
                 self.user_turns += 1  # the step appended the feedback
                 self.chars += len(result.content)
             return self.observation(result.content, self._reward(result.score))
+
+    def _no_room_for(self, content: str) -> str | None:
+        """Why the conversation cannot take ``content`` (and the feedback after it), if so."""
+        limit = self.hub.max_episode_chars
+        if self.chars + len(content) > limit:
+            return (
+                f"this message would take the conversation to {self.chars + len(content):,} "
+                f"characters, over this server's limit of {limit:,} (--max-episode-chars)"
+            )
+        most = message_limit(limit)
+        if len(self.messages) + 2 > most:
+            return (
+                f"this turn would take the conversation past {most:,} messages, this "
+                f"server's limit (one per {CHARS_PER_MESSAGE} of --max-episode-chars)"
+            )
+        return None
 
     def _why_closed(self) -> str:
         """Why a step finds no open episode."""

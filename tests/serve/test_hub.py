@@ -221,6 +221,33 @@ async def test_an_episodes_conversation_is_bounded_and_the_bound_ends_it_cleanly
     assert hub().max_episode_chars == 2_000_000
 
 
+async def test_messages_count_against_the_bound_whatever_their_text(tmp_path: Path) -> None:
+    """400,000 empty messages (a 12 MB reset) counted no characters: the server held
+    360 MB for the session and sent 11 MB at every step. A role, or a field beside
+    the content, as long as the bound was not counted either."""
+    h = hub()
+    episode = ServedEpisode(h)
+    empty = [{"role": "user", "content": ""}] * 400_000
+    with pytest.raises(BadResetError, match=r"400,000 messages, over .* limit of 7,812 "):
+        await episode.start(empty, {"ground_truth": "18"})
+    with pytest.raises(BadResetError, match=r"role is 15,000,000 characters long"):
+        await episode.start([{"role": "u" * 15_000_000, "content": ""}], {"ground_truth": "1"})
+    named = [{"role": "user", "content": "", "name": "n" * 2_000_000}]
+    with pytest.raises(BadResetError, match=r"holds 2,000,004 characters, over"):
+        await episode.start(named, {"ground_truth": "1"})
+    assert h.tracker.started == 0 and h.open_sessions == 0
+    # Turns add messages too: under a small bound, 256 messages at most.
+    small = verbose_hub(1_000, tmp_path / "log")
+    episode = ServedEpisode(small)
+    await episode.start([{"role": "user", "content": ""}] * 250, {"size": 0})
+    for _ in range(3):
+        await episode.step("")
+    assert len(episode.messages) == 256
+    with pytest.raises(BadActionError, match=r"past 256 messages, this server's limit"):
+        await episode.step("")
+    assert small.tracker.open == 0 and small.open_sessions == 0
+
+
 class Verbose(Logged):
     """Feedback of ``size`` characters to every answer; the answer "stop" ends the episode."""
 
