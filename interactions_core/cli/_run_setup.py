@@ -29,6 +29,9 @@ import os
 import sys
 from dataclasses import dataclass
 
+from ..errors import DatasetError
+from ..runtime.observers import TraceWriter
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
@@ -42,6 +45,7 @@ __all__ = [
     "Resume",
     "RunInputs",
     "RunOutputs",
+    "RunTrace",
     "check_paths",
     "duration",
     "open_outputs",
@@ -248,15 +252,24 @@ class RecordSink:
 
 
 class RecordHandler:
-    """The ``on_record`` of a run: each episode record to the sink, counted, shown on the bar."""
+    """The ``on_record`` of a run: each episode record to the sink, counted, shown on the bar.
 
-    def __init__(self, sink: RecordSink | None, progress: Progress | None) -> None:
+    A ``--trace`` that could not be written (a full disk, a reader gone from the
+    pipe) stops the run here, before the next record, as a failing ``--output`` does.
+    """
+
+    def __init__(
+        self, sink: RecordSink | None, progress: Progress | None, trace: Any = None
+    ) -> None:
         self.sink = sink
         self.progress = progress
+        self.trace = trace
         self.done = 0
         self.errors = 0
 
     def __call__(self, record: Any) -> None:
+        if self.trace is not None and self.trace.failure is not None:
+            raise self.trace.failure
         if self.sink is not None:
             self.sink.write(record.to_dict())
         self.done += 1
@@ -277,7 +290,10 @@ class RunOutputs:
     sink: RecordSink | None
 
     def close(self) -> None:
-        """Clear the bar and close the files; the trace is closed even when the output fails."""
+        """Clear the bar and close the files; the trace is closed even when the output fails.
+
+        A ``--trace`` that failed after the last record is told here.
+        """
         if self.progress is not None:
             self.progress.close()
         try:
@@ -286,6 +302,8 @@ class RunOutputs:
         finally:
             if self.trace is not None:
                 self.trace.close()
+                if getattr(self.trace, "failure", None) is not None:
+                    raise self.trace.failure
 
 
 def open_outputs(args: argparse.Namespace, inputs: RunInputs) -> RunOutputs:
@@ -309,16 +327,36 @@ def open_outputs(args: argparse.Namespace, inputs: RunInputs) -> RunOutputs:
     return RunOutputs(progress, resume, output, trace, report, sink)
 
 
+class RunTrace(TraceWriter):
+    """``--trace``: a trace writer whose failure stops the run instead of every episode.
+
+    A line that cannot be written (the disk is full, the pipe's reader is gone)
+    is not the episode's fault: :meth:`write` keeps the error in :attr:`failure`
+    for :class:`RecordHandler` to stop the run with, where the plain writer's
+    error, raised again for every later event, would make each later episode an
+    error (its exception's traceback growing with each, at a quadratic cost).
+    """
+
+    failure: DatasetError | None = None
+
+    def write(self, obj: Any) -> None:
+        if self.failure is not None:
+            return
+        try:
+            super().write(obj)
+        except DatasetError as exc:
+            self.failure = exc.with_traceback(None)
+
+
 def _open_files(args: argparse.Namespace) -> tuple[Any, Any]:
     """Open ``--output`` and ``--trace``; when one fails, the other is not left behind."""
-    from ..runtime.observers import TraceWriter
     from ..runtime.records import LineWriter
 
     appending = bool(args.resume)
     opened: list[Any] = []
     created: list[str] = []
     try:
-        for path, writer in ((args.output, LineWriter), (args.trace, TraceWriter)):
+        for path, writer in ((args.output, LineWriter), (args.trace, RunTrace)):
             if not path:
                 opened.append(None)
                 continue

@@ -160,8 +160,8 @@ class LineWriter:
             text = json.dumps(_finite(obj), ensure_ascii=False, default=str, allow_nan=False)
         line = encode_line(text, obj)
         with self._lock:
-            if self._error is not None:
-                raise self._error
+            if self._error is not None:  # raised afresh: a traceback that grows costs each caller
+                raise self._error.with_traceback(None)
             self._buffer.append(line)
             self._size += len(line)
             self.lines += 1
