@@ -115,3 +115,110 @@ def test_a_trace_that_cannot_be_written_stops_the_run_like_the_output(tmp_path: 
     records = read_lines(out)
     assert records  # whole lines, those of the episodes that ended before the stop
     assert not [r for r in records if r["errors"]], "the trace's failure became episodes' errors"
+
+
+# -- what a plugin returns: typed right, behaving badly -----------------------------------
+
+HOSTILE = """
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class Boom(Exception):
+    pass
+
+
+class Unprintable:
+    def __str__(self):
+        raise Boom("str")
+
+    __repr__ = __bool__ = __str__
+
+
+class RudeFloat(float):  # a float whose arithmetic and comparisons raise
+    def _boom(self, *args):
+        raise Boom("float")
+
+    __add__ = __radd__ = __sub__ = __mul__ = __truediv__ = __lt__ = __gt__ = _boom
+    __eq__ = __le__ = __ge__ = __round__ = __format__ = __repr__ = __str__ = _boom
+    __hash__ = float.__hash__
+
+
+class RudeStr(str):  # text whose len(), str() and repr() raise
+    def _boom(self, *args):
+        raise Boom("str")
+
+    __len__ = __str__ = __repr__ = _boom
+
+
+def cyclic():
+    extra = {}
+    extra["self"] = extra
+    return extra
+
+
+RESULTS = {
+    "rude_str": lambda: InteractionResult(False, RudeStr("feedback"), 1.0, {}),
+    "rude_str_tuple": lambda: (False, RudeStr("feedback"), 1.0, {}),
+    "rude_float": lambda: InteractionResult(True, "ok", RudeFloat(0.5), {}),
+    "unprintable_extra": lambda: InteractionResult(True, "ok", 1.0, {"x": Unprintable()}),
+    "cyclic_extra": lambda: InteractionResult(True, "ok", 1.0, cyclic()),
+    "tuple_key_extra": lambda: InteractionResult(True, "ok", 1.0, {(1, 2): 1}),
+    "unprintable_flag": lambda: InteractionResult(Unprintable(), "ok", 1.0, {}),
+}
+
+
+class HostileInteraction(BaseInteraction):
+    async def generate_response(self, instance_id, messages, **kwargs):
+        return RESULTS.get(kwargs.get("mode"), lambda: InteractionResult(True, "ok", 1.0))()
+"""
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        "rude_str",
+        "rude_str_tuple",
+        "rude_float",
+        "unprintable_extra",
+        "cyclic_extra",
+        "tuple_key_extra",
+        "unprintable_flag",
+    ],
+)
+def test_a_hostile_value_a_plugin_returns_costs_at_most_its_episode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """Each of these stopped the whole run ("unexpected Boom", no summary, the records of
+    later episodes lost): a str subclass's len() in the report, a float subclass's
+    arithmetic in the summary, an extra's str(), a cycle or a tuple key in the writer."""
+    (tmp_path / "hostile_plugin.py").write_text(HOSTILE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "default: hostile\ninteraction:\n  - name: hostile\n"
+        "    class_name: hostile_plugin.HostileInteraction\n",
+        encoding="utf-8",
+    )
+    data, out, trace, report = (tmp_path / n for n in ("d.jsonl", "o.jsonl", "t.jsonl", "r.html"))
+    with data.open("w", encoding="utf-8") as file:
+        for i in range(3):
+            kwargs = {"mode": mode if i == 1 else "ok"}
+            row = {"prompt": [{"role": "user", "content": "q"}], "interaction_kwargs": kwargs}
+            file.write(json.dumps({**row, "responses": ["a", "b"]}) + "\n")
+    code, stdout, err = run_cli(
+        "run", str(config), "--data", str(data), "--output", str(out), "--trace", str(trace),
+        "--report", str(report), "--json", "--concurrency", "1",
+    )  # fmt: skip
+    assert "unexpected" not in err, err
+    summary = json.loads(stdout)
+    assert summary["episodes"] == 3
+    records = read_lines(out)
+    assert [r["index"] for r in records] == [0, 1, 2]
+    read_lines(trace)  # every event written, as JSON
+    assert report.read_bytes().rstrip().endswith(b"</html>")
+    if mode == "unprintable_flag":  # not a bool: the plugin's error, in its episode only
+        assert code == 1 and summary["errors"] == 1
+        assert "should_terminate must be a bool" in records[1]["errors"][0]["message"]
+    else:  # the value is written as JSON can hold it; the episode counts as played
+        assert code == 0, err
+        assert summary["errors"] == 0
