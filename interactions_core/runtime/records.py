@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import stat
 import sys
@@ -43,7 +42,7 @@ import time
 from collections.abc import Container, Iterator, Mapping
 from typing import IO, Any, NamedTuple
 
-from .._files import bounded_lines, line_too_long, lock_fd
+from .._files import as_text, bounded_lines, json_safe, line_too_long, lock_fd
 from ..errors import DatasetError
 from .record import EpisodeRecord
 
@@ -155,9 +154,9 @@ class LineWriter:
     def write(self, obj: Any) -> None:
         """Queue one JSON line (flushed when the buffer or the clock says so)."""
         try:
-            text = json.dumps(obj, ensure_ascii=False, default=_text, allow_nan=False)
-        except Exception:  # NaN, a cycle, a key JSON cannot hold: see _finite
-            text = json.dumps(_finite(obj), ensure_ascii=False, default=_text, allow_nan=False)
+            text = json.dumps(obj, ensure_ascii=False, default=as_text, allow_nan=False)
+        except Exception:  # NaN, a cycle, a key JSON cannot hold: see json_safe
+            text = json.dumps(json_safe(obj), ensure_ascii=False, default=as_text, allow_nan=False)
         line = encode_line(text, obj)
         with self._lock:
             if self._error is not None:  # raised afresh: a traceback that grows costs each caller
@@ -279,7 +278,7 @@ def encode_line(text: str, obj: Any) -> bytes:
     try:
         return (text + "\n").encode("utf-8")
     except UnicodeEncodeError:
-        escaped = json.dumps(_finite(obj), ensure_ascii=True, default=_text, allow_nan=False)
+        escaped = json.dumps(json_safe(obj), ensure_ascii=True, default=as_text, allow_nan=False)
         return (escaped + "\n").encode("ascii")
 
 
@@ -328,43 +327,6 @@ def _cut_partial_line(fd: int) -> int:
         return size + 1
     os.ftruncate(fd, end)
     return end
-
-
-def _finite(obj: Any, _inside: frozenset[int] = frozenset()) -> Any:
-    """``obj`` as JSON can hold it, whatever a plugin put in it (its ``extra``, say).
-
-    NaN and infinite floats become ``None``; a key JSON cannot hold, its text; a
-    list or mapping inside itself, ``"<cycle>"``; a mapping that cannot be read,
-    its text.
-    """
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if not isinstance(obj, (Mapping, list, tuple)):
-        return obj
-    if id(obj) in _inside:
-        return "<cycle>"
-    inside = _inside | {id(obj)}
-    if not isinstance(obj, Mapping):
-        return [_finite(v, inside) for v in obj]
-    try:
-        items = list(dict.items(obj) if isinstance(obj, dict) else obj.items())
-    except Exception:
-        return _text(obj)
-    return {_key(k): _finite(v, inside) for k, v in items}
-
-
-def _key(key: Any) -> Any:
-    if key is None or isinstance(key, (str, int)):
-        return key
-    return key if isinstance(key, float) and math.isfinite(key) else _text(key)
-
-
-def _text(obj: Any) -> str:
-    """``str(obj)`` for a value JSON has no type for, or its type's name when that fails."""
-    try:
-        return str.__str__(obj) if isinstance(obj, str) else str(obj)
-    except Exception:
-        return f"<{type(obj).__name__} that cannot be shown>"
 
 
 def refuse_existing(
