@@ -468,6 +468,7 @@ def resume_state(args: argparse.Namespace, reader: Any = None) -> Resume | None:
         )
     samples = reader.count() if reader is not None else None
     state = read_records(args.output, config, data, samples=samples or None)
+    _refuse_other_repeats(args, state)
     if state.unmarked:
         sys.stderr.write(
             f"interactions: warning: {state.unmarked} record(s) in {args.output} carry no "
@@ -475,6 +476,27 @@ def resume_state(args: argparse.Namespace, reader: Any = None) -> Resume | None:
             "to belong to this run\n"
         )
     return Resume(state, stamp, args.retry_errors)
+
+
+def _refuse_other_repeats(args: argparse.Namespace, state: Any) -> None:
+    """Refuse records of a repeat this run does not play (``repeat`` >= ``--repeat``).
+
+    The fingerprint holds ``--repeat`` only when it is not 1, and older files hold
+    none, so such records can pass it; counted, they would add episodes no sample
+    has (12 for 11 samples) and replay the repeat they stand in for.
+    """
+    from ..errors import ConfigError
+
+    repeat = getattr(args, "repeat", 1)
+    beyond = next((key for key in state.records if key[1] >= repeat), None)
+    if beyond is not None:
+        raise ConfigError(
+            [
+                f"{args.output} holds a record of sample {beyond[0]}, repeat {beyond[1]:,}, "
+                f"but this run plays --repeat {repeat} (repeats 0 to {repeat - 1}); resume "
+                "with the --repeat of the run that wrote it, or write to a new --output file"
+            ]
+        )
 
 
 # -- the progress bar ----------------------------------------------------------

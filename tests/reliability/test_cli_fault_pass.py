@@ -222,3 +222,29 @@ def test_a_hostile_value_a_plugin_returns_costs_at_most_its_episode(
     else:  # the value is written as JSON can hold it; the episode counts as played
         assert code == 0, err
         assert summary["errors"] == 0
+
+
+# -- --resume and records of repeats the run does not play --------------------------------
+
+
+@pytest.mark.parametrize("how", ["a hand-edited repeat", "an older file of --repeat 2"])
+def test_resume_refuses_records_of_repeats_the_run_does_not_play(tmp_path: Path, how: str) -> None:
+    """A record with `repeat` 10**18 in a --repeat 1 file (its fingerprints intact), or
+    an older unfingerprinted --repeat 2 file resumed with --repeat 1, was counted: 12
+    episodes for 11 samples, and the sample it stood for was played again."""
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    write_data(data, 11)
+    assert run_cli("run", "--data", str(data), "--output", str(out))[0] == 0
+    records = read_lines(out)
+    if how == "a hand-edited repeat":
+        records[1]["repeat"] = 10**18
+    else:
+        for record in records:
+            del record["config_hash"], record["data_hash"]
+        records += [{**r, "repeat": 1} for r in records]
+    out.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    before = out.read_bytes()
+    code, stdout, err = run_cli("run", "--data", str(data), "--output", str(out), "--resume")
+    assert code == 1, stdout
+    assert "but this run plays --repeat 1" in err, err
+    assert out.read_bytes() == before  # nothing played, nothing appended
