@@ -248,3 +248,19 @@ def test_resume_refuses_records_of_repeats_the_run_does_not_play(tmp_path: Path,
     assert code == 1, stdout
     assert "but this run plays --repeat 1" in err, err
     assert out.read_bytes() == before  # nothing played, nothing appended
+
+
+# -- environment variables with odd values ----------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["1e308", "inf"])
+def test_an_import_timeout_beyond_what_a_thread_can_wait_is_a_long_wait(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """`INTERACTIONS_IMPORT_TIMEOUT=1e308 interactions list --check` stopped with
+    "unexpected OverflowError: timestamp out of range for platform time_t"."""
+    monkeypatch.setenv("INTERACTIONS_IMPORT_TIMEOUT", value)
+    _, stdout, err = run_cli("list", "--check", "--json")
+    assert "unexpected" not in err, err
+    entries = json.loads(stdout)
+    assert any(e["name"] == "gsm8k" and e["status"] == "ok" for e in entries), entries
