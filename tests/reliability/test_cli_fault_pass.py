@@ -264,3 +264,34 @@ def test_an_import_timeout_beyond_what_a_thread_can_wait_is_a_long_wait(
     assert "unexpected" not in err, err
     entries = json.loads(stdout)
     assert any(e["name"] == "gsm8k" and e["status"] == "ok" for e in entries), entries
+
+
+# -- a named pipe as --output ------------------------------------------------------------
+
+
+class LateReader(PipeReader):
+    """Opens the named pipe two seconds late, then reads it to its end."""
+
+    def run(self) -> None:
+        import time
+
+        time.sleep(2)
+        super().run()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_an_output_pipe_without_a_reader_is_told_not_silently_waited_for(tmp_path: Path) -> None:
+    """`--output FIFO` with no reader waited without a word (it looked hung); it still
+    waits, as a pipe should, and says what it waits for."""
+    data, fifo = tmp_path / "d.jsonl", tmp_path / "records.fifo"
+    write_data(data, 3)
+    # a first run builds the index cache, so the second opens its output within the 2 s
+    assert run_cli("run", "--data", str(data), "--output", str(tmp_path / "o.jsonl"))[0] == 0
+    os.mkfifo(fifo)
+    reader = LateReader(fifo)
+    reader.start()
+    code, _, err = run_cli("run", "--data", str(data), "--output", str(fifo), "--no-progress")
+    reader.join(10)
+    assert code == 0, err
+    assert f"waiting for a process to read the named pipe {fifo} (--output)" in err, err
+    assert len(reader.data.splitlines()) == 3
