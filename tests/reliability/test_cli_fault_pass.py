@@ -295,3 +295,25 @@ def test_an_output_pipe_without_a_reader_is_told_not_silently_waited_for(tmp_pat
     assert code == 0, err
     assert f"waiting for a process to read the named pipe {fifo} (--output)" in err, err
     assert len(reader.data.splitlines()) == 3
+
+
+# -- data files in another encoding -------------------------------------------------------
+
+
+def test_a_utf16_data_file_is_not_half_read(tmp_path: Path) -> None:
+    """`json.loads` guesses each line's encoding from its bytes, so of a UTF-16 file one
+    row in two was played and the others were "invalid JSON": each line is UTF-8 or a bad
+    row, and the first says what the file looks like."""
+    data = tmp_path / "d.jsonl"
+    rows = "".join(
+        json.dumps({"prompt": [{"role": "user", "content": f"q{i}"}], "responses": ["a"]}) + "\n"
+        for i in range(4)
+    )
+    data.write_bytes(rows.encode("utf-16"))
+    code, stdout, err = run_cli("run", "--data", str(data), "--json")
+    summary = json.loads(stdout)
+    assert summary["episodes"] == 0, summary
+    assert "looks like UTF-16 or UTF-32: save it as UTF-8" in err, err
+    data.write_bytes(b"\xef\xbb\xbf" + rows.encode())  # a UTF-8 byte-order mark is fine
+    code, stdout, err = run_cli("run", "--data", str(data), "--json")
+    assert (code, json.loads(stdout)["episodes"]) == (0, 4), err
