@@ -12,8 +12,8 @@ The end of a run: the summary goes to standard output (text, or one JSON
 object with ``--json``) so it can be piped; everything else goes to standard
 error, in a fixed order: bad rows, samples that ran without their interaction,
 plugin calls that blocked the event loop, then either the stop or the errors.
-The exit code is 0, 1 when any episode errored, or 130 / 143 after Ctrl-C /
-SIGTERM.
+The exit code is 0, 1 when any episode errored or every row was bad, or 130 /
+143 after Ctrl-C / SIGTERM.
 """
 
 from __future__ import annotations
@@ -218,6 +218,12 @@ def finish(
         _tell_blocking(played.watchdog)
     if summary.interrupted or stopped:
         return _tell_stop(args, summary, played.still_open, stopped)
+    if not summary.episodes and inputs.reader.skipped:  # a gzip file, say: nothing was run
+        sys.stderr.write(
+            f"interactions: error: no episode was played: every row of {args.data} was bad "
+            "(see above)\n"
+        )
+        return 1
     if summary.errors:
         _tell_errors(args, summary)
         return 1

@@ -313,6 +313,8 @@ def test_a_utf16_data_file_is_not_half_read(tmp_path: Path) -> None:
     code, stdout, err = run_cli("run", "--data", str(data), "--json")
     summary = json.loads(stdout)
     assert summary["episodes"] == 0, summary
+    assert code == 1  # nothing was played: not a success (it was 0)
+    assert f"no episode was played: every row of {data} was bad" in err
     assert "looks like UTF-16 or UTF-32: save it as UTF-8" in err, err
     data.write_bytes(b"\xef\xbb\xbf" + rows.encode())  # a UTF-8 byte-order mark is fine
     code, stdout, err = run_cli("run", "--data", str(data), "--json")
