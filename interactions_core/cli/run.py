@@ -203,11 +203,35 @@ def finish(
     if outputs.resume is not None:
         _complete_resumed(args, outputs.resume, summary)
     summary.skipped_rows = inputs.reader.skipped
-    if outputs.report is not None and outputs.report.seen:
-        from ..report import write_report
-
-        write_report([outputs.report], args.report)
+    unwritten = _write_report(args, outputs)
     _print_summary(args, summary, played.watchdog)
+    code = _tell(args, inputs, played, stopped)
+    if unwritten is not None:  # told last, the summary and the rest above it
+        sys.stderr.write(f"interactions: error: {unwritten}\n")
+        return code or 1
+    return code
+
+
+def _write_report(args: argparse.Namespace, outputs: RunOutputs) -> str | None:
+    """Write ``--report``; why it could not be (a full disk), or ``None``.
+
+    A report that cannot be written loses no record and is told after the
+    summary, which it would otherwise have kept from being printed.
+    """
+    if outputs.report is None or not outputs.report.seen:
+        return None
+    from ..report import RecordsError, write_report
+
+    try:
+        write_report([outputs.report], args.report)
+    except RecordsError as exc:
+        return str(exc)
+    return None
+
+
+def _tell(args: argparse.Namespace, inputs: RunInputs, played: Played, stopped: int) -> int:
+    """Everything after the summary, on stderr in its fixed order; the exit code."""
+    summary = played.summary
     _tell_bad_rows(inputs.reader)
     if inputs.unrouted:
         sys.stderr.write(

@@ -319,3 +319,18 @@ def test_a_utf16_data_file_is_not_half_read(tmp_path: Path) -> None:
     data.write_bytes(b"\xef\xbb\xbf" + rows.encode())  # a UTF-8 byte-order mark is fine
     code, stdout, err = run_cli("run", "--data", str(data), "--json")
     assert (code, json.loads(stdout)["episodes"]) == (0, 4), err
+
+
+def test_a_report_that_cannot_be_written_still_leaves_the_summary(tmp_path: Path) -> None:
+    """`--report /dev/full` (or into a folder that is gone) stopped the run's end before
+    its summary was printed; the summary comes first now, the report's error after it."""
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    write_data(data, 3)
+    report = tmp_path / "gone" / "r.html"
+    code, stdout, err = run_cli(
+        "run", "--data", str(data), "--output", str(out), "--report", str(report), "--json"
+    )
+    assert code == 1
+    assert json.loads(stdout)["episodes"] == 3
+    assert f"cannot write the report {report}" in err, err
+    assert len(read_lines(out)) == 3
