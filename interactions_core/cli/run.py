@@ -266,7 +266,16 @@ def _complete_resumed(args: argparse.Namespace, resume: Any, summary: Any) -> No
 
 def _print_summary(args: argparse.Namespace, summary: Any, watchdog: Any) -> None:
     if not args.json:
-        print(summary.format())
+        text = summary.format()
+        try:
+            print(text)
+        except BrokenPipeError:
+            raise  # the reader went away (`| head`): not an error
+        except (ValueError, OSError):  # closed by plugin code (sys.stdout.close(), os.close(1))
+            sys.stderr.write(
+                "interactions: warning: standard output was closed during the run (by plugin "
+                f"code?); the summary is printed here instead\n{text}\n"
+            )
         return
     from ._command import print_json
 

@@ -26,7 +26,7 @@ def run_cli(*args: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli_main(list(args))
-    return code, out.getvalue(), err.getvalue()
+    return code, "" if out.closed else out.getvalue(), err.getvalue()
 
 
 def write_data(path: Path, rows: int) -> None:
@@ -120,6 +120,8 @@ def test_a_trace_that_cannot_be_written_stops_the_run_like_the_output(tmp_path: 
 # -- what a plugin returns: typed right, behaving badly -----------------------------------
 
 HOSTILE = """
+import sys
+
 from interactions_core import BaseInteraction, InteractionResult
 
 
@@ -164,6 +166,7 @@ RESULTS = {
     "cyclic_extra": lambda: InteractionResult(True, "ok", 1.0, cyclic()),
     "tuple_key_extra": lambda: InteractionResult(True, "ok", 1.0, {(1, 2): 1}),
     "unprintable_flag": lambda: InteractionResult(Unprintable(), "ok", 1.0, {}),
+    "close_stdout": lambda: (sys.stdout.close(), InteractionResult(True, "ok", 1.0))[1],
 }
 
 
@@ -171,6 +174,30 @@ class HostileInteraction(BaseInteraction):
     async def generate_response(self, instance_id, messages, **kwargs):
         return RESULTS.get(kwargs.get("mode"), lambda: InteractionResult(True, "ok", 1.0))()
 """
+
+
+def run_hostile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, *extra: str
+) -> tuple[int, str, str]:
+    """Run 3 samples through the hostile plugin, the second in ``mode``; --output o.jsonl."""
+    (tmp_path / "hostile_plugin.py").write_text(HOSTILE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "default: hostile\ninteraction:\n  - name: hostile\n"
+        "    class_name: hostile_plugin.HostileInteraction\n",
+        encoding="utf-8",
+    )
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    with data.open("w", encoding="utf-8") as file:
+        for i in range(3):
+            kwargs = {"mode": mode if i == 1 else "ok"}
+            row = {"prompt": [{"role": "user", "content": "q"}], "interaction_kwargs": kwargs}
+            file.write(json.dumps({**row, "responses": ["a", "b"]}) + "\n")
+    return run_cli(
+        "run", str(config), "--data", str(data), "--output", str(out), "--concurrency", "1",
+        *extra,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -191,24 +218,10 @@ def test_a_hostile_value_a_plugin_returns_costs_at_most_its_episode(
     """Each of these stopped the whole run ("unexpected Boom", no summary, the records of
     later episodes lost): a str subclass's len() in the report, a float subclass's
     arithmetic in the summary, an extra's str(), a cycle or a tuple key in the writer."""
-    (tmp_path / "hostile_plugin.py").write_text(HOSTILE, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    config = tmp_path / "c.yaml"
-    config.write_text(
-        "default: hostile\ninteraction:\n  - name: hostile\n"
-        "    class_name: hostile_plugin.HostileInteraction\n",
-        encoding="utf-8",
+    out, trace, report = (tmp_path / n for n in ("o.jsonl", "t.jsonl", "r.html"))
+    code, stdout, err = run_hostile(
+        tmp_path, monkeypatch, mode, "--trace", str(trace), "--report", str(report), "--json"
     )
-    data, out, trace, report = (tmp_path / n for n in ("d.jsonl", "o.jsonl", "t.jsonl", "r.html"))
-    with data.open("w", encoding="utf-8") as file:
-        for i in range(3):
-            kwargs = {"mode": mode if i == 1 else "ok"}
-            row = {"prompt": [{"role": "user", "content": "q"}], "interaction_kwargs": kwargs}
-            file.write(json.dumps({**row, "responses": ["a", "b"]}) + "\n")
-    code, stdout, err = run_cli(
-        "run", str(config), "--data", str(data), "--output", str(out), "--trace", str(trace),
-        "--report", str(report), "--json", "--concurrency", "1",
-    )  # fmt: skip
     assert "unexpected" not in err, err
     summary = json.loads(stdout)
     assert summary["episodes"] == 3
@@ -334,3 +347,15 @@ def test_a_report_that_cannot_be_written_still_leaves_the_summary(tmp_path: Path
     assert json.loads(stdout)["episodes"] == 3
     assert f"cannot write the report {report}" in err, err
     assert len(read_lines(out)) == 3
+
+
+def test_a_plugin_that_closes_stdout_does_not_cost_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plugin calling `sys.stdout.close()` (or `os.close(1)`) ended the run with
+    "unexpected ValueError: I/O operation on closed file" and no summary."""
+    code, _, err = run_hostile(tmp_path, monkeypatch, "close_stdout")
+    assert code == 0, err
+    assert "standard output was closed during the run" in err
+    assert "episodes          3  (3 ok, 0 errored)" in err
+    assert len(read_lines(tmp_path / "o.jsonl")) == 3
