@@ -267,8 +267,11 @@ class RecordHandler:
         self.trace = trace
         self.done = 0
         self.errors = 0
+        self.pid = os.getpid()
 
     def __call__(self, record: Any) -> None:
+        if os.getpid() != self.pid:
+            _leave_a_forked_copy()
         if self.trace is not None and self.trace.failure is not None:
             raise self.trace.failure
         if self.sink is not None:
@@ -277,6 +280,21 @@ class RecordHandler:
         self.errors += bool(record.errors)
         if self.progress is not None:
             self.progress.update(self.done, self.errors)
+
+
+def _leave_a_forked_copy() -> None:
+    """End a copy of the run that plugin code made with ``os.fork()`` and returned into.
+
+    The copy would play the rest of the run a second time, writing each record
+    and the summary twice. It ends at its first record, writing nothing (its
+    copies of the files' unwritten lines are dropped with it).
+    """
+    sys.stderr.write(
+        f"interactions: warning: plugin code forked the run (process {os.getpid()}) and "
+        "returned into it; that copy stops here, the run goes on in the original\n"
+    )
+    sys.stderr.flush()
+    os._exit(70)
 
 
 @dataclass

@@ -11,6 +11,7 @@ import io
 import json
 import os
 import stat
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,7 @@ def test_a_trace_that_cannot_be_written_stops_the_run_like_the_output(tmp_path: 
 # -- what a plugin returns: typed right, behaving badly -----------------------------------
 
 HOSTILE = """
+import os
 import sys
 
 from interactions_core import BaseInteraction, InteractionResult
@@ -167,6 +169,7 @@ RESULTS = {
     "tuple_key_extra": lambda: InteractionResult(True, "ok", 1.0, {(1, 2): 1}),
     "unprintable_flag": lambda: InteractionResult(Unprintable(), "ok", 1.0, {}),
     "close_stdout": lambda: (sys.stdout.close(), InteractionResult(True, "ok", 1.0))[1],
+    "fork": lambda: InteractionResult(True, f"forked {os.fork()}", 1.0),
 }
 
 
@@ -359,3 +362,35 @@ def test_a_plugin_that_closes_stdout_does_not_cost_the_summary(
     assert "standard output was closed during the run" in err
     assert "episodes          3  (3 ok, 0 errored)" in err
     assert len(read_lines(tmp_path / "o.jsonl")) == 3
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX")
+def test_a_plugin_that_forks_does_not_play_the_run_twice(tmp_path: Path) -> None:
+    """A plugin calling `os.fork()` and returning in both processes made the copy play the
+    rest of the run too: 6 records for 3 samples and two summaries. (A real process: a
+    fork of the test runner would run the tests twice.)"""
+    import subprocess
+
+    (tmp_path / "hostile_plugin.py").write_text(HOSTILE, encoding="utf-8")
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "default: hostile\ninteraction:\n  - name: hostile\n"
+        "    class_name: hostile_plugin.HostileInteraction\n",
+        encoding="utf-8",
+    )
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    with data.open("w", encoding="utf-8") as file:
+        for i in range(3):
+            row = {"prompt": [{"role": "user", "content": "q"}], "responses": ["a"]}
+            row["interaction_kwargs"] = {"mode": "fork" if i == 1 else "ok"}
+            file.write(json.dumps(row) + "\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    done = subprocess.run(
+        [sys.executable, "-m", "interactions_core", "run", str(config), "--data", str(data),
+         "--output", str(out), "--json", "--concurrency", "1"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["episodes"] == 3  # one summary, not two
+    assert [r["index"] for r in read_lines(out)] == [0, 1, 2]
+    assert "plugin code forked the run" in done.stderr
