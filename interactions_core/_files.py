@@ -31,6 +31,7 @@ __all__ = [
     "lock",
     "lock_fd",
     "replacing",
+    "telling_a_wait",
     "temporary_next_to",
     "write_atomically",
 ]
@@ -234,3 +235,30 @@ def as_text(obj: Any) -> str:
         return str.__str__(obj) if isinstance(obj, str) else str(obj)
     except Exception:
         return f"<{type(obj).__name__} that cannot be shown>"
+
+
+@contextmanager
+def telling_a_wait(path: str, note: str, after: float = 1.0) -> Iterator[None]:
+    """Write ``note`` to stderr if opening the named pipe ``path`` takes ``after`` seconds.
+
+    Opening a pipe to write waits until a process opens it to read, which is
+    what a pipe is for; the note says what is awaited. Anything else: no note.
+    """
+    import stat
+    import sys
+    import threading
+
+    try:
+        is_pipe = stat.S_ISFIFO(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        is_pipe = False
+    if not is_pipe:
+        yield
+        return
+    timer = threading.Timer(after, lambda: sys.stderr.write(note))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()

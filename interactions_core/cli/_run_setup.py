@@ -25,11 +25,11 @@ when standard error is a terminal, the policy does not talk to the user
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from dataclasses import dataclass
 
+from .._files import telling_a_wait
 from ..errors import DatasetError
 from ..runtime.observers import TraceWriter
 
@@ -383,7 +383,12 @@ def _open_files(args: argparse.Namespace) -> tuple[Any, Any]:
                 opened.append(None)
                 continue
             existed = os.path.lexists(path)
-            with _telling_a_wait(flag, path):
+            # opening a pipe waits for its reader: a run that waits without a word looks hung
+            with telling_a_wait(
+                path,
+                f"interactions: waiting for a process to read the named pipe {path} ({flag}); "
+                "start its reader, or stop with Ctrl-C\n",
+            ):
                 opened.append(
                     writer(path, overwrite=args.overwrite, append=appending, autoflush=True)
                 )
@@ -394,38 +399,6 @@ def _open_files(args: argparse.Namespace) -> tuple[Any, Any]:
         raise
     output, trace = opened
     return output, trace
-
-
-@contextlib.contextmanager
-def _telling_a_wait(flag: str, path: str, after: float = 1.0) -> Iterator[None]:
-    """Say so on stderr when opening the named pipe ``path`` waits for its reader.
-
-    Opening a pipe to write waits until a process opens it to read, which is
-    what a pipe is for, but a run that waits without a word looks hung.
-    """
-    import stat
-    import threading
-
-    try:
-        is_pipe = stat.S_ISFIFO(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        is_pipe = False
-    if not is_pipe:
-        yield
-        return
-    note = threading.Timer(
-        after,
-        lambda: sys.stderr.write(
-            f"interactions: waiting for a process to read the named pipe {path} ({flag}); "
-            "start its reader, or stop with Ctrl-C\n"
-        ),
-    )
-    note.daemon = True
-    note.start()
-    try:
-        yield
-    finally:
-        note.cancel()
 
 
 def _discard(opened: list[Any], created: list[str]) -> None:
