@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from .._files import telling_a_wait
 from ..errors import DatasetError
 from ..runtime.observers import TraceWriter
+from ._command import pipe_note
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -386,11 +387,7 @@ def _open_files(args: argparse.Namespace) -> tuple[Any, Any]:
                 continue
             existed = os.path.lexists(path)
             # opening a pipe waits for its reader: a run that waits without a word looks hung
-            with telling_a_wait(
-                path,
-                f"interactions: waiting for a process to read the named pipe {path} ({flag}); "
-                "start its reader, or stop with Ctrl-C\n",
-            ):
+            with telling_a_wait(path, pipe_note(path, flag)):
                 opened.append(
                     writer(path, overwrite=args.overwrite, append=appending, autoflush=True)
                 )

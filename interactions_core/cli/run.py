@@ -220,10 +220,13 @@ def _write_report(args: argparse.Namespace, outputs: RunOutputs) -> str | None:
     """
     if outputs.report is None or not outputs.report.seen:
         return None
+    from .._files import telling_a_wait
     from ..report import RecordsError, write_report
+    from ._command import pipe_note
 
     try:
-        write_report([outputs.report], args.report)
+        with telling_a_wait(args.report, pipe_note(args.report, "--report")):
+            write_report([outputs.report], args.report)
     except RecordsError as exc:
         return str(exc)
     return None
