@@ -259,13 +259,13 @@ class Session:
                 result = await _bounded(call, self.timeout)
             if type(result) is not InteractionResult:
                 result = InteractionResult.coerce(result)
-            else:  # built by the plugin, unchecked: a float or str subclass may do anything
-                done, content, score, extra = result
+            else:  # built by the plugin: a float or str subclass may do anything (its
+                # extra is a dict already, made one when the result was built)
+                done, content, score = result[:3]
                 if (
                     done.__class__ is not bool
                     or content.__class__ is not str
                     or score.__class__ is not float
-                    or extra.__class__ is not dict
                     or not isfinite(score)
                 ):
                     result = InteractionResult.coerce(tuple(result))
