@@ -261,7 +261,7 @@ class Session:
                 result = InteractionResult.coerce(result)
             else:  # built by the plugin: a float or str subclass may do anything (its
                 # extra is a dict already, made one when the result was built)
-                done, content, score = result[:3]
+                done, content, score, _ = result
                 if (
                     done.__class__ is not bool
                     or content.__class__ is not str
