@@ -9,24 +9,29 @@ with a bound on the line (:func:`bounded_lines`), so no line, not even one that
 never ends, is held whole. These idioms have sharp edges (temporary files in the
 same folder so the rename stays atomic, ``fsync`` before the rename, platforms
 without ``fcntl``, ``readline`` without a size), so they live here once and the
-callers keep only their own error messages.
+callers keep only their own error messages. And what a JSON line may hold,
+whatever a plugin handed over (:func:`json_safe`, :func:`as_text`).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import IO
+from typing import IO, Any
 
 __all__ = [
     "MAX_LINE",
+    "as_text",
     "bounded_lines",
+    "json_safe",
     "line_too_long",
     "lock",
     "lock_fd",
     "replacing",
+    "telling_a_wait",
     "temporary_next_to",
     "write_atomically",
 ]
@@ -198,3 +203,62 @@ def line_too_long() -> str:
     limit = MAX_LINE
     size = f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit:,} bytes"
     return f"a line longer than {size}"
+
+
+def json_safe(obj: Any, _inside: frozenset[int] = frozenset()) -> Any:
+    """``obj`` as JSON can hold it, whatever a plugin put in it (its ``extra``, say).
+
+    NaN and infinite floats become ``None``; a key that is not text, its text
+    (:func:`as_text`); a list or mapping inside itself, ``"<cycle>"``; a mapping
+    that cannot be read, its text. Other values are left to the encoder's
+    ``default=as_text``.
+    """
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if not isinstance(obj, (Mapping, list, tuple)):
+        return obj
+    if id(obj) in _inside:
+        return "<cycle>"
+    inside = _inside | {id(obj)}
+    if not isinstance(obj, Mapping):
+        return [json_safe(v, inside) for v in obj]
+    try:
+        items = list(dict.items(obj) if isinstance(obj, dict) else obj.items())
+    except Exception:
+        return as_text(obj)
+    return {k if isinstance(k, str) else as_text(k): json_safe(v, inside) for k, v in items}
+
+
+def as_text(obj: Any) -> str:
+    """``str(obj)`` (plain text even for a ``str`` subclass), or a placeholder when it raises."""
+    try:
+        return str.__str__(obj) if isinstance(obj, str) else str(obj)
+    except Exception:
+        return f"<{type(obj).__name__} that cannot be shown>"
+
+
+@contextmanager
+def telling_a_wait(path: str, note: str, after: float = 1.0) -> Iterator[None]:
+    """Write ``note`` to stderr if opening the named pipe ``path`` takes ``after`` seconds.
+
+    Opening a pipe to write waits until a process opens it to read, which is
+    what a pipe is for; the note says what is awaited. Anything else: no note.
+    """
+    import stat
+    import sys
+    import threading
+
+    try:
+        is_pipe = stat.S_ISFIFO(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        is_pipe = False
+    if not is_pipe:
+        yield
+        return
+    timer = threading.Timer(after, lambda: sys.stderr.write(note))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()

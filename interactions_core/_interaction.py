@@ -175,6 +175,8 @@ class InteractionResult(_Fields):
             raise TypeError(f"should_terminate must be a bool, got {type(terminate).__name__}")
         if not isinstance(content, str):
             raise TypeError(f"content must be a str, got {type(content).__name__}")
+        if content.__class__ is not str:  # numpy.str_ and the like: plain text from here on
+            content = str.__str__(content)
         score = as_score(score, "score")
         if extra is not None and not isinstance(extra, Mapping):
             raise TypeError(f"extra must be a mapping, got {type(extra).__name__}")

@@ -527,7 +527,7 @@ class Registry:
                 target=self._load_quietly, args=(entry,), name="interactions-check", daemon=True
             )
             worker.start()
-            worker.join(timeout)
+            worker.join(min(timeout, threading.TIMEOUT_MAX))  # inf, 1e308: wait, no overflow
             if worker.is_alive():  # left behind, as a daemon thread, to finish or not
                 entry.status = "broken"
                 entry.error = (

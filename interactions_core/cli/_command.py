@@ -42,6 +42,7 @@ __all__ = [
     "default_interaction",
     "finite_number",
     "flag",
+    "pipe_note",
     "positive_int",
     "positive_seconds",
     "timeout",
@@ -263,3 +264,11 @@ def _finite(data: Any) -> Any:
     if isinstance(data, list | tuple):
         return [_finite(value) for value in data]
     return data
+
+
+def pipe_note(path: str, flag: str) -> str:
+    """What stderr says while the named pipe ``path`` (given as ``flag``) awaits its reader."""
+    return (
+        f"interactions: waiting for a process to read the named pipe {path} ({flag}); "
+        "start its reader, or stop with Ctrl-C\n"
+    )

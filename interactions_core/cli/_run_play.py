@@ -105,7 +105,7 @@ class LocalRun(_Run):
             self.watchdog = LoopWatchdog(
                 loop, limit=self.args.timeout, should_break=lambda: bool(self.stopped[0])
             ).start()
-            on_record = RecordHandler(self.outputs.sink, self.outputs.progress)
+            on_record = RecordHandler(self.outputs.sink, self.outputs.progress, self.outputs.trace)
 
             def stop(signum: int) -> None:
                 runner.stop_taking_samples()  # now, even if the loop is blocked

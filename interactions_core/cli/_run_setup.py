@@ -29,6 +29,11 @@ import os
 import sys
 from dataclasses import dataclass
 
+from .._files import telling_a_wait
+from ..errors import DatasetError
+from ..runtime.observers import TraceWriter
+from ._command import pipe_note
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
@@ -42,6 +47,7 @@ __all__ = [
     "Resume",
     "RunInputs",
     "RunOutputs",
+    "RunTrace",
     "check_paths",
     "duration",
     "open_outputs",
@@ -248,21 +254,50 @@ class RecordSink:
 
 
 class RecordHandler:
-    """The ``on_record`` of a run: each episode record to the sink, counted, shown on the bar."""
+    """The ``on_record`` of a run: each episode record to the sink, counted, shown on the bar.
 
-    def __init__(self, sink: RecordSink | None, progress: Progress | None) -> None:
+    A ``--trace`` that could not be written (a full disk, a reader gone from the
+    pipe) stops the run here, before the next record, as a failing ``--output`` does.
+    """
+
+    def __init__(
+        self, sink: RecordSink | None, progress: Progress | None, trace: Any = None
+    ) -> None:
         self.sink = sink
         self.progress = progress
+        self.trace = trace
         self.done = 0
         self.errors = 0
+        self.pid = os.getpid()
 
     def __call__(self, record: Any) -> None:
+        if os.getpid() != self.pid:
+            _leave_a_forked_copy()
+        if self.trace is not None and self.trace.failure is not None:
+            raise self.trace.failure
         if self.sink is not None:
             self.sink.write(record.to_dict())
         self.done += 1
         self.errors += bool(record.errors)
         if self.progress is not None:
             self.progress.update(self.done, self.errors)
+
+
+def _leave_a_forked_copy() -> None:
+    """End a copy of the run that plugin code made with ``os.fork()`` and returned into.
+
+    The copy would play the rest of the run a second time, writing each record
+    and the summary twice. It ends at its first record, writing nothing (its
+    copies of the files' unwritten lines are dropped with it).
+    """
+    sys.stderr.write(
+        f"interactions: warning: plugin code forked the run (process {os.getpid()}) and "
+        "returned into it; that copy stops here, the run goes on in the original\n"
+    )
+    sys.stderr.flush()
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)  # at once, as os._exit: no cleanup, no flush
 
 
 @dataclass
@@ -277,7 +312,10 @@ class RunOutputs:
     sink: RecordSink | None
 
     def close(self) -> None:
-        """Clear the bar and close the files; the trace is closed even when the output fails."""
+        """Clear the bar and close the files; the trace is closed even when the output fails.
+
+        A ``--trace`` that failed after the last record is told here.
+        """
         if self.progress is not None:
             self.progress.close()
         try:
@@ -286,6 +324,8 @@ class RunOutputs:
         finally:
             if self.trace is not None:
                 self.trace.close()
+                if getattr(self.trace, "failure", None) is not None:
+                    raise self.trace.failure
 
 
 def open_outputs(args: argparse.Namespace, inputs: RunInputs) -> RunOutputs:
@@ -309,21 +349,48 @@ def open_outputs(args: argparse.Namespace, inputs: RunInputs) -> RunOutputs:
     return RunOutputs(progress, resume, output, trace, report, sink)
 
 
+class RunTrace(TraceWriter):
+    """``--trace``: a trace writer whose failure stops the run instead of every episode.
+
+    A line that cannot be written (the disk is full, the pipe's reader is gone)
+    is not the episode's fault: :meth:`write` keeps the error in :attr:`failure`
+    for :class:`RecordHandler` to stop the run with, where the plain writer's
+    error, raised again for every later event, would make each later episode an
+    error (its exception's traceback growing with each, at a quadratic cost).
+    """
+
+    failure: DatasetError | None = None
+
+    def write(self, obj: Any) -> None:
+        if self.failure is not None:
+            return
+        try:
+            super().write(obj)
+        except DatasetError as exc:
+            self.failure = exc.with_traceback(None)
+
+
 def _open_files(args: argparse.Namespace) -> tuple[Any, Any]:
     """Open ``--output`` and ``--trace``; when one fails, the other is not left behind."""
-    from ..runtime.observers import TraceWriter
     from ..runtime.records import LineWriter
 
     appending = bool(args.resume)
     opened: list[Any] = []
     created: list[str] = []
     try:
-        for path, writer in ((args.output, LineWriter), (args.trace, TraceWriter)):
+        for flag, path, writer in (
+            ("--output", args.output, LineWriter),
+            ("--trace", args.trace, RunTrace),
+        ):
             if not path:
                 opened.append(None)
                 continue
             existed = os.path.lexists(path)
-            opened.append(writer(path, overwrite=args.overwrite, append=appending, autoflush=True))
+            # opening a pipe waits for its reader: a run that waits without a word looks hung
+            with telling_a_wait(path, pipe_note(path, flag)):
+                opened.append(
+                    writer(path, overwrite=args.overwrite, append=appending, autoflush=True)
+                )
             if not existed:
                 created.append(path)
     except BaseException:
@@ -430,6 +497,7 @@ def resume_state(args: argparse.Namespace, reader: Any = None) -> Resume | None:
         )
     samples = reader.count() if reader is not None else None
     state = read_records(args.output, config, data, samples=samples or None)
+    _refuse_other_repeats(args, state)
     if state.unmarked:
         sys.stderr.write(
             f"interactions: warning: {state.unmarked} record(s) in {args.output} carry no "
@@ -437,6 +505,27 @@ def resume_state(args: argparse.Namespace, reader: Any = None) -> Resume | None:
             "to belong to this run\n"
         )
     return Resume(state, stamp, args.retry_errors)
+
+
+def _refuse_other_repeats(args: argparse.Namespace, state: Any) -> None:
+    """Refuse records of a repeat this run does not play (``repeat`` >= ``--repeat``).
+
+    The fingerprint holds ``--repeat`` only when it is not 1, and older files hold
+    none, so such records can pass it; counted, they would add episodes no sample
+    has (12 for 11 samples) and replay the repeat they stand in for.
+    """
+    from ..errors import ConfigError
+
+    repeat = getattr(args, "repeat", 1)
+    beyond = next((key for key in state.records if key[1] >= repeat), None)
+    if beyond is not None:
+        raise ConfigError(
+            [
+                f"{args.output} holds a record of sample {beyond[0]}, repeat {beyond[1]:,}, "
+                f"but this run plays --repeat {repeat} (repeats 0 to {repeat - 1}); resume "
+                "with the --repeat of the run that wrote it, or write to a new --output file"
+            ]
+        )
 
 
 # -- the progress bar ----------------------------------------------------------

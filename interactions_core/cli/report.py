@@ -44,9 +44,11 @@ def default_output(records: str) -> str:
 def run(args: argparse.Namespace) -> int:
     import sys
 
+    from .._files import telling_a_wait
     from ..errors import ConfigError
     from ..report import read_records, write_report
     from ..runtime.records import refuse_existing, same_file
+    from ._command import pipe_note
 
     output = args.output or default_output(args.records[0])
     for path in args.records:
@@ -56,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
             )
     refuse_existing(output, args.overwrite)
     runs = read_records(args.records)
-    size = write_report(runs, output, title=args.title)
+    with telling_a_wait(output, pipe_note(output, "-o")):
+        size = write_report(runs, output, title=args.title)
     episodes = sum(r.stats.total.episodes for r in runs)
     sys.stderr.write(
         f"wrote {output} ({size / 1024:,.0f} KiB, {episodes:,} episodes"

@@ -12,8 +12,8 @@ The end of a run: the summary goes to standard output (text, or one JSON
 object with ``--json``) so it can be piped; everything else goes to standard
 error, in a fixed order: bad rows, samples that ran without their interaction,
 plugin calls that blocked the event loop, then either the stop or the errors.
-The exit code is 0, 1 when any episode errored, or 130 / 143 after Ctrl-C /
-SIGTERM.
+The exit code is 0, 1 when any episode errored or every row was bad, or 130 /
+143 after Ctrl-C / SIGTERM.
 """
 
 from __future__ import annotations
@@ -203,11 +203,38 @@ def finish(
     if outputs.resume is not None:
         _complete_resumed(args, outputs.resume, summary)
     summary.skipped_rows = inputs.reader.skipped
-    if outputs.report is not None and outputs.report.seen:
-        from ..report import write_report
-
-        write_report([outputs.report], args.report)
+    unwritten = _write_report(args, outputs)
     _print_summary(args, summary, played.watchdog)
+    code = _tell(args, inputs, played, stopped)
+    if unwritten is not None:  # told last, the summary and the rest above it
+        sys.stderr.write(f"interactions: error: {unwritten}\n")
+        return code or 1
+    return code
+
+
+def _write_report(args: argparse.Namespace, outputs: RunOutputs) -> str | None:
+    """Write ``--report``; why it could not be (a full disk), or ``None``.
+
+    A report that cannot be written loses no record and is told after the
+    summary, which it would otherwise have kept from being printed.
+    """
+    if outputs.report is None or not outputs.report.seen:
+        return None
+    from .._files import telling_a_wait
+    from ..report import RecordsError, write_report
+    from ._command import pipe_note
+
+    try:
+        with telling_a_wait(args.report, pipe_note(args.report, "--report")):
+            write_report([outputs.report], args.report)
+    except RecordsError as exc:
+        return str(exc)
+    return None
+
+
+def _tell(args: argparse.Namespace, inputs: RunInputs, played: Played, stopped: int) -> int:
+    """Everything after the summary, on stderr in its fixed order; the exit code."""
+    summary = played.summary
     _tell_bad_rows(inputs.reader)
     if inputs.unrouted:
         sys.stderr.write(
@@ -218,6 +245,12 @@ def finish(
         _tell_blocking(played.watchdog)
     if summary.interrupted or stopped:
         return _tell_stop(args, summary, played.still_open, stopped)
+    if not summary.episodes and inputs.reader.skipped:  # a gzip file, say: nothing was run
+        sys.stderr.write(
+            f"interactions: error: no episode was played: every row of {args.data} was bad "
+            "(see above)\n"
+        )
+        return 1
     if summary.errors:
         _tell_errors(args, summary)
         return 1
@@ -236,7 +269,16 @@ def _complete_resumed(args: argparse.Namespace, resume: Any, summary: Any) -> No
 
 def _print_summary(args: argparse.Namespace, summary: Any, watchdog: Any) -> None:
     if not args.json:
-        print(summary.format())
+        text = summary.format()
+        try:
+            print(text)
+        except BrokenPipeError:
+            raise  # the reader went away (`| head`): not an error
+        except (ValueError, OSError):  # closed by plugin code (sys.stdout.close(), os.close(1))
+            sys.stderr.write(
+                "interactions: warning: standard output was closed during the run (by plugin "
+                f"code?); the summary is printed here instead\n{text}\n"
+            )
         return
     from ._command import print_json
 

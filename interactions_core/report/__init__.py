@@ -33,7 +33,7 @@ from typing import Any
 from .._files import write_atomically
 from ..errors import InteractionsError
 from ..runtime.record import record_problem
-from ..runtime.records import BadLine, iter_records
+from ..runtime.records import BadLine, is_special_file, iter_records
 from ..runtime.summary import SummaryStats
 from .page import render
 
@@ -317,13 +317,18 @@ def write_report(
     """Render ``runs`` and write the page to ``path`` whole; return its size in bytes.
 
     The page is written under a temporary name and renamed into place, so a
-    reader never sees half a report.
+    reader never sees half a report. A device or a named pipe (``/dev/stdout``
+    piped on) is written to as it is: renaming onto it would replace it.
     """
     # A lone surrogate in a record (valid JSON) has no UTF-8 form: shown as its escape.
     data = render(runs, title=title).encode("utf-8", errors="backslashreplace")
     target = os.fspath(path)
     try:
-        write_atomically(target, data)
+        if is_special_file(target):
+            with open(target, "wb") as handle:
+                handle.write(data)
+        else:
+            write_atomically(target, data)
     except OSError as exc:
         raise RecordsError(f"cannot write the report {target}: {exc.strerror or exc}") from None
     return len(data)

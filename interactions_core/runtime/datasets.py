@@ -144,6 +144,16 @@ def _not_a_file(path: str) -> str:
     )
 
 
+def _not_utf8(raw: bytes, exc: UnicodeDecodeError) -> str:
+    """Why a line is no sample: not UTF-8, and what the file may be instead."""
+    reason = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+    if raw.startswith(b"\x1f\x8b"):
+        return reason + "; the file looks gzip-compressed: decompress it first"
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in raw[:2]:  # "{" in UTF-16
+        return reason + "; the file looks like UTF-16 or UTF-32: save it as UTF-8"
+    return reason
+
+
 def _import_parquet() -> Any:
     try:
         import pyarrow.parquet as pq
@@ -315,9 +325,10 @@ class SampleReader:
                 if not raw.strip():
                     continue
                 try:
-                    row = json.loads(raw)
+                    # decoded here: json.loads would guess UTF-16 or UTF-32 line by line
+                    row = json.loads(raw.decode("utf-8-sig"))
                 except UnicodeDecodeError as exc:
-                    self._bad(number, f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+                    self._bad(number, _not_utf8(raw, exc))
                     continue
                 except ValueError as exc:
                     self._bad(number, f"invalid JSON: {exc}")

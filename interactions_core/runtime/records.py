@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import stat
 import sys
@@ -43,7 +42,7 @@ import time
 from collections.abc import Container, Iterator, Mapping
 from typing import IO, Any, NamedTuple
 
-from .._files import bounded_lines, line_too_long, lock_fd
+from .._files import as_text, bounded_lines, json_safe, line_too_long, lock_fd
 from ..errors import DatasetError
 from .record import EpisodeRecord
 
@@ -155,13 +154,13 @@ class LineWriter:
     def write(self, obj: Any) -> None:
         """Queue one JSON line (flushed when the buffer or the clock says so)."""
         try:
-            text = json.dumps(obj, ensure_ascii=False, default=str, allow_nan=False)
-        except ValueError:  # NaN/Infinity are not JSON: write them as null
-            text = json.dumps(_finite(obj), ensure_ascii=False, default=str, allow_nan=False)
+            text = json.dumps(obj, ensure_ascii=False, default=as_text, allow_nan=False)
+        except Exception:  # NaN, a cycle, a key JSON cannot hold: see json_safe
+            text = json.dumps(json_safe(obj), ensure_ascii=False, default=as_text, allow_nan=False)
         line = encode_line(text, obj)
         with self._lock:
-            if self._error is not None:
-                raise self._error
+            if self._error is not None:  # raised afresh: a traceback that grows costs each caller
+                raise self._error.with_traceback(None)
             self._buffer.append(line)
             self._size += len(line)
             self.lines += 1
@@ -279,7 +278,7 @@ def encode_line(text: str, obj: Any) -> bytes:
     try:
         return (text + "\n").encode("utf-8")
     except UnicodeEncodeError:
-        escaped = json.dumps(_finite(obj), ensure_ascii=True, default=str, allow_nan=False)
+        escaped = json.dumps(json_safe(obj), ensure_ascii=True, default=as_text, allow_nan=False)
         return (escaped + "\n").encode("ascii")
 
 
@@ -328,17 +327,6 @@ def _cut_partial_line(fd: int) -> int:
         return size + 1
     os.ftruncate(fd, end)
     return end
-
-
-def _finite(obj: Any) -> Any:
-    """``obj`` with NaN and infinite floats replaced by ``None`` (JSON has no such values)."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, Mapping):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 def refuse_existing(

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from math import isfinite
 from typing import Any
 
 from .._interaction import InteractionResult, as_score
@@ -258,8 +259,16 @@ class Session:
                 result = await _bounded(call, self.timeout)
             if type(result) is not InteractionResult:
                 result = InteractionResult.coerce(result)
-            else:
-                as_score(result.score)
+            else:  # built by the plugin: a float or str subclass may do anything (its
+                # extra is a dict already, made one when the result was built)
+                done, content, score, _ = result
+                if (
+                    done.__class__ is not bool
+                    or content.__class__ is not str
+                    or score.__class__ is not float
+                    or not isfinite(score)
+                ):
+                    result = InteractionResult.coerce(tuple(result))
         except BaseException as exc:
             raise self._error("generate_response", exc) from exc
         return result

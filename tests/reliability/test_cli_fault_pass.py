@@ -1,0 +1,396 @@
+"""A third fault pass on everything but the server: `run`, `report` and their files.
+
+Each test here reproduces a failure found by that pass (issue 23's "a fresh fault
+pass finds nothing new at high severity") and failed before its fix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import stat
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interactions_core.cli import main as cli_main
+
+HERE = Path(__file__).parent
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli_main(list(args))
+    return code, "" if out.closed else out.getvalue(), err.getvalue()
+
+
+def write_data(path: Path, rows: int) -> None:
+    with path.open("w", encoding="utf-8") as file:
+        for i in range(rows):
+            row = {"prompt": [{"role": "user", "content": f"q{i}"}], "responses": [f"a{i}"]}
+            file.write(json.dumps(row) + "\n")
+
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+class PipeReader(threading.Thread):
+    """Reads a named pipe to its end, as a user's `cat FIFO` would."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(daemon=True)
+        self.path = path
+        self.data = b""
+
+    def run(self) -> None:
+        with open(self.path, "rb") as pipe:
+            self.data = pipe.read()
+
+
+# -- a report written onto a device or a named pipe ------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_report_onto_a_named_pipe_writes_through_it_and_keeps_the_pipe(tmp_path: Path) -> None:
+    """`-o /dev/stdout` (a pipe) or a FIFO was replaced by a regular file (as root even
+    /dev/stdout and /dev/full were): the page must go through the pipe, which stays."""
+    data, out, fifo = tmp_path / "d.jsonl", tmp_path / "o.jsonl", tmp_path / "page.fifo"
+    write_data(data, 3)
+    assert run_cli("run", "--data", str(data), "--output", str(out))[0] == 0
+    os.mkfifo(fifo)
+    for command in (
+        ("report", str(out), "-o", str(fifo)),
+        ("run", "--data", str(data), "--report", str(fifo)),
+    ):
+        reader = PipeReader(fifo)
+        reader.start()
+        code, _, err = run_cli(*command)
+        reader.join(10)
+        assert code == 0, err
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode), f"{command[0]} replaced the pipe"
+        assert reader.data.startswith(b"<!DOCTYPE html>"), reader.data[:80]
+        assert b"</html>" in reader.data
+
+
+# -- a --trace that cannot be written any more -------------------------------------------
+
+
+class ClosingReader(PipeReader):
+    """Reads the first bytes of a named pipe and goes away, as `| head -c 1` does."""
+
+    def run(self) -> None:
+        with open(self.path, "rb") as pipe:
+            self.data = pipe.read(1)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_trace_that_cannot_be_written_stops_the_run_like_the_output(tmp_path: Path) -> None:
+    """`--trace /dev/stdout | head -1`: the trace's broken pipe was raised again in every
+    later episode, each an error (2,000 rows: 35 s, all errored; 20,000: over 10 minutes).
+    It must stop the run with one message, as a failing --output does, and cost no episode."""
+    data, out, fifo = tmp_path / "d.jsonl", tmp_path / "o.jsonl", tmp_path / "trace.fifo"
+    config = tmp_path / "gsm8k.yaml"
+    config.write_text("default: gsm8k\ninteraction:\n  - name: gsm8k\n", encoding="utf-8")
+    with data.open("w", encoding="utf-8") as file:
+        for i in range(3000):  # 2 KB replies: the trace passes its 1 MiB flush early on
+            row = {"prompt": [{"role": "user", "content": f"q{i}"}]}
+            row["interaction_kwargs"] = {"ground_truth": "5"}
+            file.write(json.dumps({**row, "responses": ["x" * 2000 + " #### 5"]}) + "\n")
+    os.mkfifo(fifo)
+    reader = ClosingReader(fifo)
+    reader.start()
+    code, _, err = run_cli(
+        "run", str(config), "--data", str(data), "--output", str(out), "--trace", str(fifo),
+        "--no-progress",
+    )  # fmt: skip
+    reader.join(10)
+    assert code == 1, err
+    assert f"cannot write {fifo}" in err, err
+    records = read_lines(out)
+    assert records  # whole lines, those of the episodes that ended before the stop
+    assert not [r for r in records if r["errors"]], "the trace's failure became episodes' errors"
+
+
+# -- what a plugin returns: typed right, behaving badly -----------------------------------
+
+HOSTILE = """
+import os
+import sys
+
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class Boom(Exception):
+    pass
+
+
+class Unprintable:
+    def __str__(self):
+        raise Boom("str")
+
+    __repr__ = __bool__ = __str__
+
+
+class RudeFloat(float):  # a float whose arithmetic and comparisons raise
+    def _boom(self, *args):
+        raise Boom("float")
+
+    __add__ = __radd__ = __sub__ = __mul__ = __truediv__ = __lt__ = __gt__ = _boom
+    __eq__ = __le__ = __ge__ = __round__ = __format__ = __repr__ = __str__ = _boom
+    __hash__ = float.__hash__
+
+
+class RudeStr(str):  # text whose len(), str() and repr() raise
+    def _boom(self, *args):
+        raise Boom("str")
+
+    __len__ = __str__ = __repr__ = _boom
+
+
+def cyclic():
+    extra = {}
+    extra["self"] = extra
+    return extra
+
+
+RESULTS = {
+    "rude_str": lambda: InteractionResult(False, RudeStr("feedback"), 1.0, {}),
+    "rude_str_tuple": lambda: (False, RudeStr("feedback"), 1.0, {}),
+    "rude_float": lambda: InteractionResult(True, "ok", RudeFloat(0.5), {}),
+    "unprintable_extra": lambda: InteractionResult(True, "ok", 1.0, {"x": Unprintable()}),
+    "cyclic_extra": lambda: InteractionResult(True, "ok", 1.0, cyclic()),
+    "tuple_key_extra": lambda: InteractionResult(True, "ok", 1.0, {(1, 2): 1}),
+    "unprintable_flag": lambda: InteractionResult(Unprintable(), "ok", 1.0, {}),
+    "close_stdout": lambda: (sys.stdout.close(), InteractionResult(True, "ok", 1.0))[1],
+    "fork": lambda: InteractionResult(True, f"forked {os.fork()}", 1.0),
+}
+
+
+class HostileInteraction(BaseInteraction):
+    async def generate_response(self, instance_id, messages, **kwargs):
+        return RESULTS.get(kwargs.get("mode"), lambda: InteractionResult(True, "ok", 1.0))()
+"""
+
+
+def run_hostile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, *extra: str
+) -> tuple[int, str, str]:
+    """Run 3 samples through the hostile plugin, the second in ``mode``; --output o.jsonl."""
+    (tmp_path / "hostile_plugin.py").write_text(HOSTILE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "default: hostile\ninteraction:\n  - name: hostile\n"
+        "    class_name: hostile_plugin.HostileInteraction\n",
+        encoding="utf-8",
+    )
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    with data.open("w", encoding="utf-8") as file:
+        for i in range(3):
+            kwargs = {"mode": mode if i == 1 else "ok"}
+            row = {"prompt": [{"role": "user", "content": "q"}], "interaction_kwargs": kwargs}
+            file.write(json.dumps({**row, "responses": ["a", "b"]}) + "\n")
+    return run_cli(
+        "run", str(config), "--data", str(data), "--output", str(out), "--concurrency", "1",
+        *extra,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        "rude_str",
+        "rude_str_tuple",
+        "rude_float",
+        "unprintable_extra",
+        "cyclic_extra",
+        "tuple_key_extra",
+        "unprintable_flag",
+    ],
+)
+def test_a_hostile_value_a_plugin_returns_costs_at_most_its_episode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """Each of these stopped the whole run ("unexpected Boom", no summary, the records of
+    later episodes lost): a str subclass's len() in the report, a float subclass's
+    arithmetic in the summary, an extra's str(), a cycle or a tuple key in the writer."""
+    out, trace, report = (tmp_path / n for n in ("o.jsonl", "t.jsonl", "r.html"))
+    code, stdout, err = run_hostile(
+        tmp_path, monkeypatch, mode, "--trace", str(trace), "--report", str(report), "--json"
+    )
+    assert "unexpected" not in err, err
+    summary = json.loads(stdout)
+    assert summary["episodes"] == 3
+    records = read_lines(out)
+    assert [r["index"] for r in records] == [0, 1, 2]
+    read_lines(trace)  # every event written, as JSON
+    assert report.read_bytes().rstrip().endswith(b"</html>")
+    if mode == "unprintable_flag":  # not a bool: the plugin's error, in its episode only
+        assert code == 1 and summary["errors"] == 1
+        assert "should_terminate must be a bool" in records[1]["errors"][0]["message"]
+    else:  # the value is written as JSON can hold it; the episode counts as played
+        assert code == 0, err
+        assert summary["errors"] == 0
+
+
+# -- --resume and records of repeats the run does not play --------------------------------
+
+
+@pytest.mark.parametrize("how", ["a hand-edited repeat", "an older file of --repeat 2"])
+def test_resume_refuses_records_of_repeats_the_run_does_not_play(tmp_path: Path, how: str) -> None:
+    """A record with `repeat` 10**18 in a --repeat 1 file (its fingerprints intact), or
+    an older unfingerprinted --repeat 2 file resumed with --repeat 1, was counted: 12
+    episodes for 11 samples, and the sample it stood for was played again."""
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    write_data(data, 11)
+    assert run_cli("run", "--data", str(data), "--output", str(out))[0] == 0
+    records = read_lines(out)
+    if how == "a hand-edited repeat":
+        records[1]["repeat"] = 10**18
+    else:
+        for record in records:
+            del record["config_hash"], record["data_hash"]
+        records += [{**r, "repeat": 1} for r in records]
+    out.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    before = out.read_bytes()
+    code, stdout, err = run_cli("run", "--data", str(data), "--output", str(out), "--resume")
+    assert code == 1, stdout
+    assert "but this run plays --repeat 1" in err, err
+    assert out.read_bytes() == before  # nothing played, nothing appended
+
+
+# -- environment variables with odd values ----------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["1e308", "inf"])
+def test_an_import_timeout_beyond_what_a_thread_can_wait_is_a_long_wait(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """`INTERACTIONS_IMPORT_TIMEOUT=1e308 interactions list --check` stopped with
+    "unexpected OverflowError: timestamp out of range for platform time_t"."""
+    monkeypatch.setenv("INTERACTIONS_IMPORT_TIMEOUT", value)
+    _, stdout, err = run_cli("list", "--check", "--json")
+    assert "unexpected" not in err, err
+    entries = json.loads(stdout)
+    assert any(e["name"] == "gsm8k" and e["status"] == "ok" for e in entries), entries
+
+
+# -- a named pipe as --output ------------------------------------------------------------
+
+
+class LateReader(PipeReader):
+    """Opens the named pipe two seconds late, then reads it to its end."""
+
+    def run(self) -> None:
+        import time
+
+        time.sleep(2)
+        super().run()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_an_output_pipe_without_a_reader_is_told_not_silently_waited_for(tmp_path: Path) -> None:
+    """`--output FIFO` with no reader waited without a word (it looked hung); it still
+    waits, as a pipe should, and says what it waits for."""
+    data, fifo = tmp_path / "d.jsonl", tmp_path / "records.fifo"
+    write_data(data, 3)
+    # a first run builds the index cache, so the second opens its output within the 2 s
+    assert run_cli("run", "--data", str(data), "--output", str(tmp_path / "o.jsonl"))[0] == 0
+    os.mkfifo(fifo)
+    reader = LateReader(fifo)
+    reader.start()
+    code, _, err = run_cli("run", "--data", str(data), "--output", str(fifo), "--no-progress")
+    reader.join(10)
+    assert code == 0, err
+    assert f"waiting for a process to read the named pipe {fifo} (--output)" in err, err
+    assert len(reader.data.splitlines()) == 3
+
+
+# -- data files in another encoding -------------------------------------------------------
+
+
+def test_a_utf16_data_file_is_not_half_read(tmp_path: Path) -> None:
+    """`json.loads` guesses each line's encoding from its bytes, so of a UTF-16 file one
+    row in two was played and the others were "invalid JSON": each line is UTF-8 or a bad
+    row, and the first says what the file looks like."""
+    data = tmp_path / "d.jsonl"
+    rows = "".join(
+        json.dumps({"prompt": [{"role": "user", "content": f"q{i}"}], "responses": ["a"]}) + "\n"
+        for i in range(4)
+    )
+    data.write_bytes(rows.encode("utf-16"))
+    code, stdout, err = run_cli("run", "--data", str(data), "--json")
+    summary = json.loads(stdout)
+    assert summary["episodes"] == 0, summary
+    assert code == 1  # nothing was played: not a success (it was 0)
+    assert f"no episode was played: every row of {data} was bad" in err
+    assert "looks like UTF-16 or UTF-32: save it as UTF-8" in err, err
+    data.write_bytes(b"\xef\xbb\xbf" + rows.encode())  # a UTF-8 byte-order mark is fine
+    code, stdout, err = run_cli("run", "--data", str(data), "--json")
+    assert (code, json.loads(stdout)["episodes"]) == (0, 4), err
+
+
+def test_a_report_that_cannot_be_written_still_leaves_the_summary(tmp_path: Path) -> None:
+    """`--report /dev/full` (or into a folder that is gone) stopped the run's end before
+    its summary was printed; the summary comes first now, the report's error after it."""
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    write_data(data, 3)
+    report = tmp_path / "gone" / "r.html"
+    code, stdout, err = run_cli(
+        "run", "--data", str(data), "--output", str(out), "--report", str(report), "--json"
+    )
+    assert code == 1
+    assert json.loads(stdout)["episodes"] == 3
+    assert f"cannot write the report {report}" in err, err
+    assert len(read_lines(out)) == 3
+
+
+def test_a_plugin_that_closes_stdout_does_not_cost_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plugin calling `sys.stdout.close()` (or `os.close(1)`) ended the run with
+    "unexpected ValueError: I/O operation on closed file" and no summary."""
+    code, _, err = run_hostile(tmp_path, monkeypatch, "close_stdout")
+    assert code == 0, err
+    assert "standard output was closed during the run" in err
+    assert "episodes          3  (3 ok, 0 errored)" in err
+    assert len(read_lines(tmp_path / "o.jsonl")) == 3
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX")
+def test_a_plugin_that_forks_does_not_play_the_run_twice(tmp_path: Path) -> None:
+    """A plugin calling `os.fork()` and returning in both processes made the copy play the
+    rest of the run too: 6 records for 3 samples and two summaries. (A real process: a
+    fork of the test runner would run the tests twice.)"""
+    import subprocess
+
+    (tmp_path / "hostile_plugin.py").write_text(HOSTILE, encoding="utf-8")
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "default: hostile\ninteraction:\n  - name: hostile\n"
+        "    class_name: hostile_plugin.HostileInteraction\n",
+        encoding="utf-8",
+    )
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    with data.open("w", encoding="utf-8") as file:
+        for i in range(3):
+            row = {"prompt": [{"role": "user", "content": "q"}], "responses": ["a"]}
+            row["interaction_kwargs"] = {"mode": "fork" if i == 1 else "ok"}
+            file.write(json.dumps(row) + "\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    done = subprocess.run(
+        [sys.executable, "-m", "interactions_core", "run", str(config), "--data", str(data),
+         "--output", str(out), "--json", "--concurrency", "1"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["episodes"] == 3  # one summary, not two
+    assert [r["index"] for r in read_lines(out)] == [0, 1, 2]
+    assert "plugin code forked the run" in done.stderr
