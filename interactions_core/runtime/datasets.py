@@ -66,6 +66,7 @@ from ..registry import BuilderInfo, Registry, get_registry
 from .records import LineWriter, is_special_file, refuse_existing
 
 __all__ = [
+    "MAX_NESTING",
     "BadRow",
     "BuilderInfo",
     "SampleReader",
@@ -77,6 +78,7 @@ __all__ = [
     "list_builders",
     "parse_cli_options",
     "run_builder",
+    "too_deep",
     "write_rows",
 ]
 
@@ -162,6 +164,35 @@ def _import_parquet() -> Any:
     return pq
 
 
+#: How many levels of lists and objects a sample's prompt message or interaction
+#: kwargs may nest, in a data file or a served reset. A chat message needs a handful
+#: (content parts, tool calls and their arguments); a few hundred already break the
+#: deep copies and encoders that recurse (an episode would fail with Python's
+#: "maximum recursion depth exceeded"), so a deeper row is a bad row, named by its line.
+MAX_NESTING = 100
+
+
+def too_deep(value: object, limit: int = MAX_NESTING) -> bool:
+    """Whether ``value`` nests lists, tuples or mappings more than ``limit`` levels.
+
+    Walked with an explicit stack, depth first, so a value nested 100,000 levels (or
+    one that contains itself) is answered at once instead of raising RecursionError.
+    """
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def check_row(row: Any) -> str | None:
     """Why ``row`` is not a usable sample, or ``None`` when it is."""
     if not isinstance(row, Mapping):
@@ -174,6 +205,8 @@ def check_row(row: Any) -> str | None:
     for i, message in enumerate(prompt):
         if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
             return f"prompt[{i}] must be an object with a string 'role'"
+        if too_deep(message):
+            return f"prompt[{i}] nests lists and objects more than {MAX_NESTING} levels deep"
     extra = row.get("extra_info")
     if extra is not None and not isinstance(extra, Mapping):
         return "'extra_info' must be an object"
@@ -183,6 +216,8 @@ def check_row(row: Any) -> str | None:
     ):
         if kwargs is not None and not isinstance(kwargs, Mapping):
             return f"'{where}' must be an object"
+        if kwargs is not None and too_deep(kwargs):
+            return f"'{where}' nests lists and objects more than {MAX_NESTING} levels deep"
     return None
 
 

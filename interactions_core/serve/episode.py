@@ -50,6 +50,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import BadActionError, BadResetError, InteractionCallError, ServeError
+from ..runtime.datasets import MAX_NESTING, too_deep
 from ..runtime.session import Session
 from ..runtime.step import judge
 from .hub import Hub
@@ -65,36 +66,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("interactions_core.serve")
-
-
-#: How many levels of lists and objects one prompt message, or a reset's
-#: ``interaction_kwargs``, may nest. A chat message needs a handful (content parts,
-#: tool calls and their arguments); a few hundred already make the observation
-#: impossible to serialise (the encoders recurse), so a deeper reset is refused before
-#: any session is taken rather than starting one only to fail sending its reply. The
-#: same bound as a config's data.
-MAX_NESTING = 100
-
-
-def _too_deep(value: object, limit: int = MAX_NESTING) -> bool:
-    """Whether ``value`` nests lists, tuples or mappings more than ``limit`` levels.
-
-    Walked with an explicit stack, depth first, so a value nested 100,000 levels (or
-    one that contains itself) is answered at once instead of raising RecursionError.
-    """
-    stack: list[tuple[object, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, Mapping):
-            children: Any = item.values()
-        elif isinstance(item, (list, tuple)):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
 
 
 #: One message an episode may hold per this many characters of ``max_episode_chars``
@@ -154,7 +125,7 @@ def check_prompt(prompt: object) -> list[dict[str, Any]]:
                 f"prompt[{i}]'s role is {len(message['role']):,} characters long; a role is "
                 f"a short name such as 'user' or 'system' (at most {MAX_ROLE} characters)"
             )
-        if _too_deep(message):
+        if too_deep(message):
             raise BadResetError(
                 f"prompt[{i}] nests lists and objects more than {MAX_NESTING} levels deep; "
                 "a chat message needs a few: send its content as text or a flat list of parts"
@@ -255,7 +226,7 @@ class ServedEpisode:
         hub.check_token(token)
         if split is not None or index is not None:
             prompt, interaction_kwargs = self._task(split, index, prompt, interaction_kwargs)
-        if _too_deep(interaction_kwargs):
+        if too_deep(interaction_kwargs):
             raise BadResetError(
                 f"interaction_kwargs nests lists and objects more than {MAX_NESTING} levels "
                 "deep; give the interaction its arguments as plain, shallow values"

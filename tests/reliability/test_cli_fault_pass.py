@@ -394,3 +394,26 @@ def test_a_plugin_that_forks_does_not_play_the_run_twice(tmp_path: Path) -> None
     assert json.loads(done.stdout)["episodes"] == 3  # one summary, not two
     assert [r["index"] for r in read_lines(out)] == [0, 1, 2]
     assert "plugin code forked the run" in done.stderr
+
+
+def test_a_row_nested_past_the_bound_is_a_bad_row_not_a_recursion_error(tmp_path: Path) -> None:
+    """A prompt message nested about 500 levels made its episode fail with Python's
+    "maximum recursion depth exceeded" (the record's deep copy recurses): such a row is
+    now a bad row named by its line, as `interactions serve` refuses it at reset."""
+    deep: Any = "x"
+    for _ in range(600):
+        deep = [deep]
+    rows = [
+        {"prompt": [{"role": "user", "content": "q0"}], "responses": ["a0"]},
+        {"prompt": [{"role": "user", "content": deep}], "responses": ["a1"]},
+        {"prompt": [{"role": "user", "content": "q2"}], "responses": ["a2"]},
+        {"prompt": [{"role": "user", "content": "q3"}], "interaction_kwargs": {"k": deep}},
+    ]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    code, stdout, err = run_cli("run", "--data", str(data), "--json")
+    summary = json.loads(stdout)
+    assert code == 0 and summary["episodes"] == 2 and summary["errors"] == 0, (code, summary)
+    assert f"{data}:2: prompt[0] nests lists and objects more than 100 levels deep" in err, err
+    assert f"{data}:4: 'interaction_kwargs' nests lists and objects more than 100" in err, err
+    assert "recursion" not in err
