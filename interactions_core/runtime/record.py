@@ -226,7 +226,8 @@ def record_problem(record: Mapping[str, Any], max_index: int | None = None) -> s
     return _lists_problem(record)
 
 
-#: Finite numbers lie within these bounds (NaN compares false; bigger ints are checked below).
+#: Finite floats lie within these bounds (NaN compares false); an int beyond them is left
+#: to the full check, which tells the ones that still convert to a finite float.
 _FINITE = sys.float_info.max
 
 
