@@ -120,22 +120,23 @@ class RunData:
     def add(self, record: Mapping[str, Any]) -> None:
         """Count one record and keep its conversation if it is one the report shows."""
         self.stats.add_dict(record)
-        duration = record.get("duration_s")
+        get = record.get
+        duration = get("duration_s")
         if isinstance(duration, (int, float)) and duration >= 0:
             self.durations.append(float(duration))
         seen = self.seen
         self.seen = seen + 1
-        if record.get("errors"):
+        if get("errors"):
             if len(self.errored) < ERRORED_KEPT:
                 self.errored.append(episode_view(record))
             return
-        final = record.get("final_score")
+        final = get("final_score")
         if isinstance(final, (int, float)):
-            item = (-float(final), -seen)  # ties: the earliest episode stays
-            if len(self._worst) < WORST_KEPT:
-                heapq.heappush(self._worst, (*item, episode_view(record)))
-            elif item > self._worst[0][:2]:
-                heapq.heapreplace(self._worst, (*item, episode_view(record)))
+            worst, negated = self._worst, -float(final)
+            if len(worst) < WORST_KEPT:
+                heapq.heappush(worst, (negated, -seen, episode_view(record)))
+            elif negated > worst[0][0]:  # a tie keeps the earlier episode (greater -seen)
+                heapq.heapreplace(worst, (negated, -seen, episode_view(record)))
         # Reservoir sample (Li's Algorithm L: random draws only when an episode is
         # kept, not per episode); the view is built only for the final sample.
         eligible = self._eligible
@@ -252,14 +253,17 @@ def _read_run(
             run.note_bad_line(record)
             continue
         problem = record_problem(record)
-        if problem is not None and (run.seen or "end_reason" in record):
+        if problem is None:
+            key = _key(record)
+        elif run.seen or "end_reason" in record:
             run.note_bad_line(BadLine(path, number, problem))
             continue
-        if last is not None and last.get(_key(record), number) != number:
+        else:  # a first line that is no episode record: refused below
+            key = -1
+        if last is not None and last.get(key, number) != number:
             run.superseded += 1  # a later record of this (sample, repeat) counts
             continue
         if found is not None and problem is None:
-            key = _key(record)
             if key in found:
                 found[key] = number
                 _last_lines(records, found)
@@ -280,8 +284,13 @@ def _read_run(
 
 
 def _key(record: Mapping[str, Any]) -> int:
-    """``(index, repeat)`` packed in one int (checked non-negative ints): less memory."""
-    return (int(record.get("index") or 0) << 64) | int(record.get("repeat") or 0)
+    """``(index, repeat)`` of a checked record packed in one int: less memory.
+
+    ``index`` is below ``2 ** 63`` (:func:`record_problem`), so each pair has its
+    own int; without a repeat it is the index itself.
+    """
+    repeat = record.get("repeat")
+    return record["index"] + (repeat << 63) if repeat else record["index"]
 
 
 def _last_lines(records: Iterable[tuple[int, Any]], last: dict[int, int]) -> bool:

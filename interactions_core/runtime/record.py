@@ -7,6 +7,7 @@ Its ``end_reason`` is one of :data:`END_REASONS`, defined with the episode step
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -159,6 +160,9 @@ class EpisodeRecord:
 
 #: The most assistant (or user) turns a record may claim; more is a damaged record.
 MAX_TURNS = 100_000
+#: The largest ``index`` and ``repeat`` a record may hold.
+_KEYS = 1 << 62
+_NUMBERS = (int, float)
 
 
 def _count(value: Any, name: str, limit: int) -> str | None:
@@ -190,10 +194,14 @@ def record_problem(record: Mapping[str, Any], max_index: int | None = None) -> s
     ``max_index``: the number of samples in the dataset (``--resume``); a record
     whose ``index`` is not below it belongs to another dataset.
     """
+    # Asked once per line of files of millions of records: a record of the usual
+    # shape is answered by one quick look; anything else is examined field by field.
+    if _plainly_usable(record) and (max_index is None or record["index"] < max_index):
+        return None
     index = record.get("index")
     if index is None:
         return "it has no 'index' (not a record of interactions run)"
-    problem = _count(index, "index", 1 << 62) or _count(record.get("repeat"), "repeat", 1 << 62)
+    problem = _count(index, "index", _KEYS) or _count(record.get("repeat"), "repeat", _KEYS)
     if problem:
         return problem
     if max_index is not None and index >= max_index:
@@ -216,6 +224,52 @@ def record_problem(record: Mapping[str, Any], max_index: int | None = None) -> s
     if problem:
         return problem
     return _lists_problem(record)
+
+
+#: Finite floats lie within these bounds (NaN compares false); an int beyond them is left
+#: to the full check, which tells the ones that still convert to a finite float.
+_FINITE = sys.float_info.max
+
+
+def _plainly_usable(record: Mapping[str, Any]) -> bool:
+    """Whether ``record`` passes every check of :func:`record_problem` by its plain types.
+
+    True only when the field-by-field checks would find nothing (a test holds the
+    two together); false may still be usable (an ``int`` score near the float limit).
+    """
+    get = record.get
+    index, repeat = get("index"), get("repeat")
+    turns, user_turns = get("turns"), get("user_turns")
+    final, duration = get("final_score"), get("duration_s")
+    end_reason, interaction = get("end_reason"), get("interaction")
+    sample_id, scores = get("sample_id"), get("scores")
+    errors, messages = get("errors"), get("messages")
+    return (
+        index.__class__ is int
+        and 0 <= index <= _KEYS
+        and (repeat is None or (repeat.__class__ is int and 0 <= repeat <= _KEYS))
+        and (turns is None or (turns.__class__ is int and 0 <= turns <= MAX_TURNS))
+        and (user_turns is None or (user_turns.__class__ is int and 0 <= user_turns <= MAX_TURNS))
+        and (final is None or (final.__class__ in _NUMBERS and -_FINITE <= final <= _FINITE))
+        and (
+            duration is None or (duration.__class__ in _NUMBERS and -_FINITE <= duration <= _FINITE)
+        )
+        and (end_reason is None or end_reason.__class__ is str)
+        and (interaction is None or interaction.__class__ is str)
+        and (not isinstance(sample_id, float) or -_FINITE <= sample_id <= _FINITE)
+        and (errors is None or errors.__class__ is list)
+        and (messages is None or messages.__class__ is list)
+        and (scores is None or (scores.__class__ is list and _plain_scores(scores)))
+    )
+
+
+def _plain_scores(scores: list[Any]) -> bool:
+    if len(scores) > MAX_TURNS:
+        return False
+    for score in scores:
+        if score.__class__ not in _NUMBERS or not -_FINITE <= score <= _FINITE:
+            return False
+    return True
 
 
 def _lists_problem(record: Mapping[str, Any]) -> str | None:

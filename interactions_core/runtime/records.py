@@ -368,6 +368,8 @@ def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
 _HASH_CHARS = 16
 #: Why a line ``json.loads`` gives up on (it recurses, one level a frame) is no record.
 NESTED = "JSON nested too deeply to read"
+#: Reads the usual line of :func:`iter_records`: ``json.loads``'s own decoder, as configured.
+_DECODER = json.JSONDecoder()
 
 
 class BadLine(NamedTuple):
@@ -390,10 +392,21 @@ def iter_records(file: IO[bytes], path: str) -> Iterator[tuple[int, dict[str, An
     ``path`` names the file in :class:`BadLine`; see the module docstring for
     the rule on torn and bad lines.
     """
-    loads = json.loads
+    loads, raw_decode = json.loads, _DECODER.raw_decode
     for number, line in enumerate(bounded_lines(file), 1):
         if line is None:
             yield number, BadLine(path, number, line_too_long())
+            continue
+        # The usual line (a JSON object in UTF-8, then a newline) skips json.loads's
+        # encoding detection, a sixth of its time; json.loads answers any other.
+        try:
+            text = line.decode()
+            record, end = raw_decode(text)
+            usual = end == len(text) - 1 and text[end] == "\n" and record.__class__ is dict
+        except (ValueError, RecursionError):
+            usual = False
+        if usual:
+            yield number, record
             continue
         if not line.strip():
             continue

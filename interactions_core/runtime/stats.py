@@ -243,7 +243,9 @@ class GroupStats:
         """Welford's update of the mean and the squared deviations (in ``final_scale`` units)."""
         n = self.final_n = self.final_n + 1
         self.final_sum += final_score
-        scale = self._widen(abs(final_score))
+        scale = self.final_scale
+        if abs(final_score) > scale:  # rarely: most scores lie within the scale
+            scale = self._widen(abs(final_score))
         delta = final_score / scale - self.final_mean / scale
         mean = self.final_mean = self.final_mean + delta / n * scale
         self.final_m2 += delta * (final_score / scale - mean / scale)

@@ -91,13 +91,21 @@ class SummaryStats:
 
     def add_dict(self, record: Mapping[str, Any]) -> None:
         """Count a record read back from an ``--output`` file."""
-        self.add(
-            record.get("interaction"),
-            record.get("end_reason") or "error",
-            int(record.get("turns") or 0),
-            record.get("scores") or (),
-            record.get("final_score"),
-            record.get("errors") or (),
+        # Once per record of files of 10^5 and more: no call through :meth:`add`.
+        get = record.get
+        interaction = get("interaction")
+        group = self._by_name.get(interaction)
+        if group is None:
+            group = self._group(interaction)
+        self._total = None
+        group.add(
+            get("end_reason") or "error",
+            int(get("turns") or 0),
+            get("scores") or (),
+            get("final_score"),
+            get("errors") or (),
+            interaction is not None,
+            self.threshold,
         )
 
     def as_dict(self) -> dict[str, Any]:
