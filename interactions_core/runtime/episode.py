@@ -272,15 +272,20 @@ class EpisodeLoop:
             record.messages = prompt_of(sample)
             routed = self.route(sample)
             record.stage = "policy.start"
-            state = self._policy_start(sample, repeat)
+            start = self._start
+            if start is None:
+                state = None
+            elif repeat and self._start_takes_repeat:
+                state = start(sample, repeat=repeat)
+            else:
+                state = start(sample)
             if routed is None:
                 await self._single_turn(record, state)
             else:
-                name, interaction, kwargs = routed
-                record.interaction = name
+                record.interaction, interaction, kwargs = routed
                 session = Session(
                     interaction,
-                    name=name,
+                    name=record.interaction,
                     instance_id=self.new_instance_id(),
                     timeout=self.timeout,
                     tracker=self.tracker,
@@ -294,16 +299,13 @@ class EpisodeLoop:
                 raise
             error = self._failed(record, session, exc)
         finally:
-            await self._close(record, session, state, error)
+            # Finalized here rather than in a coroutine of its own: one call less per episode.
+            if session is not None:
+                problem = await session.finalize()
+                if problem is not None:
+                    error = self._finalize_failed(record, problem, error)
+            self._close(record, session, state, error)
         return record
-
-    def _policy_start(self, sample: Mapping[str, Any], repeat: int) -> Any:
-        start = self._start
-        if start is None:
-            return None
-        if repeat and self._start_takes_repeat:
-            return start(sample, repeat=repeat)
-        return start(sample)
 
     async def _single_turn(self, record: EpisodeRecord, state: Any) -> None:
         record.stage = "policy.reply"
@@ -332,8 +334,10 @@ class EpisodeLoop:
             if observers.on_turn is None:
                 observers = None  # nothing to call per turn
         messages = record.messages
+        scores = record.scores
         reply, reply_is_async, respond = self._reply, self._reply_is_async, session.respond
         max_assistant_turns, max_user_turns = self.max_assistant_turns, self.max_user_turns
+        turns = 0
         while True:
             record.stage = "policy.reply"
             text = reply(state, messages)
@@ -344,23 +348,16 @@ class EpisodeLoop:
                 record.end_reason = EXHAUSTED
                 break
             messages.append({"role": "assistant", "content": text})
-            record.turns += 1
+            record.turns = turns = turns + 1
             record.stage = "generate_response"
             result = await respond(copy_messages(messages))  # the record keeps what the policy saw
-            record.scores.append(result.score)
+            scores.append(result.score)
             if result.extra or record.extras is not None:
                 record.keep_extra(result.extra)
             if observers is not None:
-                observers.notify(
-                    record, "on_turn", turn=record.turns, messages=messages, result=result
-                )
+                observers.notify(record, "on_turn", turn=turns, messages=messages, result=result)
             end = conclude_turn(
-                result,
-                messages,
-                record.turns,
-                record.user_turns,
-                max_assistant_turns,
-                max_user_turns,
+                result, messages, turns, record.user_turns, max_assistant_turns, max_user_turns
             )
             if end is not None:
                 record.end_reason = end
@@ -380,23 +377,27 @@ class EpisodeLoop:
         record.add_error(record.stage, exc)
         return exc
 
-    async def _close(
+    @staticmethod
+    def _finalize_failed(
+        record: EpisodeRecord, problem: BaseException, error: BaseException | None
+    ) -> BaseException:
+        """Record a failed ``finalize_interaction``; return the episode's error."""
+        record.add_error("finalize_interaction", problem)
+        if error is None:
+            record.end_reason = ERROR
+            record.final_score = None
+            return problem
+        return error
+
+    def _close(
         self,
         record: EpisodeRecord,
         session: Session | None,
         state: Any,
         error: BaseException | None,
     ) -> None:
-        """Finalize the session and the policy's state, on every way out of :meth:`run`."""
-        if session is not None:
-            problem = await session.finalize()
-            if problem is not None:
-                record.add_error("finalize_interaction", problem)
-                if error is None:
-                    error = problem
-                    record.end_reason = ERROR
-                    record.final_score = None
-        if state is not _NO_STATE:
+        """Close the policy's state and the record, on every way out of :meth:`run`."""
+        if state is not _NO_STATE and (self._usage is not None or self._finish is not None):
             self._close_policy(record, state)
         record.duration_s = _perf_counter() - record.started_at
         if session is not None and self.observers is not None:
@@ -482,7 +483,7 @@ def sample_id_of(sample: Mapping[str, Any], index: int) -> Any:
     value = sample.get("id")
     if value is None:
         extra = sample.get("extra_info")
-        if isinstance(extra, Mapping):
+        if extra is not None and isinstance(extra, Mapping):
             value = extra.get("index")
     return index if value is None else value
 
@@ -495,7 +496,7 @@ def prompt_of(sample: Mapping[str, Any]) -> list[dict[str, Any]]:
             "the sample's 'prompt' must be a list of chat messages "
             '([{"role": ..., "content": ...}, ...])'
         )
-    return [_copy_message(m) for m in prompt]
+    return copy_messages(prompt)
 
 
 def copy_messages(messages: list[Any]) -> list[Any]:
@@ -504,7 +505,14 @@ def copy_messages(messages: list[Any]) -> list[Any]:
     The record shows what the policy saw; a plugin that rewrites
     ``messages[0]["content"]`` or appends to the list changes only its copy.
     """
-    return [_copy_message(m) for m in messages]
+    return [
+        m.copy() if m.__class__ is dict and m.get("content").__class__ in _FLAT else _copy_message(m)
+        for m in messages
+    ]
+
+
+#: The ``content`` of a message that a shallow copy copies whole (``None`` when absent).
+_FLAT = frozenset((str, type(None)))
 
 
 def _copy_message(message: Any) -> Any:

@@ -321,7 +321,8 @@ class Workers:
     async def _worker(self, items: Iterator[Item]) -> None:
         self._spares -= 1
         skip = self._skip
-        while not self._stopping():
+        play, done, stopping = self._play, self._done, self._stopping
+        while not stopping():
             try:
                 index, repeat, sample = next(items)
             except StopIteration:
@@ -331,27 +332,33 @@ class Workers:
                 return
             if skip is not None and (index, repeat) in skip:
                 continue
-            self._grow(items)
-            record = await self._play_one(sample, index, repeat)
+            if self._spares == 0:
+                self._grow(items)
+            # Awaited here, not in a coroutine of its own: every wait of the episode
+            # passes through each coroutine around it, on the way out and back in.
             try:
-                self._done(record)
+                record = await play(sample, index, repeat)
+            except BaseException as exc:
+                if stopping() or isinstance(exc, KeyboardInterrupt):
+                    raise
+                record = self._lost(exc, index, repeat)
+            try:
+                done(record)
             except Exception as exc:
                 self._fail(exc)
                 return
 
-    async def _play_one(self, sample: Mapping[str, Any], index: int, repeat: int) -> EpisodeRecord:
-        try:
-            return await self._play(sample, index, repeat)
-        except BaseException as exc:
-            if self._stopping() or isinstance(exc, KeyboardInterrupt):
-                raise
-            # The episode loop records every fault itself; this is a last resort
-            # so that no sample can vanish from the summary.
-            task: Any = asyncio.current_task()
-            uncancel = getattr(task, "uncancel", None)  # Python 3.11+
-            if uncancel is not None:
-                while task.cancelling():
-                    uncancel()
-            record = EpisodeRecord(index, index, repeat)
-            record.add_error("episode", exc)
-            return record
+    @staticmethod
+    def _lost(exc: BaseException, index: int, repeat: int) -> EpisodeRecord:
+        """The record of an episode whose play raised (the loop records its own faults).
+
+        A last resort, so that no sample can vanish from the summary.
+        """
+        task: Any = asyncio.current_task()
+        uncancel = getattr(task, "uncancel", None)  # Python 3.11+
+        if uncancel is not None:
+            while task.cancelling():
+                uncancel()
+        record = EpisodeRecord(index, index, repeat)
+        record.add_error("episode", exc)
+        return record

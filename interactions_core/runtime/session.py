@@ -51,6 +51,9 @@ _NEW, _OPEN, _CLOSED = 0, 1, 2
 #: called them); classes inheriting those are called without arguments.
 _TAKES_ID: dict[Any, bool] = {}
 
+#: The kwargs of a session not started yet: shared, never written to.
+_NO_KWARGS: Mapping[str, Any] = {}
+
 
 _timeout = getattr(asyncio, "timeout", None)
 
@@ -189,7 +192,7 @@ class Session:
         self.timeout = timeout
         self.tracker = tracker
         self.stopping = stopping
-        self._kwargs: Mapping[str, Any] = {}
+        self._kwargs = _NO_KWARGS
         self._state = _NEW
 
     @property
@@ -257,7 +260,7 @@ class Session:
                 result = await call
             else:
                 result = await _bounded(call, self.timeout)
-            if type(result) is not InteractionResult:
+            if result.__class__ is not InteractionResult:
                 result = InteractionResult.coerce(result)
             else:  # built by the plugin: a float or str subclass may do anything (its
                 # extra is a dict already, made one when the result was built)
@@ -281,15 +284,19 @@ class Session:
         if self._state != _OPEN:
             self._check_open("calculate_score")
         call_kwargs = {**self._kwargs, **kwargs} if kwargs else self._kwargs
+        interaction = self.interaction
         try:
-            if _takes_instance_id(self.interaction, "calculate_score"):
-                call = self.interaction.calculate_score(self.instance_id, **call_kwargs)
+            takes_id = _TAKES_ID.get(getattr(interaction.__class__, "calculate_score", None))
+            if takes_id or (takes_id is None and _takes_instance_id(interaction, "calculate_score")):
+                call = interaction.calculate_score(self.instance_id, **call_kwargs)
             else:
-                call = self.interaction.calculate_score()
+                call = interaction.calculate_score()
             if self.timeout is None:
                 value = await call
             else:
                 value = await _bounded(call, self.timeout)
+            if value.__class__ is float and isfinite(value):
+                return value  # type: ignore[no-any-return]
             return as_score(value, "the returned score")
         except BaseException as exc:
             raise self._error("calculate_score", exc) from exc
@@ -307,11 +314,15 @@ class Session:
             return None
         self._state = _CLOSED
         tracker = self.tracker
+        interaction = self.interaction
         try:
-            if _takes_instance_id(self.interaction, "finalize_interaction"):
-                call = self.interaction.finalize_interaction(self.instance_id)
+            takes_id = _TAKES_ID.get(getattr(interaction.__class__, "finalize_interaction", None))
+            if takes_id or (
+                takes_id is None and _takes_instance_id(interaction, "finalize_interaction")
+            ):
+                call = interaction.finalize_interaction(self.instance_id)
             else:
-                call = self.interaction.finalize_interaction()
+                call = interaction.finalize_interaction()
             if self.timeout is None:
                 await call
             else:

@@ -116,12 +116,15 @@ def conclude_turn(
     counts one more user turn). For a caller that looks at the result before
     the feedback goes in (observers, the checker's rules).
     """
-    end = end_reason(
-        result.should_terminate, turns, user_turns, max_assistant_turns, max_user_turns
-    )
-    if end is None:
-        messages.append({"role": "user", "content": result.content})
-    return end
+    if result.should_terminate:
+        return TERMINATED
+    if max_assistant_turns is not None or max_user_turns is not None:
+        # The limits' order is :func:`end_reason`'s; without limits no call is needed.
+        end = end_reason(False, turns, user_turns, max_assistant_turns, max_user_turns)
+        if end is not None:
+            return end
+    messages.append({"role": "user", "content": result.content})
+    return None
 
 
 async def judge(
