@@ -505,22 +505,20 @@ def copy_messages(messages: list[Any]) -> list[Any]:
     The record shows what the policy saw; a plugin that rewrites
     ``messages[0]["content"]`` or appends to the list changes only its copy.
     """
+    flat = _FLAT
     return [
-        m.copy() if m.__class__ is dict and m.get("content").__class__ in _FLAT else _copy_message(m)
+        m.copy() if m.__class__ is dict and m.get("content").__class__ in flat else _deep_copy(m)
         for m in messages
     ]
 
 
-#: The ``content`` of a message that a shallow copy copies whole (``None`` when absent).
+#: The classes of a message's ``content`` that a shallow copy of the message copies whole
+#: (``None``: no content); any other message is copied deeply.
 _FLAT = frozenset((str, type(None)))
 
 
-def _copy_message(message: Any) -> Any:
-    """A copy of a prompt message deep enough that editing it never reaches the sample."""
-    if message.__class__ is dict:
-        content = message.get("content")
-        if content is None or content.__class__ is str:
-            return message.copy()
+def _deep_copy(message: Any) -> Any:
+    """A copy of a message that is not a plain dict of text (content parts, a mapping type)."""
     import copy
 
     return copy.deepcopy(message)

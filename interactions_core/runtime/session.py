@@ -287,7 +287,9 @@ class Session:
         interaction = self.interaction
         try:
             takes_id = _TAKES_ID.get(getattr(interaction.__class__, "calculate_score", None))
-            if takes_id or (takes_id is None and _takes_instance_id(interaction, "calculate_score")):
+            if takes_id is None:
+                takes_id = _takes_instance_id(interaction, "calculate_score")
+            if takes_id:
                 call = interaction.calculate_score(self.instance_id, **call_kwargs)
             else:
                 call = interaction.calculate_score()
@@ -317,9 +319,9 @@ class Session:
         interaction = self.interaction
         try:
             takes_id = _TAKES_ID.get(getattr(interaction.__class__, "finalize_interaction", None))
-            if takes_id or (
-                takes_id is None and _takes_instance_id(interaction, "finalize_interaction")
-            ):
+            if takes_id is None:
+                takes_id = _takes_instance_id(interaction, "finalize_interaction")
+            if takes_id:
                 call = interaction.finalize_interaction(self.instance_id)
             else:
                 call = interaction.finalize_interaction()
