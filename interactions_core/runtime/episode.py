@@ -283,13 +283,13 @@ class EpisodeLoop:
                 await self._single_turn(record, state)
             else:
                 record.interaction, interaction, kwargs = routed
-                session = Session(
+                session = Session(  # by position: see Session
                     interaction,
-                    name=record.interaction,
-                    instance_id=self.new_instance_id(),
-                    timeout=self.timeout,
-                    tracker=self.tracker,
-                    stopping=self.stopping,
+                    record.interaction,
+                    self.new_instance_id(),
+                    self.timeout,
+                    self.tracker,
+                    self.stopping,
                 )
                 await self._play(record, session, state, kwargs)
         except BaseException as exc:
@@ -505,20 +505,16 @@ def copy_messages(messages: list[Any]) -> list[Any]:
     The record shows what the policy saw; a plugin that rewrites
     ``messages[0]["content"]`` or appends to the list changes only its copy.
     """
-    flat = _FLAT
     return [
-        m.copy() if m.__class__ is dict and m.get("content").__class__ in flat else _deep_copy(m)
+        m.copy() if m.__class__ is dict and m.get("content").__class__ is str else _copy_other(m)
         for m in messages
     ]
 
 
-#: The classes of a message's ``content`` that a shallow copy of the message copies whole
-#: (``None``: no content); any other message is copied deeply.
-_FLAT = frozenset((str, type(None)))
-
-
-def _deep_copy(message: Any) -> Any:
-    """A copy of a message that is not a plain dict of text (content parts, a mapping type)."""
+def _copy_other(message: Any) -> Any:
+    """A copy of a message that is not a plain dict of text: shallow without content, else deep."""
+    if message.__class__ is dict and message.get("content") is None:
+        return message.copy()
     import copy
 
     return copy.deepcopy(message)

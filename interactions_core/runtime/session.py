@@ -161,6 +161,9 @@ class Session:
     ``timeout`` bounds every lifecycle call in seconds (``None``: no bound).
     ``stopping`` tells a real stop of the run from a ``CancelledError`` a plugin
     raised (see :func:`stops_the_run`; the episode loop passes its runner's flag).
+    The arguments may also be given by position, in this order: the episode loop
+    does, because creating an object with keyword arguments builds a dict for them
+    on every episode.
     """
 
     __slots__ = (
@@ -177,7 +180,6 @@ class Session:
     def __init__(
         self,
         interaction: Any,
-        *,
         name: str | None = None,
         instance_id: str | None = None,
         timeout: float | None = None,
