@@ -538,7 +538,9 @@ def choose(
     """
     if kwargs is None:
         kwargs = {}
-    elif kwargs.__class__ is dict or isinstance(kwargs, Mapping):
+    elif kwargs.__class__ is dict:
+        kwargs = kwargs.copy()
+    elif isinstance(kwargs, Mapping):
         kwargs = dict(kwargs)
     else:
         raise error(
