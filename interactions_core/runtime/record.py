@@ -183,6 +183,13 @@ def _score(value: Any, name: str) -> str | None:
     return None if finite else f"'{name}' is {_show(value)}, not a finite number"
 
 
+def _typed(record: Mapping[str, Any], name: str, kind: type, what: str) -> str | None:
+    value = record.get(name)
+    if value is None or isinstance(value, kind):
+        return None
+    return f"'{name}' is {_show(value)}, not {what}"
+
+
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -206,12 +213,11 @@ def record_problem(record: Mapping[str, Any], max_index: int | None = None) -> s
         return problem
     if max_index is not None and index >= max_index:
         return f"'index' is {index}, outside the dataset's {max_index:,} sample(s)"
-    end_reason = record.get("end_reason")
-    if end_reason is not None and not isinstance(end_reason, str):
-        return f"'end_reason' is {_show(end_reason)}, not a string"
-    interaction = record.get("interaction")
-    if interaction is not None and not isinstance(interaction, str):
-        return f"'interaction' is {_show(interaction)}, not a name"
+    problem = _typed(record, "end_reason", str, "a string") or _typed(
+        record, "interaction", str, "a name"
+    )
+    if problem:
+        return problem
     sample_id = record.get("sample_id")
     if isinstance(sample_id, float) and not math.isfinite(sample_id):
         return f"'sample_id' is {sample_id!r}"
@@ -280,10 +286,4 @@ def _lists_problem(record: Mapping[str, Any]) -> str | None:
         for score in scores:
             if _score(score, "scores"):
                 return f"'scores' holds {_show(score)}, not a finite number"
-    errors = record.get("errors")
-    if errors is not None and not isinstance(errors, list):
-        return f"'errors' is {_show(errors)}, not a list"
-    messages = record.get("messages")
-    if messages is not None and not isinstance(messages, list):
-        return f"'messages' is {_show(messages)}, not a list"
-    return None
+    return _typed(record, "errors", list, "a list") or _typed(record, "messages", list, "a list")
