@@ -34,6 +34,7 @@ from .._files import write_atomically
 from ..errors import InteractionsError
 from ..runtime.record import record_problem
 from ..runtime.records import BadLine, is_special_file, iter_records
+from ..runtime.stats import error_entry
 from ..runtime.summary import SummaryStats
 from .page import render
 
@@ -76,9 +77,8 @@ def episode_view(record: Mapping[str, Any]) -> dict[str, Any]:
         "final_score": record.get("final_score"),
         "duration_s": record.get("duration_s"),
         "errors": [
-            {k: e.get(k) for k in ("where", "type", "message")}
-            for e in (record.get("errors") or [])
-            if isinstance(e, Mapping)
+            {k: entry.get(k) for k in ("where", "type", "message")}
+            for entry in map(error_entry, record.get("errors") or [])
         ],
         "messages": [
             {"role": str(m.get("role", "?")), "content": _clip(m.get("content"))}

@@ -45,6 +45,7 @@ from typing import IO, Any, NamedTuple
 from .._files import as_text, bounded_lines, json_safe, line_too_long, lock_fd
 from ..errors import DatasetError
 from .record import EpisodeRecord
+from .stats import error_entry
 
 __all__ = [
     "BadLine",
@@ -478,9 +479,7 @@ def _compact(data: Mapping[str, Any]) -> Compact:
         int(data.get("user_turns") or 0),
         tuple(float(s) for s in data.get("scores") or [] if isinstance(s, (int, float))),
         float(final) if isinstance(final, (int, float)) else None,
-        [dict(e) if isinstance(e, Mapping) else {"message": str(e)} for e in errors]
-        if errors
-        else None,
+        [dict(error_entry(e)) for e in errors] if errors else None,
         data.get("sample_id") if errors else None,
     )
 

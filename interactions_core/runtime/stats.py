@@ -35,6 +35,7 @@ __all__ = [
     "GroupStats",
     "PromptGroups",
     "UsageStats",
+    "error_entry",
     "error_kind",
     "pass_at_k",
     "percentile",
@@ -130,12 +131,24 @@ def _std(scores: Sequence[float]) -> float:
     return math.sqrt(sum((s - mean) ** 2 for s in scaled) / (n - 1)) * scale
 
 
-def error_kind(error: Mapping[str, Any]) -> str:
-    """``"where: Type"`` for one entry of a record's ``errors``.
+def error_entry(error: Any) -> Mapping[str, Any]:
+    """One entry of a record's ``errors`` as a mapping, whatever was recorded.
+
+    The runtime writes ``{"where", "type", "message"}``; a record written by other
+    code may hold plain text (or a number) instead. Every reader of records
+    (``--resume``, the summary, ``interactions report``) takes such an entry as the
+    message of an error of unknown origin, by this one rule.
+    """
+    return error if isinstance(error, Mapping) else {"message": str(error)}
+
+
+def error_kind(error: Any) -> str:
+    """``"where: Type"`` for one entry of a record's ``errors`` (see :func:`error_entry`).
 
     For example ``generate_response: ValueError``: where it was raised and what.
     """
-    return f"{error.get('where') or '?'}: {error.get('type') or 'Error'}"
+    entry = error_entry(error)
+    return f"{entry.get('where') or '?'}: {entry.get('type') or 'Error'}"
 
 
 def _add_counts(target: dict[K, int], source: Mapping[K, int]) -> None:
@@ -232,7 +245,7 @@ class GroupStats:
                 at = self.solved_at
                 at[solved] = at.get(solved, 0) + 1
 
-    def _add_errors(self, errors: Sequence[Mapping[str, Any]]) -> None:
+    def _add_errors(self, errors: Sequence[Any]) -> None:
         self.errors += 1
         by_kind = self.errors_by_kind
         for error in errors:

@@ -230,6 +230,23 @@ def test_resume_tells_errors_recorded_without_where(tmp_path: Path) -> None:
         assert "1 of 3 episode(s) errored" in err and "sample 1: boom" in err, err
 
 
+def test_report_shows_errors_recorded_as_plain_values(tmp_path: Path) -> None:
+    """``interactions report`` reads an error of plain text (or a number) as ``--resume`` does."""
+    _, out = play(tmp_path, 3)
+    good = out.read_bytes()
+    for n, errors in enumerate((["boom"], [5], [None], [{"message": "boom"}, "again"])):
+        lines = good.splitlines(keepends=True)
+        record = json.loads(lines[1])
+        lines[1] = json.dumps({**record, "errors": errors}).encode() + b"\n"
+        out.write_bytes(b"".join(lines))
+        page = tmp_path / f"r{n}.html"
+        code, _, err = run_cli("report", str(out), "-o", str(page))
+        assert code == 0 and "unexpected" not in err, (errors, err)
+        html = page.read_text(encoding="utf-8")
+        assert "?: Error" in html, errors  # counted under an error of unknown origin
+        assert str(errors[-1] if errors[-1] != "again" else "boom") in html, errors
+
+
 # -- #9: the last record of a (sample, repeat) is the one that counts ----------------------
 
 
