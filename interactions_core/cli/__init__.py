@@ -126,11 +126,9 @@ def _dispatch(run: Callable[[argparse.Namespace], int], args: argparse.Namespace
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     except BrokenPipeError:
-        # e.g. `interactions list | head`: the reader went away; not an error.
-        try:
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
-        except OSError:
-            pass
+        from ._command import stdout_reader_gone
+
+        stdout_reader_gone()  # e.g. `interactions list | head`: not an error
         return 0
     except Exception as exc:
         from ..errors import InteractionsError  # imported only when something failed

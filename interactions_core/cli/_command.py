@@ -17,6 +17,7 @@ callables: a bad value becomes argparse's own usage error.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -45,6 +46,7 @@ __all__ = [
     "pipe_note",
     "positive_int",
     "positive_seconds",
+    "stdout_reader_gone",
     "timeout",
     "wait_seconds",
 ]
@@ -264,6 +266,18 @@ def _finite(data: Any) -> Any:
     if isinstance(data, list | tuple):
         return [_finite(value) for value in data]
     return data
+
+
+def stdout_reader_gone() -> None:
+    """Send what is still printed to nowhere: the reader of standard output went away.
+
+    ``interactions list | head`` is not an error, and nor is a summary that finds its
+    reader gone; the flush at exit would otherwise raise ``BrokenPipeError`` again.
+    """
+    try:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - kept open until exit
+    except OSError:
+        pass
 
 
 def pipe_note(path: str, flag: str) -> str:

@@ -268,12 +268,26 @@ def _complete_resumed(args: argparse.Namespace, resume: Any, summary: Any) -> No
 
 
 def _print_summary(args: argparse.Namespace, summary: Any, watchdog: Any) -> None:
+    """The summary on standard output; a reader gone (``| head``) still gets stderr's part.
+
+    What follows the summary (errored episodes, bad rows, an unwritten report) and
+    the exit code do not depend on anyone reading it.
+    """
+    try:
+        _summary_to_stdout(args, summary, watchdog)
+    except BrokenPipeError:
+        from ._command import stdout_reader_gone
+
+        stdout_reader_gone()
+
+
+def _summary_to_stdout(args: argparse.Namespace, summary: Any, watchdog: Any) -> None:
     if not args.json:
         text = summary.format()
         try:
             print(text)
         except BrokenPipeError:
-            raise  # the reader went away (`| head`): not an error
+            raise
         except (ValueError, OSError):  # closed by plugin code (sys.stdout.close(), os.close(1))
             sys.stderr.write(
                 "interactions: warning: standard output was closed during the run (by plugin "

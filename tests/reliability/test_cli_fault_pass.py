@@ -417,3 +417,47 @@ def test_a_row_nested_past_the_bound_is_a_bad_row_not_a_recursion_error(tmp_path
     assert f"{data}:2: prompt[0] nests lists and objects more than 100 levels deep" in err, err
     assert f"{data}:4: 'interaction_kwargs' nests lists and objects more than 100" in err, err
     assert "recursion" not in err
+
+
+# -- a summary whose reader went away ---------------------------------------------------
+
+
+def _run_with_stdout_gone(*args: str) -> tuple[int, str]:
+    """`interactions run ... | head -c 0`: standard output's reader is gone from the start."""
+    import subprocess
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "interactions_core", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode("utf-8", "replace")
+    return proc.wait(60), err
+
+
+@pytest.mark.skipif(not Path("/dev/stdout").exists(), reason="needs /dev/stdout")
+def test_errored_episodes_are_told_when_the_summary_finds_no_reader(tmp_path: Path) -> None:
+    """`run ... | head`: the summary's broken pipe ended the command with 0 and said nothing
+    of the errored episodes (or of a report that could not be written); stderr still has
+    its reader, and the exit code does not depend on anyone reading the summary."""
+    data = tmp_path / "d.jsonl"
+    config = tmp_path / "gsm8k.yaml"
+    config.write_text("default: gsm8k\ninteraction:\n  - name: gsm8k\n", encoding="utf-8")
+    with data.open("w", encoding="utf-8") as file:
+        for i in range(4):  # the second row names an interaction the config does not have
+            kwargs = {"ground_truth": "5", **({"name": "nope"} if i == 1 else {})}
+            row = {"prompt": [{"role": "user", "content": f"q{i}"}], "responses": ["#### 5"]}
+            file.write(json.dumps({**row, "interaction_kwargs": kwargs}) + "\n")
+    code, err = _run_with_stdout_gone("run", str(config), "--data", str(data), "--no-progress")
+    assert code == 1, err
+    assert "1 of 4 episode(s) errored" in err, err
+    assert "Traceback" not in err and "unexpected" not in err, err
+    # The report onto the same pipe (`--report /dev/stdout | head`) cannot be written:
+    # told, and the exit code says so.
+    data.write_text(data.read_text().splitlines()[0] + "\n", encoding="utf-8")
+    code, err = _run_with_stdout_gone(
+        "run", str(config), "--data", str(data), "--no-progress", "--report", "/dev/stdout"
+    )
+    assert code == 1 and "cannot write the report /dev/stdout" in err, err
