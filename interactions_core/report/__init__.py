@@ -32,9 +32,8 @@ from typing import Any
 
 from .._files import write_atomically
 from ..errors import InteractionsError
-from ..runtime.record import record_problem
+from ..runtime.record import error_entry, record_problem
 from ..runtime.records import BadLine, is_special_file, iter_records
-from ..runtime.stats import error_entry
 from ..runtime.summary import SummaryStats
 from .page import render
 

@@ -16,7 +16,15 @@ from .._classes import fault_location
 from ..errors import InteractionCallError
 from .step import END_REASONS, ERROR
 
-__all__ = ["END_REASONS", "MAX_TURNS", "WALL_OFFSET", "EpisodeRecord", "record_problem"]
+__all__ = [
+    "END_REASONS",
+    "MAX_TURNS",
+    "WALL_OFFSET",
+    "EpisodeRecord",
+    "error_entry",
+    "error_kind",
+    "record_problem",
+]
 
 #: Add to a ``perf_counter`` reading to get wall-clock (epoch) seconds.
 WALL_OFFSET = time.time() - time.perf_counter()
@@ -287,3 +295,23 @@ def _lists_problem(record: Mapping[str, Any]) -> str | None:
             if _score(score, "scores"):
                 return f"'scores' holds {_show(score)}, not a finite number"
     return _typed(record, "errors", list, "a list") or _typed(record, "messages", list, "a list")
+
+
+def error_entry(error: Any) -> Mapping[str, Any]:
+    """One entry of a record's ``errors`` as a mapping, whatever was recorded.
+
+    The runtime writes ``{"where", "type", "message"}``; a record written by other
+    code may hold plain text (or a number) instead. Every reader of records
+    (``--resume``, the summary, ``interactions report``) takes such an entry as the
+    message of an error of unknown origin, by this one rule.
+    """
+    return error if isinstance(error, Mapping) else {"message": str(error)}
+
+
+def error_kind(error: Any) -> str:
+    """``"where: Type"`` for one entry of a record's ``errors`` (see :func:`error_entry`).
+
+    For example ``generate_response: ValueError``: where it was raised and what.
+    """
+    entry = error_entry(error)
+    return f"{entry.get('where') or '?'}: {entry.get('type') or 'Error'}"

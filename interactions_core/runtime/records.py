@@ -44,8 +44,7 @@ from typing import IO, Any, NamedTuple
 
 from .._files import as_text, bounded_lines, json_safe, line_too_long, lock_fd
 from ..errors import DatasetError
-from .record import EpisodeRecord
-from .stats import error_entry
+from .record import EpisodeRecord, error_entry
 
 __all__ = [
     "BadLine",

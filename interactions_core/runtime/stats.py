@@ -28,6 +28,8 @@ from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from .record import error_kind
+
 K = TypeVar("K")
 
 __all__ = [
@@ -35,8 +37,6 @@ __all__ = [
     "GroupStats",
     "PromptGroups",
     "UsageStats",
-    "error_entry",
-    "error_kind",
     "pass_at_k",
     "percentile",
     "reported_ks",
@@ -129,26 +129,6 @@ def _std(scores: Sequence[float]) -> float:
     scaled = [s / scale for s in scores]
     mean = sum(scaled) / n
     return math.sqrt(sum((s - mean) ** 2 for s in scaled) / (n - 1)) * scale
-
-
-def error_entry(error: Any) -> Mapping[str, Any]:
-    """One entry of a record's ``errors`` as a mapping, whatever was recorded.
-
-    The runtime writes ``{"where", "type", "message"}``; a record written by other
-    code may hold plain text (or a number) instead. Every reader of records
-    (``--resume``, the summary, ``interactions report``) takes such an entry as the
-    message of an error of unknown origin, by this one rule.
-    """
-    return error if isinstance(error, Mapping) else {"message": str(error)}
-
-
-def error_kind(error: Any) -> str:
-    """``"where: Type"`` for one entry of a record's ``errors`` (see :func:`error_entry`).
-
-    For example ``generate_response: ValueError``: where it was raised and what.
-    """
-    entry = error_entry(error)
-    return f"{entry.get('where') or '?'}: {entry.get('type') or 'Error'}"
 
 
 def _add_counts(target: dict[K, int], source: Mapping[K, int]) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from interactions_core.runtime.stats import GroupStats, error_kind
+from interactions_core.runtime.record import error_kind
+from interactions_core.runtime.stats import GroupStats
 
 
 def test_an_errored_episode_counts_only_where_a_crash_belongs() -> None:
