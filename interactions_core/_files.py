@@ -24,6 +24,7 @@ from typing import IO, Any
 
 __all__ = [
     "MAX_LINE",
+    "MAX_NESTING",
     "as_text",
     "bounded_lines",
     "json_safe",
@@ -205,20 +206,38 @@ def line_too_long() -> str:
     return f"a line longer than {size}"
 
 
+#: How many levels of lists and objects a sample's prompt message or interaction kwargs
+#: may nest (in a data file or a served reset), and a value a record holds (a plugin's
+#: ``extra``, say). A chat message needs a handful (content parts, tool calls and their
+#: arguments); a few hundred already break the deep copies, encoders and decoders that
+#: recurse (Python's "maximum recursion depth exceeded").
+MAX_NESTING = 100
+
+
 def json_safe(obj: Any, _inside: frozenset[int] = frozenset()) -> Any:
     """``obj`` as JSON can hold it, whatever a plugin put in it (its ``extra``, say).
 
-    NaN and infinite floats become ``None``; a key that is not text, its text
-    (:func:`as_text`); a list or mapping inside itself, ``"<cycle>"``; a mapping
-    that cannot be read, its text. Other values are left to the encoder's
-    ``default=as_text``.
+    NaN and infinite floats become ``None``; an integer too long for ``str()``
+    (over 4,300 digits), a placeholder naming its size; a key that is not text,
+    its text (:func:`as_text`); a list or mapping inside itself, ``"<cycle>"``, and
+    one nested deeper than :data:`MAX_NESTING` levels, ``"<nested too deeply>"``,
+    so the line stays readable by every reader of records; a mapping that cannot
+    be read, its text. Other values are left to the encoder's ``default=as_text``.
     """
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
+    if isinstance(obj, int):
+        try:
+            int.__repr__(obj)  # what the encoder will call
+        except ValueError:
+            return f"<integer of {obj.bit_length():,} bits>"
+        return obj
     if not isinstance(obj, (Mapping, list, tuple)):
         return obj
     if id(obj) in _inside:
         return "<cycle>"
+    if len(_inside) >= MAX_NESTING:
+        return "<nested too deeply>"
     inside = _inside | {id(obj)}
     if not isinstance(obj, Mapping):
         return [json_safe(v, inside) for v in obj]

@@ -60,7 +60,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .._classes import check_options, keyword_options
-from .._files import bounded_lines, line_too_long, replacing
+from .._files import MAX_NESTING, bounded_lines, line_too_long, replacing
 from ..errors import ConfigError, DatasetError, InteractionsError, PluginLoadError
 from ..registry import BuilderInfo, Registry, get_registry
 from .records import LineWriter, is_special_file, refuse_existing
@@ -164,12 +164,9 @@ def _import_parquet() -> Any:
     return pq
 
 
-#: How many levels of lists and objects a sample's prompt message or interaction
-#: kwargs may nest, in a data file or a served reset. A chat message needs a handful
-#: (content parts, tool calls and their arguments); a few hundred already break the
-#: deep copies and encoders that recurse (an episode would fail with Python's
-#: "maximum recursion depth exceeded"), so a deeper row is a bad row, named by its line.
-MAX_NESTING = 100
+# MAX_NESTING (from ``_files``, where what a record may hold is decided too) bounds how
+# many levels of lists and objects a sample's prompt message or interaction kwargs may
+# nest, in a data file or a served reset: a deeper row is a bad row, named by its line.
 
 
 def too_deep(value: object, limit: int = MAX_NESTING) -> bool:

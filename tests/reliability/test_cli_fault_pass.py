@@ -170,7 +170,17 @@ RESULTS = {
     "unprintable_flag": lambda: InteractionResult(Unprintable(), "ok", 1.0, {}),
     "close_stdout": lambda: (sys.stdout.close(), InteractionResult(True, "ok", 1.0))[1],
     "fork": lambda: InteractionResult(True, f"forked {os.fork()}", 1.0),
+    "huge_int_extra": lambda: InteractionResult(True, "ok", 1.0, {"n": 10**5000}),
+    "deep_extra": lambda: InteractionResult(True, "ok", 1.0, {"d": nested(990)}),
+    "deeper_extra": lambda: InteractionResult(True, "ok", 1.0, {"d": nested(50_000)}),
 }
+
+
+def nested(depth):
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
 
 
 class HostileInteraction(BaseInteraction):
@@ -213,6 +223,9 @@ def run_hostile(
         "cyclic_extra",
         "tuple_key_extra",
         "unprintable_flag",
+        "huge_int_extra",
+        "deep_extra",
+        "deeper_extra",
     ],
 )
 def test_a_hostile_value_a_plugin_returns_costs_at_most_its_episode(
@@ -238,6 +251,13 @@ def test_a_hostile_value_a_plugin_returns_costs_at_most_its_episode(
     else:  # the value is written as JSON can hold it; the episode counts as played
         assert code == 0, err
         assert summary["errors"] == 0
+    if mode == "huge_int_extra":  # str() refuses over 4,300 digits: its size instead
+        assert records[1]["extras"] == [{"n": "<integer of 16,610 bits>"}], records[1]["extras"]
+    if mode.endswith("deep_extra"):  # cut at the nesting bound every reader can read
+        text = json.dumps(records[1]["extras"])
+        assert "<nested too deeply>" in text and text.count("[") < 100
+        code, _, err = run_cli("report", str(out), "-o", str(tmp_path / "again.html"))
+        assert code == 0 and "skipped" not in err, err
 
 
 # -- --resume and records of repeats the run does not play --------------------------------
