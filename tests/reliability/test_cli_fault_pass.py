@@ -481,3 +481,56 @@ def test_errored_episodes_are_told_when_the_summary_finds_no_reader(tmp_path: Pa
         "run", str(config), "--data", str(data), "--no-progress", "--report", "/dev/stdout"
     )
     assert code == 1 and "cannot write the report /dev/stdout" in err, err
+
+
+# -- a thread a plugin leaves running ---------------------------------------------------
+
+THREADED = """
+import threading
+import time
+
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class Threaded(BaseInteraction):
+    async def start_interaction(self, instance_id=None, **kwargs):
+        threading.Thread(target=time.sleep, args=(120,), name="plugin-sleeper").start()
+        return await super().start_interaction(instance_id, **kwargs)
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        return InteractionResult(True, "ok", 1.0)
+"""
+
+
+def test_a_thread_a_plugin_leaves_running_does_not_hold_the_finished_command(
+    tmp_path: Path,
+) -> None:
+    """A non-daemon thread a plugin started kept `interactions run` alive after its summary
+    for as long as the thread ran (15 s, 60 s: for ever in a CI job), with Ctrl-C ignored.
+    The command waits a moment, names the thread, and exits with the run's exit code."""
+    import subprocess
+    import time
+
+    (tmp_path / "threaded_plugin.py").write_text(THREADED, encoding="utf-8")
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "default: t\ninteraction:\n  - name: t\n    class_name: threaded_plugin.Threaded\n",
+        encoding="utf-8",
+    )
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    with data.open("w", encoding="utf-8") as file:
+        for i in range(3):
+            row = {"prompt": [{"role": "user", "content": f"q{i}"}], "responses": ["a"]}
+            file.write(json.dumps({**row, "interaction_kwargs": {"i": i}}) + "\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "interactions_core", "run", str(config), "--data", str(data),
+         "--output", str(out), "--no-progress"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    took = time.monotonic() - started
+    assert proc.returncode == 0, proc.stderr
+    assert took < 60 and "'plugin-sleeper'" in proc.stderr and "still running" in proc.stderr
+    assert "episodes" in proc.stdout  # the summary, printed before
+    assert [r["index"] for r in read_lines(out)] == [0, 1, 2]
