@@ -34,11 +34,16 @@ __all__ = ["LocalRun", "Played", "ShardedRun", "run_options"]
 class Played:
     """What a run leaves for its report: the summary, sessions left open, the watchdog."""
 
-    def __init__(self, summary: Any, still_open: int, watchdog: Any = None) -> None:
+    def __init__(
+        self, summary: Any, still_open: int, watchdog: Any = None, broken: str | None = None
+    ) -> None:
         self.summary = summary
         self.still_open = still_open
         #: The local run's ``LoopWatchdog`` (what blocked the event loop); ``None`` with ``--ray``.
         self.watchdog = watchdog
+        #: What ended the run that was neither its end nor a stop signal (plugin code that
+        #: stopped the event loop or cancelled the run's tasks), or ``None``.
+        self.broken = broken
 
 
 def run_options(args: argparse.Namespace, default: str | None) -> RunOptions:
@@ -90,6 +95,15 @@ class LocalRun(_Run):
         except RunInterrupted:
             # A second signal: stopped at once. What finished is flushed by the caller.
             summary, still_open = self._cut_short()
+        except (asyncio.CancelledError, RuntimeError) as exc:
+            # Not a stop signal (those end the run with its summary): code inside the run,
+            # a plugin's, stopped the event loop (loop.stop()) or cancelled the run's tasks.
+            if isinstance(exc, RuntimeError) and "loop stopped before" not in str(exc):
+                raise
+            how = "cancelled" if isinstance(exc, asyncio.CancelledError) else "stopped"
+            summary, still_open = self._cut_short()
+            broken = f"the run's event loop was {how} by code inside the run (a plugin?)"
+            return Played(summary, still_open, self.watchdog, broken)
         return Played(summary, still_open, self.watchdog)
 
     async def _main(self, skip: Container[tuple[int, int]] | None) -> tuple[Any, int]:

@@ -243,6 +243,13 @@ def _tell(args: argparse.Namespace, inputs: RunInputs, played: Played, stopped: 
         )
     if played.watchdog is not None:
         _tell_blocking(played.watchdog)
+    if played.broken is not None:
+        where = f"; records are in {args.output} (continue with --resume)" if args.output else ""
+        sys.stderr.write(
+            f"interactions: error: {played.broken} after {summary.episodes} episode(s) "
+            f"({played.still_open} session(s) left open){where}\n"
+        )
+        return 1
     if summary.interrupted or stopped:
         return _tell_stop(args, summary, played.still_open, stopped)
     if not summary.episodes and inputs.reader.skipped:  # a gzip file, say: nothing was run

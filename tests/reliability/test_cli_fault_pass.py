@@ -534,3 +534,56 @@ def test_a_thread_a_plugin_leaves_running_does_not_hold_the_finished_command(
     assert took < 60 and "'plugin-sleeper'" in proc.stderr and "still running" in proc.stderr
     assert "episodes" in proc.stdout  # the summary, printed before
     assert [r["index"] for r in read_lines(out)] == [0, 1, 2]
+
+
+# -- plugin code that stops the run's event loop ----------------------------------------
+
+LOOP_BREAKER = """
+import asyncio
+
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class LoopBreaker(BaseInteraction):
+    async def generate_response(self, instance_id, messages, **kwargs):
+        if kwargs.get("act") == "stop":
+            asyncio.get_running_loop().stop()
+        elif kwargs.get("act") == "cancel_all":
+            for task in asyncio.all_tasks():
+                if task is not asyncio.current_task():
+                    task.cancel()
+        return InteractionResult(True, "ok", 1.0)
+"""
+
+
+@pytest.mark.parametrize("act", ["stop", "cancel_all"])
+def test_plugin_code_that_stops_the_event_loop_ends_the_run_with_a_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, act: str
+) -> None:
+    """`loop.stop()` in a plugin ended the command with "unexpected RuntimeError: Event loop
+    stopped before Future completed.", cancelling the run's tasks with a bare traceback;
+    neither printed the summary or wrote the report."""
+    (tmp_path / "loop_breaker.py").write_text(LOOP_BREAKER, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "default: b\ninteraction:\n  - name: b\n    class_name: loop_breaker.LoopBreaker\n",
+        encoding="utf-8",
+    )
+    data, out, report = tmp_path / "d.jsonl", tmp_path / "o.jsonl", tmp_path / "r.html"
+    with data.open("w", encoding="utf-8") as file:
+        for i in range(20):
+            kwargs = {"act": act if i == 10 else "none"}
+            row = {"prompt": [{"role": "user", "content": f"q{i}"}], "responses": ["a"]}
+            file.write(json.dumps({**row, "interaction_kwargs": kwargs}) + "\n")
+    code, stdout, err = run_cli(
+        "run", str(config), "--data", str(data), "--output", str(out), "--report", str(report),
+        "--concurrency", "1", "--no-progress",
+    )  # fmt: skip
+    assert code == 1, err
+    assert "by code inside the run (a plugin?)" in err and "--resume" in err, err
+    assert "unexpected" not in err and "Traceback" not in err, err
+    assert "episodes" in stdout  # the summary of what finished
+    indexes = [r["index"] for r in read_lines(out)]  # whole lines, each episode once
+    assert indexes == sorted(set(indexes)) and 10 <= len(indexes) <= 20, indexes
+    assert report.read_bytes().rstrip().endswith(b"</html>")
