@@ -499,6 +499,25 @@ def prompt_of(sample: Mapping[str, Any]) -> list[dict[str, Any]]:
     return copy_messages(prompt)
 
 
+#: Values of interaction kwargs a plugin could edit in place: copied for each episode.
+_EDITABLE = (list, dict, set)
+
+
+def _fresh_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of the kwargs that one episode may edit, nested lists and dicts included.
+
+    A plugin appending to a kwarg's list (or setting a key of a nested dict) must not
+    change what the sample's next repeat, or the caller's sample, starts with.
+    """
+    fresh = kwargs.copy() if kwargs.__class__ is dict else dict(kwargs)
+    for key, value in fresh.items():
+        if value.__class__ in _EDITABLE:
+            import copy
+
+            fresh[key] = copy.deepcopy(value)
+    return fresh
+
+
 def copy_messages(messages: list[Any]) -> list[Any]:
     """A copy of the conversation for a plugin: editing it never reaches the record.
 
@@ -538,10 +557,8 @@ def choose(
     """
     if kwargs is None:
         kwargs = {}
-    elif kwargs.__class__ is dict:
-        kwargs = kwargs.copy()
     elif isinstance(kwargs, Mapping):
-        kwargs = dict(kwargs)
+        kwargs = _fresh_kwargs(kwargs)
     else:
         raise error(
             "interaction_kwargs must be a mapping such as "

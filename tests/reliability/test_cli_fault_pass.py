@@ -587,3 +587,46 @@ def test_plugin_code_that_stops_the_event_loop_ends_the_run_with_a_message(
     indexes = [r["index"] for r in read_lines(out)]  # whole lines, each episode once
     assert indexes == sorted(set(indexes)) and 10 <= len(indexes) <= 20, indexes
     assert report.read_bytes().rstrip().endswith(b"</html>")
+
+
+# -- interaction kwargs a plugin edits in place --------------------------------------------
+
+KWARGS_EDITOR = """
+import json
+
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class KwargsEditor(BaseInteraction):
+    async def generate_response(self, instance_id, messages, **kwargs):
+        seen = json.loads(json.dumps([kwargs["tags"], kwargs["nested"]]))
+        kwargs["tags"].append("edited")
+        kwargs["nested"]["x"] = "edited"
+        return InteractionResult(True, "ok", 1.0, {"seen": seen})
+"""
+
+
+def test_a_plugin_editing_nested_kwargs_does_not_change_the_next_repeat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the top level of interaction_kwargs was copied per episode: a plugin that
+    appended to a kwarg's list made repeat 1 start with ["a", "edited"] and repeat 2 with
+    ["a", "edited", "edited"], so the repeats of --repeat were not independent."""
+    (tmp_path / "kwargs_editor.py").write_text(KWARGS_EDITOR, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "default: k\ninteraction:\n  - name: k\n    class_name: kwargs_editor.KwargsEditor\n",
+        encoding="utf-8",
+    )
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    row = {"prompt": [{"role": "user", "content": "q"}], "responses": [["a"], ["b"], ["c"]]}
+    kwargs = {"tags": ["a"], "nested": {"x": "orig"}}
+    data.write_text(json.dumps({**row, "interaction_kwargs": kwargs}) + "\n", encoding="utf-8")
+    code, _, err = run_cli(
+        "run", str(config), "--data", str(data), "--output", str(out), "--repeat", "3",
+        "--concurrency", "1",
+    )  # fmt: skip
+    assert code == 0, err
+    seen = [r["extras"][0]["seen"] for r in read_lines(out)]
+    assert seen == [[["a"], {"x": "orig"}]] * 3, seen
