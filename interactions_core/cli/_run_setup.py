@@ -337,6 +337,9 @@ def open_outputs(args: argparse.Namespace, inputs: RunInputs) -> RunOutputs:
     if args.report:
         from ..report import RunData
 
+        # Written at the end, after plugin code that may have changed the working folder.
+        args.report = os.path.abspath(args.report)
+
         report = RunData(os.path.basename(args.output or args.data))
         if resume is not None and resume.state is not None:
             # The earlier records the summary counts: the report counts them too

@@ -630,3 +630,39 @@ def test_a_plugin_editing_nested_kwargs_does_not_change_the_next_repeat(
     assert code == 0, err
     seen = [r["extras"][0]["seen"] for r in read_lines(out)]
     assert seen == [[["a"], {"x": "orig"}]] * 3, seen
+
+
+CHDIR = """
+import os
+
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class Wanderer(BaseInteraction):
+    async def generate_response(self, instance_id, messages, **kwargs):
+        os.makedirs("elsewhere", exist_ok=True)
+        os.chdir("elsewhere")
+        return InteractionResult(True, "ok", 1.0)
+"""
+
+
+def test_a_relative_report_path_is_where_the_command_was_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plugin calling os.chdir sent a relative --report into its own folder, silently:
+    the report's path was resolved only when the page was written, after the run."""
+    (tmp_path / "wanderer.py").write_text(CHDIR, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    Path("c.yaml").write_text(
+        "default: w\ninteraction:\n  - name: w\n    class_name: wanderer.Wanderer\n",
+        encoding="utf-8",
+    )
+    row = {"prompt": [{"role": "user", "content": "q"}], "responses": ["a"]}
+    Path("d.jsonl").write_text(json.dumps({**row, "interaction_kwargs": {}}) + "\n")
+    code, _, err = run_cli(
+        "run", "c.yaml", "--data", "d.jsonl", "--output", "o.jsonl", "--report", "r.html"
+    )
+    assert code == 0, err
+    assert (tmp_path / "r.html").read_bytes().rstrip().endswith(b"</html>")
+    assert not (tmp_path / "elsewhere" / "r.html").exists()
