@@ -68,6 +68,13 @@ def run(args: argparse.Namespace) -> int:
     for r in runs:
         if r.bad_lines:
             sys.stderr.write(f"note: {r.label}: {r.bad_lines} unreadable line(s) skipped\n")
+        if len(r.fingerprints) > 1:
+            sys.stderr.write(
+                f"warning: {r.label} holds the records of {len(r.fingerprints)} different runs "
+                "(their config_hash or data_hash differ), counted here as one run, in which a "
+                "later record replaces an earlier one of the same sample and repeat; to "
+                "compare runs, give each its own file: interactions report A.jsonl B.jsonl\n"
+            )
         if r.superseded:
             sys.stderr.write(
                 f"note: {r.label}: {r.superseded} record(s) replaced by a later record of the "

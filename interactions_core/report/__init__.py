@@ -106,6 +106,9 @@ class RunData:
         self.bad_examples: list[str] = []
         self.torn_line: str | None = None  # the note on a torn last line, if any
         self.superseded = 0  # records replaced by a later one of the same (sample, repeat)
+        #: The (config_hash, data_hash) pairs of the records: more than one, and the file
+        #: holds several runs (files joined with cat), which are counted as one.
+        self.fingerprints: set[tuple[Any, Any]] = set()
 
     def note_bad_line(self, line: BadLine) -> None:
         """Count an unreadable line (a torn last line is only noted, not counted)."""
@@ -115,6 +118,12 @@ class RunData:
         self.bad_lines += 1
         if len(self.bad_examples) < BAD_LINES_SHOWN:
             self.bad_examples.append(str(line))
+
+    def note_run_of(self, record: Mapping[str, Any]) -> None:
+        """Note which run wrote ``record`` (its fingerprints), counted or replaced."""
+        config_hash = record.get("config_hash")
+        if config_hash is not None and len(self.fingerprints) < 10:
+            self.fingerprints.add((config_hash, record.get("data_hash")))
 
     def add(self, record: Mapping[str, Any]) -> None:
         """Count one record and keep its conversation if it is one the report shows."""
@@ -254,6 +263,7 @@ def _read_run(
         problem = record_problem(record)
         if problem is None:
             key = _key(record)
+            run.note_run_of(record)
         elif run.seen or "end_reason" in record:
             run.note_bad_line(BadLine(path, number, problem))
             continue

@@ -278,3 +278,18 @@ def test_resume_report_counts_the_earlier_records_as_the_summary_does(tmp_path: 
     (whole,) = report_records([str(out)])
     assert whole.stats.total.episodes == 11
     assert '<td>episodes</td><td class="num">11</td>' in html.read_text()
+
+
+def test_report_warns_about_the_records_of_several_runs_in_one_file(tmp_path: Path) -> None:
+    """Two runs' records joined with cat were counted as one run, one run's records
+    silently replacing the other's as if they were retries."""
+    _, out = play(tmp_path, 3)
+    records = read_lines(out)
+    other = [{**r, "config_hash": "another"} for r in records]
+    joined = tmp_path / "joined.jsonl"
+    joined.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records + other))
+    code, _, err = run_cli("report", str(joined), "-o", str(tmp_path / "r.html"))
+    assert code == 0, err
+    assert "holds the records of 2 different runs" in err, err
+    code, _, err = run_cli("report", str(out), "-o", str(tmp_path / "one.html"))
+    assert code == 0 and "different runs" not in err, err
