@@ -179,6 +179,11 @@ def test_unknown_name_with_everything_disabled_says_so(site):
     assert "No interactions are installed" not in proc.stderr
     proc = cli("show", "acme", site=site, env={"INTERACTIONS_PLUGINS": ""})
     assert "is disabled: INTERACTIONS_PLUGINS is set but empty" in proc.stderr
+    proc = cli("list", site=site, env={"INTERACTIONS_PLUGINS": ""})
+    assert "): disabled: INTERACTIONS_PLUGINS is set but empty" in proc.stdout, proc.stdout
+    assert "disabled: disabled" not in proc.stdout
+    proc = cli("list", site=site, env={"INTERACTIONS_DISABLE": "acme"})
+    assert "): disabled by INTERACTIONS_DISABLE" in proc.stdout, proc.stdout
 
 
 BREAKS_SPEC = """

@@ -103,7 +103,9 @@ def _print_table(rows: list[dict], *, expand: bool, filtered: bool) -> None:
     if problems:
         sys.stdout.write("\n")
         for r in problems:
-            line = f"{r['name']} ({r['distribution']}): {r['status']}: {r['error']}"
+            # A disabled one's reason says so itself ("disabled by ...", "not in ...").
+            why = r["error"] if r["status"] == "disabled" else f"{r['status']}: {r['error']}"
+            line = f"{r['name']} ({r['distribution']}): {why}"
             # A multi-line error (the spec's list of problems) keeps its lines;
             # only the characters inside each line are escaped.
             for part in line.splitlines():
