@@ -277,9 +277,10 @@ def create_app(hub: Hub, **guard: Any) -> Any:
     from fastapi.responses import JSONResponse
     from openenv.core.env_server import create_fastapi_app
 
-    from .guard import Guard
+    from .guard import Guard, max_json_values
     from .openenv_app import plain_openenv_app
 
+    guard.setdefault("max_values", max_json_values(hub.max_episode_chars))
     connections = guard.setdefault(
         "max_connections", (hub.max_sessions or 64) * CONNECTIONS_PER_SESSION
     )
