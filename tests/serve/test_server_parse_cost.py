@@ -175,3 +175,23 @@ def test_text_frames_that_are_not_utf8_log_a_line_not_tracebacks(small: Server) 
     output = small.output()
     assert "Traceback" not in output
     assert output.count("not UTF-8") == 1, output[-2000:]
+
+
+def test_a_stop_signal_during_a_long_check_of_a_reset_ends_it_quietly(tmp_path: Path) -> None:
+    """The watchdog broke the server's own work with ``LoopBlocked``: an ASGI traceback."""
+    # A bound this large allows 12,500,000 values: a reset of 4,000,000 empty lists
+    # holds the loop seconds (parsing, then checking its nesting).
+    server = start_server(tmp_path, CONFIG, "--max-episode-chars", "400000000")
+    try:
+        sock, client = _connection(server)
+        client.send_text(_reset("hi", x=[[]] * 4_000_000).encode())
+        sock.sendall(b"".join(client.data_to_send()))
+        time.sleep(0.5)
+        assert server.stop() == 0, server.output()
+        sock.close()
+    finally:
+        server.stop()
+    output = server.output()
+    assert "blocked the event loop" in output  # the block happened, and was reported
+    assert "Exception in ASGI application" not in output, output[-3000:]
+    assert "Traceback" not in output
