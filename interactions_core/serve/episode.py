@@ -31,7 +31,7 @@ memory whatever their text. A prompt over a bound is refused; an assistant messa
 (or a turn) that would take the conversation past one, or a plugin's feedback that
 would take the observation past it, ends the episode (its session finalized, the feedback
 dropped) with an error that says which. ``interaction_kwargs`` count against the
-bound as their JSON text (the session keeps them). A prompt message or
+bound at the reset, as their JSON text with the prompt (the session keeps them). A prompt message or
 ``interaction_kwargs`` nested more than :data:`MAX_NESTING` levels is refused
 the same way, before any session is taken.
 
@@ -157,7 +157,11 @@ def _bounded_prompt(prompt: object, max_chars: int) -> tuple[list[dict[str, Any]
 
 def _bounded_kwargs(interaction_kwargs: object, prompt_chars: int, max_chars: int) -> int:
     """The characters of ``interaction_kwargs`` as JSON, refused when they and the
-    prompt's pass the episode's bound: the session keeps them as long as it is open."""
+    prompt's pass the episode's bound: the session keeps them as long as it is open.
+
+    They are counted at the reset only: an observation does not carry them, so the
+    bound on what each observation carries (``chars``) leaves them out.
+    """
     try:
         chars = _text(interaction_kwargs)
     except (TypeError, ValueError):  # a served row's keys that JSON cannot write
@@ -196,7 +200,7 @@ class ServedEpisode:
         self.session: Session | None = None
         self.name = ""
         self.messages: list[dict[str, Any]] = []
-        self.chars = 0  # the characters of ``messages`` and the kwargs, bounded by the hub
+        self.chars = 0  # the characters of ``messages``, bounded by the hub
         self.turn = 0
         self.user_turns = 0
         self.done = False
@@ -250,7 +254,7 @@ class ServedEpisode:
             )
         name, interaction, kwargs = hub.route(interaction_kwargs)
         messages, chars = _bounded_prompt(prompt, hub.max_episode_chars)
-        chars += _bounded_kwargs(interaction_kwargs, chars, hub.max_episode_chars)
+        _bounded_kwargs(interaction_kwargs, chars, hub.max_episode_chars)
         async with self._lock:
             hub.admit(self)
             session = Session(
