@@ -277,9 +277,10 @@ def create_app(hub: Hub, **guard: Any) -> Any:
     from fastapi.responses import JSONResponse
     from openenv.core.env_server import create_fastapi_app
 
-    from .guard import Guard
+    from .guard import Guard, max_json_values
     from .openenv_app import plain_openenv_app
 
+    guard.setdefault("max_values", max_json_values(hub.max_episode_chars))
     connections = guard.setdefault(
         "max_connections", (hub.max_sessions or 64) * CONNECTIONS_PER_SESSION
     )
@@ -408,17 +409,30 @@ def _configure_logging(level: str) -> None:
 
 
 class _QuietClose:
-    """ASGI wrapper: a WebSocket that is already closed when OpenEnv closes it is no error.
+    """ASGI wrapper: a WebSocket that is already closed when OpenEnv closes it is no error,
+    and neither is work the watchdog broke outside any plugin call.
 
     At shutdown uvicorn closes every WebSocket (code 1012) and OpenEnv's handler
     then closes it again, which Starlette reports as a disconnect; without this
-    every open connection would print a traceback while the server drains.
+    every open connection would print a traceback while the server drains. A
+    stop signal during a long block of the server's own work (checking a huge
+    reset) has the watchdog raise ``LoopBlocked`` there, which no plugin call
+    turns into an episode error; the watchdog logs the block, so here the
+    connection just ends, with one line instead of an ASGI traceback.
     """
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        from ..runtime.watchdog import LoopBlocked
+
+        try:
+            await self._serve(scope, receive, send)
+        except LoopBlocked:
+            log.info("ended a connection whose work blocked the event loop and was broken")
+
+    async def _serve(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "websocket":
             await self.app(scope, receive, send)
             return

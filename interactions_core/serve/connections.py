@@ -18,8 +18,9 @@ is what the server runs under its application to prevent that:
   :func:`quiet_accept_errors` turns asyncio's flood of accept errors into a line
   every ``LOG_EVERY`` seconds (:class:`Throttled`);
 * :func:`websocket_protocol` is the WebSocket protocol the server runs: it
-  answers pings only as fast as the client reads, and decompresses one message
-  ahead of the application, not a whole read of them.
+  answers pings only as fast as the client reads, decompresses one message
+  ahead of the application, not a whole read of them, and closes a connection
+  whose message expands too far when decompressed;
 
 Apart from :func:`websocket_protocol`, which says why it subclasses uvicorn's
 WebSocket protocol, only public APIs are used: uvicorn's protocol class options,
@@ -34,6 +35,8 @@ import time
 from typing import Any
 
 __all__ = [
+    "EXPANSION",
+    "EXPANSION_FLOOR",
     "FD_RESERVE",
     "FEED_BYTES",
     "LOG_EVERY",
@@ -44,6 +47,7 @@ __all__ = [
     "max_body",
     "peer_key",
     "quiet_accept_errors",
+    "quiet_bad_text",
     "websocket_protocol",
 ]
 
@@ -366,6 +370,13 @@ def gated_h11(gate: ConnectionGate) -> type:
 # ``tests/serve/test_server_ws_memory.py`` checks both bounds on the uvicorn the
 # project pins.
 
+#: How many times its size on the wire a message may grow when decompressed, once
+#: past ``EXPANSION_FLOOR``: chat text and JSON compress about 3 to 10 times, while
+#: compressed zeros grow about 1,000 times (15 KB on the wire held 16 MB).
+EXPANSION = 32
+#: Decompressed bytes of one message that are never refused for their expansion.
+EXPANSION_FLOOR = 1 << 20
+
 #: Bytes of a compressed WebSocket stream parsed at a time: deflate expands a byte to
 #: at most about 1,032, so the messages beyond the first that one such piece holds
 #: come to a few megabytes at most. Uncompressed streams are parsed a read at a time.
@@ -373,12 +384,22 @@ FEED_BYTES = 4096
 
 
 class _BoundedReads:
-    """The two bounds above, mixed into uvicorn's sans-I/O protocol (its ``super()``)."""
+    """The bounds above, mixed into uvicorn's sans-I/O protocol (its ``super()``).
+
+    Besides, a message is refused (close 1009) once its decompressed frames pass
+    ``EXPANSION_FLOOR`` bytes and ``EXPANSION`` times the bytes read since the
+    previous message: uvicorn keeps every frame of a message until its last, so a
+    client sending compressed fragments of zeros and never the last one made the
+    server hold 16 MB per connection for 15 KB sent.
+    """
 
     piece: int
     read_paused: bool
     transport: Any
     writable: asyncio.Event
+    conn: Any
+    close_sent: bool
+    frames: list[bytes]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -386,13 +407,55 @@ class _BoundedReads:
         self.unparsed = bytearray()
         #: Reading stopped until the client takes what was written to it.
         self.pongs_held = False
+        #: Bytes parsed since the last whole message, and its frames' decompressed bytes.
+        self.wire = 0
+        self.expanded = 0
 
     def data_received(self, data: bytes) -> None:
         if self.unparsed or self.read_paused or self.pongs_held or len(data) > self.piece:
             self.unparsed += data
             self._parse()
         else:  # the usual read: one piece, nothing held back
+            self.wire += len(data)
             super().data_received(data)  # type: ignore[misc]
+
+    def handle_text(self, event: Any) -> None:
+        self.expanded = 0
+        if self._within_expansion(event):
+            super().handle_text(event)  # type: ignore[misc]
+
+    def handle_bytes(self, event: Any) -> None:
+        self.expanded = 0
+        if self._within_expansion(event):
+            super().handle_bytes(event)  # type: ignore[misc]
+
+    def handle_cont(self, event: Any) -> None:
+        if self._within_expansion(event):
+            super().handle_cont(event)  # type: ignore[misc]
+
+    def _within_expansion(self, event: Any) -> bool:
+        """Whether a data frame may be kept; if not, the connection is closed (1009)."""
+        if self.close_sent:
+            return False  # closing: uvicorn discards such frames too
+        self.expanded += len(event.data)
+        if self.expanded <= max(EXPANSION_FLOOR, EXPANSION * self.wire):
+            return True
+        _expansions.warning(
+            "closed a connection whose compressed message grew to %d bytes from %d read",
+            self.expanded,
+            self.wire,
+        )
+        self.frames = []
+        self.unparsed.clear()
+        self.conn.fail(
+            1009, f"compressed message grew over {EXPANSION}x its size; send it uncompressed"
+        )
+        self.handle_parser_exception()  # type: ignore[attr-defined]
+        return False
+
+    def send_receive_event_to_app(self) -> None:
+        self.wire = self.expanded = 0
+        super().send_receive_event_to_app()  # type: ignore[misc]
 
     def _parse(self) -> None:
         """Parse what was read until a message waits for the application."""
@@ -403,6 +466,7 @@ class _BoundedReads:
                 return
             piece = bytes(unparsed[: self.piece])
             del unparsed[: self.piece]
+            self.wire += len(piece)
             super().data_received(piece)  # type: ignore[misc]
 
     def handle_ping(self) -> None:
@@ -447,8 +511,39 @@ class _BoundedReads:
             self.transport.abort()
 
 
+_expansions = Throttled()
+
+
+class _QuietBadText(logging.Filter):
+    """uvicorn's traceback for a text frame that is not UTF-8, as a rate-limited line.
+
+    uvicorn closes such a connection (1007) and logs the whole traceback each time:
+    200 connections sending two bad bytes each added 120 KB to the log.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.throttled = Throttled()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != "Invalid UTF-8 sequence received from client.":
+            return True
+        self.throttled.warning(
+            "closed a connection that sent a text message that is not UTF-8 (1007)"
+        )
+        return False
+
+
+def quiet_bad_text() -> None:
+    """Install :class:`_QuietBadText` on uvicorn's error log, once."""
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _QuietBadText) for f in logger.filters):
+        logger.addFilter(_QuietBadText())
+
+
 def websocket_protocol(compress: bool) -> type | str:
     """uvicorn's ``websockets-sansio`` protocol, with the bounds described above."""
+    quiet_bad_text()
     try:
         from uvicorn.protocols.websockets.websockets_sansio_impl import (
             WebSocketsSansIOProtocol,

@@ -30,7 +30,8 @@ and a role is at most :data:`MAX_ROLE` characters: short messages cost the serve
 memory whatever their text. A prompt over a bound is refused; an assistant message
 (or a turn) that would take the conversation past one, or a plugin's feedback that
 would take the observation past it, ends the episode (its session finalized, the feedback
-dropped) with an error that says which. A prompt message or
+dropped) with an error that says which. ``interaction_kwargs`` count against the
+bound at the reset, as their JSON text with the prompt (the session keeps them). A prompt message or
 ``interaction_kwargs`` nested more than :data:`MAX_NESTING` levels is refused
 the same way, before any session is taken.
 
@@ -154,6 +155,26 @@ def _bounded_prompt(prompt: object, max_chars: int) -> tuple[list[dict[str, Any]
     return messages, chars
 
 
+def _bounded_kwargs(interaction_kwargs: object, prompt_chars: int, max_chars: int) -> int:
+    """The characters of ``interaction_kwargs`` as JSON, refused when they and the
+    prompt's pass the episode's bound: the session keeps them as long as it is open.
+
+    They are counted at the reset only: an observation does not carry them, so the
+    bound on what each observation carries (``chars``) leaves them out.
+    """
+    try:
+        chars = _text(interaction_kwargs)
+    except (TypeError, ValueError):  # a served row's keys that JSON cannot write
+        chars = len(str(interaction_kwargs))
+    if prompt_chars + chars > max_chars:
+        raise BadResetError(
+            f"interaction_kwargs hold {chars:,} characters (as JSON) and the prompt "
+            f"{prompt_chars:,}, over this server's limit of {max_chars:,} for a whole "
+            "episode (--max-episode-chars); send shorter arguments"
+        )
+    return chars
+
+
 class ServedEpisode:
     """The state of one client's episode; see the module docstring.
 
@@ -233,6 +254,7 @@ class ServedEpisode:
             )
         name, interaction, kwargs = hub.route(interaction_kwargs)
         messages, chars = _bounded_prompt(prompt, hub.max_episode_chars)
+        _bounded_kwargs(interaction_kwargs, chars, hub.max_episode_chars)
         async with self._lock:
             hub.admit(self)
             session = Session(

@@ -20,6 +20,10 @@ connection rather than any one endpoint:
 * **Idle connections**: a WebSocket whose client sends nothing, or reads
   nothing, for ``idle_timeout`` seconds is treated as gone: OpenEnv closes its
   environment, which ends and finalizes its episode, and the slot is free again.
+* **What a message costs to parse**: a WebSocket message, or an HTTP request
+  body, holding more JSON values than ``max_values`` (:func:`max_json_values`,
+  which follows ``--max-episode-chars``) is refused before anything parses it:
+  the WebSocket is closed (1009) and the HTTP request answered 413.
 * **HTTP requests**: each head that arrives, and each body as it completes, is
   reported to the :class:`~interactions_core.serve.connections.ConnectionGate`
   below the application, which closes connections that never finish a request;
@@ -36,6 +40,7 @@ import asyncio
 import ipaddress
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
@@ -43,7 +48,16 @@ from urllib.parse import urlsplit
 from ..runtime.watchdog import BLOCKING_ADVICE, LoopWatchdog
 from .connections import ConnectionGate, Throttled, peer_key
 
-__all__ = ["EVICT_GRACE", "LOOPBACK_NAMES", "REPORT_AFTER", "Guard", "ServeWatchdog"]
+__all__ = [
+    "EVICT_GRACE",
+    "LOOPBACK_NAMES",
+    "MIN_JSON_VALUES",
+    "REPORT_AFTER",
+    "Guard",
+    "ServeWatchdog",
+    "json_values",
+    "max_json_values",
+]
 
 log = logging.getLogger("interactions_core.serve")
 
@@ -51,6 +65,64 @@ log = logging.getLogger("interactions_core.serve")
 EVICT_GRACE = 1.0
 #: Host names that mean "this machine" besides the loopback addresses.
 LOOPBACK_NAMES = frozenset({"localhost"})
+
+
+# What parsing one message may cost, decided before it is parsed.
+#
+# OpenEnv parses every message it receives (``json.loads``) on the event loop,
+# before any check of ours: a reset of 5,000,000 empty lists (15 MB of text, 14 KiB
+# compressed) held the loop 2.9 s and the server 380 MB. What parsing costs is the
+# number of values outside strings (an empty list, about 1 us and 70 bytes; a
+# character of a string, next to nothing), so that is what is bounded: the
+# brackets and commas outside strings, counted at C speed.
+
+#: The fewest JSON values a message may hold, whatever ``--max-episode-chars``.
+MIN_JSON_VALUES = 16_384
+#: One JSON value a message may hold per this many characters of ``--max-episode-chars``.
+CHARS_PER_JSON_VALUE = 32
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_STRING_BYTES = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+
+
+def max_json_values(max_episode_chars: int) -> int:
+    """The most JSON values (``[``, ``{`` and ``,`` outside strings) one message may hold.
+
+    A reset within ``max_episode_chars`` holds far fewer: a chat message is a few
+    values whatever its text (and an episode holds one message per 256 characters),
+    and text full of brackets and commas is inside strings, which are not counted.
+    At the default (2,000,000) it is 62,500: a reset that many empty lists long holds
+    the event loop about 0.1 s (parsing, routing, checking its nesting).
+    """
+    return max(MIN_JSON_VALUES, max_episode_chars // CHARS_PER_JSON_VALUE)
+
+
+def _structure(text: str | bytes) -> int:
+    if isinstance(text, str):
+        return text.count("[") + text.count("{") + text.count(",")
+    return text.count(b"[") + text.count(b"{") + text.count(b",")
+
+
+def json_values(text: str | bytes, limit: int) -> int:
+    """How many JSON values ``text`` holds, as far as it matters against ``limit``.
+
+    Brackets and commas are counted in the whole text first (a few ms per MB); only
+    when that passes ``limit`` are the strings taken out and the rest counted, so
+    prose or code full of them is never refused. Every string is a key or a value,
+    so a text with over ``2 * limit`` strings is over the limit without more work.
+    """
+    count = _structure(text)
+    if count <= limit:
+        return count
+    most = 2 * limit + 2
+    outside: str | bytes
+    if isinstance(text, str):
+        outside, strings = _STRING.subn("", text, count=most)
+    else:
+        outside, strings = _STRING_BYTES.subn(b"", text, count=most)
+    if strings >= most:
+        return max(strings, limit + 1)
+    return _structure(outside)
 
 
 def _is_loopback(host: str) -> bool:
@@ -88,8 +160,11 @@ class Guard:
         max_connections: int = 1024,
         idle_timeout: float | None = 300.0,
         gate: ConnectionGate | None = None,
+        max_values: int | None = None,
     ) -> None:
         self.app = app
+        #: The most JSON values a message or request body may hold (None: unbounded).
+        self.max_values = max_values
         self.loopback_only = _is_loopback(bind_host)
         self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
         self.max_connections = max_connections
@@ -160,9 +235,48 @@ class Guard:
             await self._refuse(kind, send, problem, status)
             return
         if kind == "http":
+            if self.max_values is not None and _header(scope, b"content-length") != "0":
+                receive, problem = await self._checked_body(receive)
+                if problem is not None:
+                    await self._refuse(kind, send, problem, 413)
+                    return
             await self.app(scope, receive, send)
             return
         await _WebSocket(self, receive, send, transport).serve(scope)
+
+    def too_many_values(self, text: str | bytes) -> str | None:
+        """Why a message or body holds too many JSON values to parse, or ``None``."""
+        limit = self.max_values
+        if limit is None or json_values(text, limit) <= limit:
+            return None
+        return (
+            f"the message holds over {limit:,} JSON values outside strings, more than a "
+            "reset within --max-episode-chars needs; send fewer"
+        )
+
+    async def _checked_body(self, receive: Any) -> tuple[Any, str | None]:
+        """Read a request's whole body, check it, and give ``receive`` that replays it.
+
+        The body is bounded already (the gate's ``max_body``); reading it here
+        costs what the application's own reading would.
+        """
+        parts, last = [], None
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                last = message
+                break
+            parts.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(parts)
+        problem = None if last is not None else self.too_many_values(body)
+        replay: list[Any] = [last or {"type": "http.request", "body": body, "more_body": False}]
+
+        async def replayed() -> Any:
+            return replay.pop() if replay else await receive()
+
+        return replayed, problem
 
     def _make_room(self) -> bool:
         """Close the oldest WebSocket that has not had an observation yet, if any.
@@ -258,6 +372,23 @@ class _WebSocket:
                 self.watch.stop()
 
     async def receive(self) -> Any:
+        """The next message; one too costly to parse closes the connection (1009)."""
+        message = await self._receive()
+        if message["type"] != "websocket.receive" or self.guard.max_values is None:
+            return message
+        text = message.get("text")
+        problem = self.guard.too_many_values(
+            text if text is not None else message.get("bytes", b"")
+        )
+        if problem is None:
+            return message
+        self.guard._refusals.warning("closed a WebSocket: %s", problem)
+        limit = self.guard.max_values
+        reason = f"message holds over {limit:,} JSON values; send fewer (--max-episode-chars)"
+        await self.inner_send({"type": "websocket.close", "code": 1009, "reason": reason})
+        return {"type": "websocket.disconnect", "code": 1009}
+
+    async def _receive(self) -> Any:
         if self.proven:
             if self.watch is not None:
                 return await self.watch.receive_or_leave()

@@ -4,13 +4,14 @@ and the gate below it, which closes connections that never finish their request.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
 import pytest
 
 from interactions_core.serve.connections import FD_RESERVE, ConnectionGate, http_connection_cap
-from interactions_core.serve.guard import Guard
+from interactions_core.serve.guard import Guard, json_values, max_json_values
 
 
 async def _app(scope: Any, receive: Any, send: Any) -> None:
@@ -263,3 +264,24 @@ def test_a_proven_websocket_idles_out_but_a_long_step_is_not_idleness() -> None:
     assert [m.get("text") for m in got[:2]] == ["a", "b"]
     assert got[2] == {"type": "websocket.disconnect", "code": 1001}
     assert took < 5
+
+
+# -- what parsing a message may cost ------------------------------------------
+
+
+def test_json_values_counts_brackets_and_commas_outside_strings_only() -> None:
+    text = json.dumps({"a": [1, 2, {"b": "[x, {y}], \\" + '"' + ", ["}]})
+    assert json_values(text, 1000) >= 5  # under the limit: the whole text, cheaply
+    assert json_values(text, 2) == 5  # over it: strings taken out ({, [, ",", {, ",")
+    assert json_values(text.encode(), 2) == 5
+
+
+def test_json_values_never_counts_text_full_of_brackets_against_a_reset() -> None:
+    limit = max_json_values(100_000)
+    prompt = [{"role": "user", "content": "[{,}]" * 20_000}] * 4
+    assert json_values(json.dumps({"prompt": prompt}), limit) <= 16
+
+
+def test_json_values_stops_counting_strings_past_twice_the_limit() -> None:
+    assert json_values('"a",' * 100, 10) > 10
+    assert json_values("[]," * 100, 10) == 200

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from server_harness import Server, start_server
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 CONFIG = """\
@@ -94,17 +95,30 @@ def test_a_prompt_nested_900_levels_is_refused_before_any_session(
     assert "Traceback" not in server.output()
 
 
-@pytest.mark.parametrize("depth", [5_000, 100_000])
-def test_a_body_too_deep_to_parse_is_refused_and_takes_no_session(
-    server: Server, depth: int
-) -> None:
-    body = reset_body(depth, "list", "content")
+def test_a_body_too_deep_to_parse_is_refused_and_takes_no_session(server: Server) -> None:
+    body = reset_body(5_000, "list", "content")
     started = server.sessions()["started"]
     status, answer = post_reset(server, body)
     assert status == 400, answer
     assert_free(server, started)
     reply = ws_reset(server, body)
     assert reply["type"] == "error" and "recursion" in reply["data"]["message"], reply
+    assert_free(server, started + 1)
+    assert "Traceback" not in server.output()
+
+
+def test_a_body_nested_past_the_json_value_bound_is_refused_unparsed(server: Server) -> None:
+    """100,000 levels are 100,000 lists: more values than a reset may hold (62,500)."""
+    body = reset_body(100_000, "list", "content")
+    started = server.sessions()["started"]
+    status, answer = post_reset(server, body)
+    assert status == 413 and "62,500 JSON values" in answer["detail"], answer
+    assert_free(server, started)
+    with connect(server.url.replace("http://", "ws://") + "/ws", max_size=None) as ws:
+        ws.send('{"type":"reset","data":' + body + "}")
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=30)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
     assert_free(server, started + 1)
     assert "Traceback" not in server.output()
 

@@ -1,0 +1,197 @@
+"""What one message may cost the server before anything checks it, on a real server.
+
+OpenEnv parses every message (``json.loads``) on the event loop before the token
+check: a reset whose ``interaction_kwargs`` held 5,000,000 empty lists (14 KiB
+compressed) held the loop 2.9 s and the server 380 MB. A message or request body
+holding more JSON values than a reset within ``--max-episode-chars`` needs is
+refused unparsed; text full of brackets and commas, inside strings, is not.
+
+``interaction_kwargs`` count against ``--max-episode-chars``: the session keeps them.
+
+With ``--ws-compression``, uvicorn keeps every frame of a message until its last:
+fragments of compressed zeros, never finished, held 16 MB per connection for 15 KB
+sent. A message that grows far past its size on the wire closes the connection.
+
+A text frame that is not UTF-8 made uvicorn log a whole traceback every time.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from openenv.core import GenericEnvClient
+from server_harness import Server, start_server
+from websockets.client import ClientProtocol
+from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
+from websockets.frames import Close
+from websockets.uri import parse_uri
+
+CONFIG = """\
+default: gsm8k
+interaction:
+  - name: gsm8k
+"""
+
+
+def _connection(server: Server, compress: bool = False) -> tuple[socket.socket, ClientProtocol]:
+    port = int(server.url.rsplit(":", 1)[1])
+    deflate = [ClientPerMessageDeflateFactory(client_max_window_bits=12)] if compress else []
+    client = ClientProtocol(parse_uri(f"ws://127.0.0.1:{port}/ws"), extensions=deflate)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    client.send_request(client.connect())
+    sock.sendall(b"".join(client.data_to_send()))
+    while client.state.name == "CONNECTING":
+        client.receive_data(sock.recv(65536))
+    client.events_received()
+    return sock, client
+
+
+def _answer(sock: socket.socket, client: ClientProtocol, within: float = 15) -> Close | str | None:
+    """The server's next text message, or its close frame, within ``within`` seconds."""
+    sock.settimeout(0.2)
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            data = sock.recv(1 << 20)
+        except TimeoutError:
+            continue
+        except OSError:
+            return None
+        if not data:
+            return None
+        client.receive_data(data)
+        for event in client.events_received():
+            if event.opcode.name == "CLOSE":
+                return Close.parse(event.data)
+            if event.opcode.name == "TEXT":
+                return event.data.decode()
+    return None
+
+
+def _reset(prompt: object, **kwargs: object) -> str:
+    data = {
+        "prompt": prompt,
+        "interaction_kwargs": {"name": "gsm8k", "ground_truth": "4", **kwargs},
+    }
+    return json.dumps({"type": "reset", "data": data})
+
+
+def _still_serves(server: Server) -> None:
+    with GenericEnvClient(base_url=server.url).sync() as env:
+        assert env.reset(prompt=[{"role": "user", "content": "1+1?"}]).observation["turn"] == 0
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Iterator[Server]:
+    # At most 16,384 JSON values a message (the floor), 100,000 characters an episode.
+    running = start_server(tmp_path, CONFIG, "--max-episode-chars", "100000")
+    yield running
+    assert running.stop() == 0, running.output()
+
+
+def test_a_message_of_many_empty_lists_closes_with_1009_unparsed(small: Server) -> None:
+    sock, client = _connection(small)
+    client.send_text(_reset("hi", x=[[]] * 20_000).encode())  # 80 KB, 40,000 values
+    sock.sendall(b"".join(client.data_to_send()))
+    answer = _answer(sock, client)
+    sock.close()
+    assert isinstance(answer, Close), f"the reset was parsed and answered: {answer!r:.200}"
+    assert answer.code == 1009
+    assert "16,384 JSON values" in answer.reason and "send fewer" in answer.reason
+    assert "Traceback" not in small.output()
+    _still_serves(small)
+
+
+def test_brackets_and_commas_inside_strings_are_not_counted(small: Server) -> None:
+    text = '[a, {"b": [1, 2]}], \\"x, y\\", ' * 3_000  # 90,000 characters, 27,000 brackets
+    sock, client = _connection(small)
+    client.send_text(_reset([{"role": "user", "content": text}]).encode())
+    sock.sendall(b"".join(client.data_to_send()))
+    answer = _answer(sock, client)
+    sock.close()
+    assert isinstance(answer, str), answer
+    reply = json.loads(answer)
+    assert reply["type"] == "observation", reply
+    assert reply["data"]["observation"]["messages"][0]["content"] == text
+
+
+def test_an_http_reset_of_many_values_is_refused_with_413(small: Server) -> None:
+    body = {"prompt": "hi", "interaction_kwargs": {"name": "gsm8k", "x": [{}] * 20_000}}
+    status, answer = small.post("/reset", body)
+    assert status == 413, answer
+    assert "16,384 JSON values" in answer["detail"]
+    status, answer = small.post("/reset", {"prompt": "hi", "interaction_kwargs": {"x": [1, 2]}})
+    assert status == 200, answer
+
+
+def test_interaction_kwargs_count_against_the_episode_bound(small: Server) -> None:
+    sock, client = _connection(small)
+    client.send_text(_reset("hi", notes="n" * 150_000).encode())
+    sock.sendall(b"".join(client.data_to_send()))
+    answer = _answer(sock, client)
+    sock.close()
+    assert isinstance(answer, str), answer
+    reply = json.loads(answer)
+    assert reply["type"] == "error", reply
+    assert "interaction_kwargs hold 150,0" in reply["data"]["message"]
+    assert "--max-episode-chars" in reply["data"]["message"]
+    assert small.sessions()["open"] == 0
+
+
+def test_unfinished_compressed_fragments_close_with_1009(tmp_path: Path) -> None:
+    server = start_server(tmp_path, CONFIG, "--ws-compression")  # 16 MB messages allowed
+    try:
+        sock, client = _connection(server, compress=True)
+        client.send_text(b" " * 10, fin=False)
+        for _ in range(4):  # 2 MiB of zeros, about 2 KB on the wire, and no last frame
+            client.send_continuation(b"\0" * (512 << 10), fin=False)
+        sock.sendall(b"".join(client.data_to_send()))
+        answer = _answer(sock, client)
+        sock.close()
+        assert isinstance(answer, Close), answer
+        assert answer.code == 1009
+        assert "send it uncompressed" in answer.reason
+        _still_serves(server)
+    finally:
+        assert server.stop() == 0, server.output()
+
+
+def test_text_frames_that_are_not_utf8_log_a_line_not_tracebacks(small: Server) -> None:
+    for _ in range(20):
+        sock, client = _connection(small)
+        client.send_text(b"\xff\xfe")
+        sock.sendall(b"".join(client.data_to_send()))
+        answer = _answer(sock, client, within=5)
+        sock.close()
+        assert isinstance(answer, Close) and answer.code == 1007, answer
+    with urllib.request.urlopen(small.url + "/health", timeout=10):
+        pass
+    output = small.output()
+    assert "Traceback" not in output
+    assert output.count("not UTF-8") == 1, output[-2000:]
+
+
+def test_a_stop_signal_during_a_long_check_of_a_reset_ends_it_quietly(tmp_path: Path) -> None:
+    """The watchdog broke the server's own work with ``LoopBlocked``: an ASGI traceback."""
+    # A bound this large allows 12,500,000 values: a reset of 4,000,000 empty lists
+    # holds the loop seconds (parsing, then checking its nesting).
+    server = start_server(tmp_path, CONFIG, "--max-episode-chars", "400000000")
+    try:
+        sock, client = _connection(server)
+        client.send_text(_reset("hi", x=[[]] * 4_000_000).encode())
+        sock.sendall(b"".join(client.data_to_send()))
+        time.sleep(0.5)
+        assert server.stop() == 0, server.output()
+        sock.close()
+    finally:
+        server.stop()
+    output = server.output()
+    assert "blocked the event loop" in output  # the block happened, and was reported
+    assert "Exception in ASGI application" not in output, output[-3000:]
+    assert "Traceback" not in output
