@@ -88,22 +88,24 @@ class LocalRun(_Run):
         """Run to the end, or to a stop; ``skip``: the episodes ``--resume`` does not replay."""
         import asyncio
 
-        from ..errors import RunInterrupted
+        from ..errors import Interrupted, RunInterrupted
 
         try:
             summary, still_open = asyncio.run(self._main(skip))
         except RunInterrupted:
             # A second signal: stopped at once. What finished is flushed by the caller.
             summary, still_open = self._cut_short()
-        except (asyncio.CancelledError, RuntimeError) as exc:
-            # Not a stop signal (those end the run with its summary): code inside the run,
-            # a plugin's, stopped the event loop (loop.stop()) or cancelled the run's tasks.
-            if isinstance(exc, RuntimeError) and "loop stopped before" not in str(exc):
+        except (asyncio.CancelledError, RuntimeError, SystemExit, KeyboardInterrupt) as exc:
+            # Not a stop signal (those end the run with its summary, and the user's Ctrl-C
+            # is an Interrupted): code inside the run, a plugin's, stopped the event loop
+            # (loop.stop()), cancelled the run's tasks, or raised SystemExit or
+            # KeyboardInterrupt from a callback or task of its own, which leave the loop.
+            if isinstance(exc, Interrupted) or (
+                isinstance(exc, RuntimeError) and "loop stopped before" not in str(exc)
+            ):
                 raise
-            how = "cancelled" if isinstance(exc, asyncio.CancelledError) else "stopped"
             summary, still_open = self._cut_short()
-            broken = f"the run's event loop was {how} by code inside the run (a plugin?)"
-            return Played(summary, still_open, self.watchdog, broken)
+            return Played(summary, still_open, self.watchdog, _what_broke(exc))
         return Played(summary, still_open, self.watchdog)
 
     async def _main(self, skip: Container[tuple[int, int]] | None) -> tuple[Any, int]:
@@ -166,6 +168,20 @@ class LocalRun(_Run):
             summary = RunSummary()
         summary.interrupted = True
         return summary, runner.open_sessions if runner is not None else 0
+
+
+def _what_broke(exc: BaseException) -> str:
+    """What ended a run's event loop from inside the run, for the message."""
+    import asyncio
+
+    if isinstance(exc, asyncio.CancelledError):
+        how = "cancelled"
+    elif isinstance(exc, RuntimeError):
+        how = "stopped"
+    else:
+        args = ", ".join(map(repr, exc.args))
+        how = f"ended by {type(exc).__name__}({args if len(args) <= 60 else args[:57] + '...'})"
+    return f"the run's event loop was {how} by code inside the run (a plugin?)"
 
 
 def _stop_at_once(signum: int) -> None:

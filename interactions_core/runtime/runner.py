@@ -341,6 +341,12 @@ class Workers:
             except BaseException as exc:
                 if stopping() or isinstance(exc, KeyboardInterrupt):
                     raise
+                if _cancelled_from_outside(exc):
+                    # Not this episode's fault: the run's own tasks were cancelled (code
+                    # inside the run stopped its loop or cancelled its tasks). Like a
+                    # stop, the episode is not recorded, so --resume plays it again.
+                    self._stop()
+                    raise
                 record = self._lost(exc, index, repeat)
             try:
                 done(record)
@@ -362,3 +368,17 @@ class Workers:
         record = EpisodeRecord(index, index, repeat)
         record.add_error("episode", exc)
         return record
+
+
+def _cancelled_from_outside(exc: BaseException) -> bool:
+    """Whether ``exc`` is a cancellation of the current task itself (not one a call raised).
+
+    The episode loop turns what a plugin or policy raises into the episode's error;
+    a ``CancelledError`` that still leaves it comes from a ``cancel()`` of the
+    worker's task. Python 3.10 cannot tell the two apart: there every one counts.
+    """
+    if not isinstance(exc, asyncio.CancelledError):
+        return False
+    task: Any = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)  # Python 3.11+
+    return cancelling is None or cancelling() > 0
