@@ -93,58 +93,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     code = _dispatch(args.run, args)
-    if argv is None:  # the process's own command line: plugin threads must not hold it
-        _leave_stray_threads(code)
+    if argv is None and "threading" in sys.modules:  # the process's own command line
+        from ._command import leave_strays
+
+        leave_strays(code)  # threads and processes plugin code left must not hold it
     return code
-
-
-#: Seconds the command waits, once done, for threads that plugin code left running.
-THREAD_GRACE = 2.0
-
-
-def _leave_stray_threads(code: int) -> None:
-    """Exit now if threads plugin code started still run ``THREAD_GRACE`` s after the end.
-
-    Python waits for every non-daemon thread before a process exits, with Ctrl-C
-    ignored meanwhile: one thread a plugin started and never joined would keep a
-    finished run (its summary printed, its records written) alive for as long as
-    the thread likes, for ever in a CI job. The command says which threads and
-    exits without them (their process's ``atexit`` handlers do not run then).
-    """
-    threading = sys.modules.get("threading")
-    if threading is None:  # never imported: no thread was started
-        return
-    main_thread = threading.main_thread()
-    stray = [t for t in threading.enumerate() if not t.daemon and t is not main_thread]
-    if not stray:
-        return
-    import time
-
-    try:
-        deadline = time.monotonic() + THREAD_GRACE
-        for thread in stray:
-            thread.join(max(0.0, deadline - time.monotonic()))
-    except KeyboardInterrupt:
-        code = 130
-    stray = [t for t in stray if t.is_alive()]
-    if not stray:
-        return
-    names = ", ".join(repr(t.name) for t in stray[:5]) + (", ..." if len(stray) > 5 else "")
-    sys.stderr.write(
-        f"interactions: warning: {len(stray)} thread(s) still running {THREAD_GRACE:g} s after "
-        f"the command ended ({names}), started by plugin code?; exiting without waiting for "
-        "them (a plugin should join its threads in finalize_interaction, or make them "
-        "daemon threads)\n"
-    )
-    logging = sys.modules.get("logging")
-    if logging is not None:  # log files are flushed and closed, as at a normal exit
-        logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
 
 
 def _user_interrupts() -> StopSignals:

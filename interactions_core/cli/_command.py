@@ -43,6 +43,7 @@ __all__ = [
     "default_interaction",
     "finite_number",
     "flag",
+    "leave_strays",
     "pipe_note",
     "positive_int",
     "positive_seconds",
@@ -286,3 +287,69 @@ def pipe_note(path: str, flag: str) -> str:
         f"interactions: waiting for a process to read the named pipe {path} ({flag}); "
         "start its reader, or stop with Ctrl-C\n"
     )
+
+
+#: Seconds a finished command waits for threads and processes plugin code left running.
+STRAY_GRACE = 2.0
+
+
+def _strays() -> tuple[list[Any], list[Any]]:
+    """The non-daemon threads (but the main one) and child processes still running."""
+    import threading
+
+    main_thread = threading.main_thread()
+    threads = [t for t in threading.enumerate() if not t.daemon and t is not main_thread]
+    multiprocessing = sys.modules.get("multiprocessing")
+    children = (
+        [p for p in multiprocessing.active_children() if not p.daemon]
+        if (multiprocessing is not None)
+        else []
+    )
+    return threads, children
+
+
+def leave_strays(code: int) -> None:
+    """Exit now if threads or processes plugin code started outlive the command by a moment.
+
+    Python waits for every non-daemon thread (an executor's too) and child process
+    before a process exits, with Ctrl-C ignored meanwhile: one a plugin started and
+    never joined would keep a finished run (its summary printed, its records
+    written) alive for as long as it likes, for ever in a CI job. After
+    ``STRAY_GRACE`` seconds the command names them and exits without them: the
+    threads end with it, child processes go on; log files are flushed, but other
+    ``atexit`` handlers do not run.
+    """
+    import time
+
+    threads, children = _strays()
+    try:
+        deadline = time.monotonic() + STRAY_GRACE
+        for waited in [*threads, *children]:
+            waited.join(max(0.0, deadline - time.monotonic()))
+    except KeyboardInterrupt:
+        code = 130
+    threads = [t for t in threads if t.is_alive()]
+    children = [p for p in children if p.is_alive()]
+    if not threads and not children:
+        return
+    named = [repr(t.name) for t in threads] + [f"process {p.pid}" for p in children]
+    sys.stderr.write(
+        f"interactions: warning: {', '.join(named[:5])}{', ...' if len(named) > 5 else ''} "
+        f"still running {STRAY_GRACE:g} s after the command ended (started by plugin code?); "
+        "exiting without waiting (a plugin should join its threads and processes in "
+        "finalize_interaction, or make them daemons)\n"
+    )
+    multiprocessing = sys.modules.get("multiprocessing")
+    if multiprocessing is not None:  # daemon children end with us, as at a normal exit
+        for child in multiprocessing.active_children():
+            if child.daemon:
+                child.terminate()
+    logging = sys.modules.get("logging")
+    if logging is not None:  # log files are flushed and closed, as at a normal exit
+        logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

@@ -10,6 +10,8 @@ import contextlib
 import io
 import json
 import os
+import re
+import signal
 import stat
 import sys
 import threading
@@ -486,15 +488,28 @@ def test_errored_episodes_are_told_when_the_summary_finds_no_reader(tmp_path: Pa
 # -- a thread a plugin leaves running ---------------------------------------------------
 
 THREADED = """
+import asyncio
+import multiprocessing
+import os
 import threading
 import time
 
 from interactions_core import BaseInteraction, InteractionResult
 
+STARTED = []
+
 
 class Threaded(BaseInteraction):
     async def start_interaction(self, instance_id=None, **kwargs):
-        threading.Thread(target=time.sleep, args=(120,), name="plugin-sleeper").start()
+        if not STARTED:
+            STARTED.append(True)
+            how = os.environ["LEAVE"]
+            if how == "thread":
+                threading.Thread(target=time.sleep, args=(120,), name="plugin-sleeper").start()
+            elif how == "executor":  # submitted to the run's loop, never awaited
+                asyncio.get_running_loop().run_in_executor(None, time.sleep, 120)
+            elif how == "process":
+                multiprocessing.Process(target=time.sleep, args=(120,)).start()
         return await super().start_interaction(instance_id, **kwargs)
 
     async def generate_response(self, instance_id, messages, **kwargs):
@@ -502,12 +517,14 @@ class Threaded(BaseInteraction):
 """
 
 
+@pytest.mark.parametrize("leave", ["thread", "executor", "process"])
 def test_a_thread_a_plugin_leaves_running_does_not_hold_the_finished_command(
-    tmp_path: Path,
+    tmp_path: Path, leave: str
 ) -> None:
-    """A non-daemon thread a plugin started kept `interactions run` alive after its summary
-    for as long as the thread ran (15 s, 60 s: for ever in a CI job), with Ctrl-C ignored.
-    The command waits a moment, names the thread, and exits with the run's exit code."""
+    """A non-daemon thread a plugin started, a job it put in the loop's executor and never
+    awaited, or a child process kept `interactions run` alive after its records for as
+    long as they ran (15 s, 60 s: for ever in a CI job), with Ctrl-C ignored. The command
+    waits a moment, names them, and exits with the run's exit code."""
     import subprocess
     import time
 
@@ -523,16 +540,26 @@ def test_a_thread_a_plugin_leaves_running_does_not_hold_the_finished_command(
             row = {"prompt": [{"role": "user", "content": f"q{i}"}], "responses": ["a"]}
             file.write(json.dumps({**row, "interaction_kwargs": {"i": i}}) + "\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    env["LEAVE"] = leave
     started = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "interactions_core", "run", str(config), "--data", str(data),
-         "--output", str(out), "--no-progress"],
-        capture_output=True, text=True, env=env, timeout=60,
-    )  # fmt: skip
+    # Files, not pipes: a child process left running would hold a pipe open after the exit.
+    with (tmp_path / "out.txt").open("w") as stdout, (tmp_path / "err.txt").open("w") as stderr:
+        code = subprocess.call(
+            [sys.executable, "-m", "interactions_core", "run", str(config), "--data", str(data),
+             "--output", str(out), "--no-progress"],
+            stdout=stdout, stderr=stderr, env=env, timeout=60,
+        )  # fmt: skip
     took = time.monotonic() - started
-    assert proc.returncode == 0, proc.stderr
-    assert took < 60 and "'plugin-sleeper'" in proc.stderr and "still running" in proc.stderr
-    assert "episodes" in proc.stdout  # the summary, printed before
+    err = (tmp_path / "err.txt").read_text()
+    pids = [int(pid) for pid in re.findall(r"process (\d+)", err)]
+    for pid in pids:  # a child process goes on after the command: the test ends it
+        os.kill(pid, signal.SIGKILL)
+    assert code == 0, err
+    assert took < 60 and "still running" in err, err
+    named = {"thread": "'plugin-sleeper'", "executor": "'run-executor", "process": "process "}
+    assert named[leave] in err, err
+    assert len(pids) == (leave == "process")
+    assert "episodes" in (tmp_path / "out.txt").read_text()  # the summary, printed before
     assert [r["index"] for r in read_lines(out)] == [0, 1, 2]
 
 
