@@ -43,6 +43,20 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
 
 
+def plugin_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, source: str, cls: str
+) -> Path:
+    """Write ``source`` as ``module.py`` on the path and a config whose default plays ``cls``."""
+    (tmp_path / f"{module}.py").write_text(source, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        f"default: p\ninteraction:\n  - name: p\n    class_name: {module}.{cls}\n",
+        encoding="utf-8",
+    )
+    return config
+
+
 class PipeReader(threading.Thread):
     """Reads a named pipe to its end, as a user's `cat FIFO` would."""
 
@@ -195,14 +209,7 @@ def run_hostile(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, *extra: str
 ) -> tuple[int, str, str]:
     """Run 3 samples through the hostile plugin, the second in ``mode``; --output o.jsonl."""
-    (tmp_path / "hostile_plugin.py").write_text(HOSTILE, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    config = tmp_path / "c.yaml"
-    config.write_text(
-        "default: hostile\ninteraction:\n  - name: hostile\n"
-        "    class_name: hostile_plugin.HostileInteraction\n",
-        encoding="utf-8",
-    )
+    config = plugin_config(tmp_path, monkeypatch, "hostile_plugin", HOSTILE, "HostileInteraction")
     data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
     with data.open("w", encoding="utf-8") as file:
         for i in range(3):
@@ -615,13 +622,7 @@ def test_plugin_code_that_stops_the_event_loop_ends_the_run_with_a_message(
     """`loop.stop()` in a plugin ended the command with "unexpected RuntimeError: Event loop
     stopped before Future completed.", cancelling the run's tasks with a bare traceback;
     neither printed the summary or wrote the report."""
-    (tmp_path / "loop_breaker.py").write_text(LOOP_BREAKER, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    config = tmp_path / "c.yaml"
-    config.write_text(
-        "default: b\ninteraction:\n  - name: b\n    class_name: loop_breaker.LoopBreaker\n",
-        encoding="utf-8",
-    )
+    config = plugin_config(tmp_path, monkeypatch, "loop_breaker", LOOP_BREAKER, "LoopBreaker")
     data, out, report = tmp_path / "d.jsonl", tmp_path / "o.jsonl", tmp_path / "r.html"
     with data.open("w", encoding="utf-8") as file:
         for i in range(20):
@@ -668,13 +669,7 @@ def test_a_plugin_editing_nested_kwargs_does_not_change_the_next_repeat(
     """Only the top level of interaction_kwargs was copied per episode: a plugin that
     appended to a kwarg's list made repeat 1 start with ["a", "edited"] and repeat 2 with
     ["a", "edited", "edited"], so the repeats of --repeat were not independent."""
-    (tmp_path / "kwargs_editor.py").write_text(KWARGS_EDITOR, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    config = tmp_path / "c.yaml"
-    config.write_text(
-        "default: k\ninteraction:\n  - name: k\n    class_name: kwargs_editor.KwargsEditor\n",
-        encoding="utf-8",
-    )
+    config = plugin_config(tmp_path, monkeypatch, "kwargs_editor", KWARGS_EDITOR, "KwargsEditor")
     data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
     row = {"prompt": [{"role": "user", "content": "q"}], "responses": [["a"], ["b"], ["c"]]}
     kwargs = {"tags": ["a"], "nested": {"x": "orig"}}
@@ -707,13 +702,8 @@ def test_a_relative_report_path_is_where_the_command_was_given(
 ) -> None:
     """A plugin calling os.chdir sent a relative --report into its own folder, silently:
     the report's path was resolved only when the page was written, after the run."""
-    (tmp_path / "wanderer.py").write_text(CHDIR, encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    plugin_config(tmp_path, monkeypatch, "wanderer", CHDIR, "Wanderer")
     monkeypatch.chdir(tmp_path)
-    Path("c.yaml").write_text(
-        "default: w\ninteraction:\n  - name: w\n    class_name: wanderer.Wanderer\n",
-        encoding="utf-8",
-    )
     row = {"prompt": [{"role": "user", "content": "q"}], "responses": ["a"]}
     Path("d.jsonl").write_text(json.dumps({**row, "interaction_kwargs": {}}) + "\n")
     code, _, err = run_cli(

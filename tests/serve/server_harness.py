@@ -140,3 +140,52 @@ def _limit_files(count: int) -> Any:
         resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
 
     return limit
+
+
+def ws_connection(server: Server, compress: bool) -> tuple[Any, Any]:
+    """A raw WebSocket to ``/ws`` (a socket and websockets' sans-I/O client), handshake done.
+
+    ``compress`` offers permessage-deflate as OpenEnv's client does; the tests that
+    send frames by hand (fragments, bombs, costly messages) need this low level.
+    """
+    import socket
+
+    from websockets.client import ClientProtocol
+    from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
+    from websockets.uri import parse_uri
+
+    port = int(server.url.rsplit(":", 1)[1])
+    deflate = [ClientPerMessageDeflateFactory(client_max_window_bits=12)] if compress else []
+    client = ClientProtocol(parse_uri(f"ws://127.0.0.1:{port}/ws"), extensions=deflate)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    client.send_request(client.connect())
+    sock.sendall(b"".join(client.data_to_send()))
+    while client.state.name == "CONNECTING":
+        client.receive_data(sock.recv(65536))
+    client.events_received()
+    return sock, client
+
+
+def ws_next(sock: Any, client: Any, within: float, *, skip_text: bool = False) -> Any:
+    """The server's next text message (``str``) or close frame (``Close``) within ``within``
+    seconds, or ``None`` (nothing, or the connection dropped); ``skip_text``: the close only."""
+    from websockets.frames import Close
+
+    sock.settimeout(0.2)
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            data = sock.recv(1 << 20)
+        except TimeoutError:
+            continue
+        except OSError:
+            return None
+        if not data:
+            return None
+        client.receive_data(data)
+        for event in client.events_received():
+            if event.opcode.name == "CLOSE":
+                return Close.parse(event.data)
+            if event.opcode.name == "TEXT" and not skip_text:
+                return event.data.decode()
+    return None

@@ -26,11 +26,9 @@ from pathlib import Path
 
 import pytest
 from openenv.core import GenericEnvClient
-from server_harness import Server, start_server
+from server_harness import Server, start_server, ws_connection, ws_next
 from websockets.client import ClientProtocol
-from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
 from websockets.frames import Close
-from websockets.uri import parse_uri
 
 CONFIG = """\
 default: gsm8k
@@ -40,38 +38,12 @@ interaction:
 
 
 def _connection(server: Server, compress: bool = False) -> tuple[socket.socket, ClientProtocol]:
-    port = int(server.url.rsplit(":", 1)[1])
-    deflate = [ClientPerMessageDeflateFactory(client_max_window_bits=12)] if compress else []
-    client = ClientProtocol(parse_uri(f"ws://127.0.0.1:{port}/ws"), extensions=deflate)
-    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-    client.send_request(client.connect())
-    sock.sendall(b"".join(client.data_to_send()))
-    while client.state.name == "CONNECTING":
-        client.receive_data(sock.recv(65536))
-    client.events_received()
-    return sock, client
+    return ws_connection(server, compress)
 
 
 def _answer(sock: socket.socket, client: ClientProtocol, within: float = 15) -> Close | str | None:
     """The server's next text message, or its close frame, within ``within`` seconds."""
-    sock.settimeout(0.2)
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            data = sock.recv(1 << 20)
-        except TimeoutError:
-            continue
-        except OSError:
-            return None
-        if not data:
-            return None
-        client.receive_data(data)
-        for event in client.events_received():
-            if event.opcode.name == "CLOSE":
-                return Close.parse(event.data)
-            if event.opcode.name == "TEXT":
-                return event.data.decode()
-    return None
+    return ws_next(sock, client, within)  # type: ignore[no-any-return]
 
 
 def _reset(prompt: object, **kwargs: object) -> str:

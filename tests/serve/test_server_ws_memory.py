@@ -23,11 +23,8 @@ from pathlib import Path
 
 import pytest
 from openenv.core import GenericEnvClient
-from server_harness import Server, start_server
+from server_harness import Server, start_server, ws_connection, ws_next
 from websockets.client import ClientProtocol
-from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
-from websockets.frames import Close
-from websockets.uri import parse_uri
 
 CONFIG = """\
 default: gsm8k
@@ -50,38 +47,15 @@ def _memory_mb(pid: int, field: str) -> float:
 
 def _connection(server: Server, compress: bool = True) -> tuple[socket.socket, ClientProtocol]:
     """A WebSocket to ``/ws``, negotiating permessage-deflate as OpenEnv's client does."""
-    port = int(server.url.rsplit(":", 1)[1])
-    deflate = [ClientPerMessageDeflateFactory(client_max_window_bits=12)] if compress else []
-    client = ClientProtocol(parse_uri(f"ws://127.0.0.1:{port}/ws"), extensions=deflate)
-    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-    client.send_request(client.connect())
-    sock.sendall(b"".join(client.data_to_send()))
-    while client.state.name == "CONNECTING":
-        client.receive_data(sock.recv(65536))
-    response = client.events_received()[0]
-    offered = response.headers.get("Sec-WebSocket-Extensions", "")
-    assert ("permessage-deflate" in offered) is compress
+    sock, client = ws_connection(server, compress)
+    assert bool(client.extensions) is compress  # the server agreed to what was offered
     return sock, client
 
 
 def _close_code(sock: socket.socket, client: ClientProtocol, within: float) -> int | None:
     """The code of the close frame the server sends within ``within`` seconds, if any."""
-    sock.settimeout(0.2)
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            data = sock.recv(65536)
-        except TimeoutError:
-            continue
-        except OSError:
-            return None
-        if not data:
-            return None
-        client.receive_data(data)
-        for event in client.events_received():
-            if event.opcode.name == "CLOSE":
-                return Close.parse(event.data).code
-    return None
+    close = ws_next(sock, client, within, skip_text=True)
+    return None if close is None else int(close.code)
 
 
 @pytest.fixture
