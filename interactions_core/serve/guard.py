@@ -51,10 +51,12 @@ from .connections import ConnectionGate, Throttled, peer_key
 __all__ = [
     "EVICT_GRACE",
     "LOOPBACK_NAMES",
+    "MAX_NUMBER_DIGITS",
     "MIN_JSON_VALUES",
     "REPORT_AFTER",
     "Guard",
     "ServeWatchdog",
+    "has_long_number",
     "json_values",
     "max_json_values",
 ]
@@ -81,8 +83,18 @@ MIN_JSON_VALUES = 16_384
 #: One JSON value a message may hold per this many characters of ``--max-episode-chars``.
 CHARS_PER_JSON_VALUE = 32
 
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-_STRING_BYTES = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+# A string, or an unterminated one to the end of the text: each match ends where the
+# next search starts, so taking the strings out is linear whatever the text (a pattern
+# that needs the closing quote fails anew from every quote of an unterminated run of
+# \" escapes, which is quadratic: 100 KB held the event loop 9 s).
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.S)
+_STRING_BYTES = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?', re.S)
+#: The most digits a JSON number may have. Python converts a longer integer in time
+#: quadratic in its length (up to its limit of 4,300 digits): 3,700 such numbers, 16 MB,
+#: held the event loop 1.3 s before the reset could be refused as too long.
+MAX_NUMBER_DIGITS = 100
+_LONG_NUMBER = re.compile(f"[0-9]{{{MAX_NUMBER_DIGITS + 1}}}")
+_LONG_NUMBER_BYTES = re.compile(_LONG_NUMBER.pattern.encode())
 
 
 def max_json_values(max_episode_chars: int) -> int:
@@ -123,6 +135,16 @@ def json_values(text: str | bytes, limit: int) -> int:
     if strings >= most:
         return max(strings, limit + 1)
     return _structure(outside)
+
+
+def has_long_number(text: str | bytes) -> bool:
+    """Whether ``text`` holds a number of over ``MAX_NUMBER_DIGITS`` digits outside strings
+    (searched in the whole text first: strings are taken out only if one is found)."""
+    if isinstance(text, str):
+        return bool(_LONG_NUMBER.search(text)) and bool(_LONG_NUMBER.search(_STRING.sub("", text)))
+    return bool(_LONG_NUMBER_BYTES.search(text)) and bool(
+        _LONG_NUMBER_BYTES.search(_STRING_BYTES.sub(b"", text))
+    )
 
 
 def _is_loopback(host: str) -> bool:
@@ -245,14 +267,22 @@ class Guard:
         await _WebSocket(self, receive, send, transport).serve(scope)
 
     def too_many_values(self, text: str | bytes) -> str | None:
-        """Why a message or body holds too many JSON values to parse, or ``None``."""
+        """Why a message or body costs too much to parse, or ``None``: too many JSON
+        values, or a number too long to convert quickly."""
         limit = self.max_values
-        if limit is None or json_values(text, limit) <= limit:
+        if limit is None:
             return None
-        return (
-            f"the message holds over {limit:,} JSON values outside strings, more than a "
-            "reset within --max-episode-chars needs; send fewer"
-        )
+        if json_values(text, limit) > limit:
+            return (
+                f"the message holds over {limit:,} JSON values outside strings, more than a "
+                "reset within --max-episode-chars needs; send fewer"
+            )
+        if has_long_number(text):
+            return (
+                f"the message holds a number of over {MAX_NUMBER_DIGITS} digits; send such "
+                "a value as a string"
+            )
+        return None
 
     async def _checked_body(self, receive: Any) -> tuple[Any, str | None]:
         """Read a request's whole body, check it, and give ``receive`` that replays it.
@@ -384,7 +414,11 @@ class _WebSocket:
             return message
         self.guard._refusals.warning("closed a WebSocket: %s", problem)
         limit = self.guard.max_values
-        reason = f"message holds over {limit:,} JSON values; send fewer (--max-episode-chars)"
+        reason = (
+            f"message holds over {limit:,} JSON values; send fewer (--max-episode-chars)"
+            if "JSON values" in problem
+            else f"message holds a number of over {MAX_NUMBER_DIGITS} digits; send it as text"
+        )
         await self.inner_send({"type": "websocket.close", "code": 1009, "reason": reason})
         return {"type": "websocket.disconnect", "code": 1009}
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from interactions_core.serve.connections import FD_RESERVE, ConnectionGate, http_connection_cap
-from interactions_core.serve.guard import Guard, json_values, max_json_values
+from interactions_core.serve.guard import Guard, has_long_number, json_values, max_json_values
 
 
 async def _app(scope: Any, receive: Any, send: Any) -> None:
@@ -285,3 +285,22 @@ def test_json_values_never_counts_text_full_of_brackets_against_a_reset() -> Non
 def test_json_values_stops_counting_strings_past_twice_the_limit() -> None:
     assert json_values('"a",' * 100, 10) > 10
     assert json_values("[]," * 100, 10) == 200
+
+
+def test_an_unterminated_string_is_taken_out_to_its_end_in_one_piece() -> None:
+    """A pattern that needed the closing quote failed anew from every quote of a run of
+    \\" escapes, quadratic: 100 KB held the event loop 9 s before being refused. Taken as
+    one string to the end, the brackets inside it are not counted."""
+    text = "[" * 5 + '"' + '\\"[' * 100
+    assert json_values(text, 2) == 5
+    assert json_values(text.encode(), 2) == 5
+
+
+def test_long_numbers_are_found_outside_strings_only() -> None:
+    """Python converts an integer in time quadratic in its digits: 3,700 numbers of 4,299
+    digits (16 MB) held the event loop 1.3 s before the reset was refused as too long."""
+    assert has_long_number('{"k": [1' + "2" * 100 + "]}")
+    assert has_long_number(b"[" + b"9" * 101 + b"]")
+    assert not has_long_number('{"k": [1' + "2" * 99 + "]}")  # 100 digits: allowed
+    assert not has_long_number('{"prompt": "the number 1' + "2" * 300 + '"}')  # in text
+    assert not has_long_number('{"p": "\\"' + "7" * 300 + '"}')

@@ -102,6 +102,26 @@ def test_an_http_reset_of_many_values_is_refused_with_413(small: Server) -> None
     assert status == 200, answer
 
 
+def test_costly_text_before_parsing_is_refused_and_the_server_keeps_serving(
+    small: Server,
+) -> None:
+    """Over the value limit, then an unterminated run of escaped quotes (100 KB: 9 s of
+    event loop to refuse, no token needed); and numbers of 4,299 digits under the limit."""
+    costly = "," * 16_385 + '"' + '\\"' * 40_000
+    long_numbers = _reset("hi", x=["1" * 4_299] * 10).replace('"1', "1").replace('1"', "1")
+    for text, why in [(costly, "JSON values"), (long_numbers, "digits")]:
+        sock, client = _connection(small)
+        client.send_text(text.encode())
+        sock.sendall(b"".join(client.data_to_send()))
+        answer = _answer(sock, client)
+        sock.close()
+        assert isinstance(answer, Close) and answer.code == 1009, answer
+        assert why in answer.reason, answer.reason
+        status, body = small.post("/reset", json.loads(long_numbers)["data"])
+        assert status == 413 and "digits" in body["detail"], body
+    _still_serves(small)
+
+
 def test_interaction_kwargs_count_against_the_episode_bound(small: Server) -> None:
     sock, client = _connection(small)
     client.send_text(_reset("hi", notes="n" * 150_000).encode())
