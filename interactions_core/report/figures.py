@@ -24,6 +24,7 @@ that run's episodes, so runs of different sizes compare directly.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from typing import TYPE_CHECKING, Any
@@ -86,15 +87,20 @@ Series = tuple[str, str, Mapping[int, float]]
 
 
 def _nice_max(value: float) -> float:
-    """The smallest of 1, 2, 2.5, 5 x 10^k at or above ``value`` (an axis end)."""
-    if value <= 0:
+    """The smallest of 1, 2, 2.5, 5 x 10^k at or above ``value`` (an axis end).
+
+    Scores may be any finite float: an end past the largest float is that float.
+    """
+    if not value > 0:  # zero, negative, or NaN
         return 1.0
+    if not math.isfinite(value):
+        return sys.float_info.max
     exp = math.floor(math.log10(value))
     for step in (1, 2, 2.5, 5, 10):
-        top = step * 10**exp
+        top = step * 10.0**exp
         if top >= value * (1 - 1e-9):
-            return float(top)
-    return float(10 ** (exp + 1))
+            return top if math.isfinite(top) else sys.float_info.max
+    return sys.float_info.max
 
 
 def _fmt(value: float, percent: bool) -> str:
@@ -146,10 +152,12 @@ def line_chart(
         return _frame(
             title, x_label, y_label, ['<text class="empty" x="50%" y="50%">no data</text>']
         )
-    ys = [y for _, _, values in series for y in values.values()]
+    # A mean of scores near the float limit can overflow to infinity: not drawn.
+    series = [(n, c, {x: y for x, y in v.items() if math.isfinite(y)}) for n, c, v in series]
+    ys = [y for _, _, values in series for y in values.values()] or [0.0]
     top = y_top if y_top is not None else _nice_max(max(ys))
     bottom = min(0.0, min(ys))
-    span = (top - bottom) or 1.0
+    span = (top / 2 - bottom / 2) or 1.0  # halves: top - bottom may pass the float limit
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     lo, hi = xs[0], xs[-1]
 
@@ -157,7 +165,7 @@ def line_chart(
         return LEFT + (plot_w / 2 if hi == lo else plot_w * (x - lo) / (hi - lo))
 
     def py(y: float) -> float:
-        return TOP + plot_h * (1 - (y - bottom) / span)
+        return TOP + plot_h * (1 - (y / 2 - bottom / 2) / span)
 
     body = _y_axis(top, percent)
     step = max(1, math.ceil(len(xs) / 12))

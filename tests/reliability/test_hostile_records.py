@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from interactions_core.cli import main as cli_main
 from interactions_core.runtime.records import LineWriter, read_records
 
@@ -293,3 +295,17 @@ def test_report_warns_about_the_records_of_several_runs_in_one_file(tmp_path: Pa
     assert "holds the records of 2 different runs" in err, err
     code, _, err = run_cli("report", str(out), "-o", str(tmp_path / "one.html"))
     assert code == 0 and "different runs" not in err, err
+
+
+@pytest.mark.parametrize("score", [5e307, 1.5e308, 1.7e308])
+def test_report_draws_turn_scores_near_the_float_limit(tmp_path: Path, score: float) -> None:
+    """Finite per-turn scores whose mean overflows (5e307 x 11) or whose axis end passes the
+    largest float (1.5e308) ended `interactions report`, and `run --report` before printing
+    its summary, with "unexpected OverflowError"."""
+    _, out = play(tmp_path, 11)
+    records = [{**r, "scores": [score] * len(r["scores"] or [0])} for r in read_lines(out)]
+    out.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records))
+    page = tmp_path / "r.html"
+    code, _, err = run_cli("report", str(out), "-o", str(page))
+    assert code == 0 and "unexpected" not in err, err
+    assert page.read_bytes().rstrip().endswith(b"</html>")
