@@ -97,17 +97,18 @@ class LocalRun(_Run):
         except RunInterrupted:
             # A second signal: stopped at once. What finished is flushed by the caller.
             summary, still_open = self._cut_short()
-        except (asyncio.CancelledError, RuntimeError, SystemExit, KeyboardInterrupt) as exc:
+        except (asyncio.CancelledError, Exception, SystemExit, KeyboardInterrupt) as exc:
             # Not a stop signal (those end the run with its summary, and the user's Ctrl-C
-            # is an Interrupted): code inside the run, a plugin's, stopped the event loop
-            # (loop.stop()), cancelled the run's tasks, or raised SystemExit or
-            # KeyboardInterrupt from a callback or task of its own, which leave the loop.
-            if isinstance(exc, Interrupted) or (
-                isinstance(exc, RuntimeError) and "loop stopped before" not in str(exc)
-            ):
+            # is an Interrupted), nor one of the project's own errors: code inside the run,
+            # a plugin's, stopped the event loop (loop.stop()), cancelled the run's tasks,
+            # raised SystemExit or KeyboardInterrupt from a callback or task of its own, or
+            # changed the loop so that it fails (a task factory that raises). What
+            # finished is kept, and --resume plays the rest.
+            broken = _what_broke(exc)
+            if isinstance(exc, Interrupted) or broken is None:
                 raise
             summary, still_open = self._cut_short()
-            return Played(summary, still_open, self.watchdog, _what_broke(exc))
+            return Played(summary, still_open, self.watchdog, broken)
         return Played(summary, still_open, self.watchdog)
 
     async def _main(self, skip: Container[tuple[int, int]] | None) -> tuple[Any, int]:
@@ -186,18 +187,29 @@ class _UnwaitedExecutor(ThreadPoolExecutor):
         super().shutdown(wait=False, cancel_futures=cancel_futures)
 
 
-def _what_broke(exc: BaseException) -> str:
-    """What ended a run's event loop from inside the run, for the message."""
+def _what_broke(exc: BaseException) -> str | None:
+    """What ended a run's event loop from inside the run, for the message; ``None`` for
+    the project's own errors (told as they are) or with ``INTERACTIONS_DEBUG`` set."""
     import asyncio
+    import os
 
+    from ..errors import InteractionsError
+
+    where = "by code inside the run (a plugin?)"
     if isinstance(exc, asyncio.CancelledError):
         how = "cancelled"
-    elif isinstance(exc, RuntimeError):
+    elif isinstance(exc, RuntimeError) and "loop stopped before" in str(exc):
         how = "stopped"
-    else:
+    elif isinstance(exc, (SystemExit, KeyboardInterrupt)):
         args = ", ".join(map(repr, exc.args))
         how = f"ended by {type(exc).__name__}({args if len(args) <= 60 else args[:57] + '...'})"
-    return f"the run's event loop was {how} by code inside the run (a plugin?)"
+    elif isinstance(exc, InteractionsError) or os.environ.get("INTERACTIONS_DEBUG"):
+        return None
+    else:
+        text = str(exc)
+        how = f"ended by {type(exc).__name__}: {text if len(text) <= 80 else text[:77] + '...'}"
+        where = "outside any plugin call (by plugin code that changed the loop?)"
+    return f"the run's event loop was {how} {where}"
 
 
 def _stop_at_once(signum: int) -> None:
