@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     refuse_existing(args.output, args.overwrite)
     rows = run_builder(info, options)  # exceptions the builder raises come out named
     if args.limit is not None:
-        rows = itertools.islice(rows, args.limit)
+        rows = itertools.islice(rows, min(args.limit, sys.maxsize))  # as many as there are
     if args.agent_name:
         agent_name = args.agent_name
         rows = ({**row, "agent_name": agent_name} for row in rows)

@@ -286,6 +286,10 @@ def test_data_limit_must_be_at_least_one(
     assert not os.path.exists(out)
     assert main(["data", "ok", "--output", out, "--limit", "2"]) == 0
     assert len(Path(out).read_text().splitlines()) == 2
+    # Past the largest index (islice refused it: "unexpected ValueError"): every row.
+    everything = str(tmp_path / "all.jsonl")
+    assert main(["data", "ok", "--output", everything, "--limit", "9" * 20]) == 0
+    assert len(Path(everything).read_text().splitlines()) >= 2
 
 
 def test_data_refuses_nan_rows(
