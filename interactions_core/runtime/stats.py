@@ -522,6 +522,11 @@ def _at_k(figures: Mapping[str, Any]) -> str:
     return f"{values}  ({figures['prompts']} prompts)"
 
 
+#: The most tokens one episode's usage may report, and the longest request (seconds).
+MAX_TOKENS = 1 << 53
+MAX_LATENCY = 1e7
+
+
 class UsageStats:
     """Token counts and request latencies over the episodes whose policy reports them.
 
@@ -537,20 +542,23 @@ class UsageStats:
         self.latencies = array("d")
 
     def add(self, usage: Mapping[str, Any]) -> None:
-        """Count one episode's usage."""
+        """Count one episode's usage; a figure outside ``MAX_TOKENS``/``MAX_LATENCY`` (from a
+        server or a plugin: 10**400 tokens ended the run) is left out, not overflowed."""
         self.episodes += 1
         prompt = usage.get("prompt_tokens")
-        if prompt.__class__ is int:
+        if prompt.__class__ is int and 0 <= prompt <= MAX_TOKENS:
             self.prompt_tokens += prompt
         completion = usage.get("completion_tokens")
-        if completion.__class__ is int:
+        if completion.__class__ is int and 0 <= completion <= MAX_TOKENS:
             self.completion_tokens += completion
         turns = usage.get("turns")
         if turns.__class__ is list:
             append = self.latencies.append
             for turn in turns:
                 latency = turn.get("latency_s") if turn.__class__ is dict else None
-                if latency.__class__ is float or latency.__class__ is int:
+                if (latency.__class__ is float or latency.__class__ is int) and (
+                    0 <= latency <= MAX_LATENCY  # NaN compares false
+                ):
                     append(latency)
 
     def as_dict(self) -> dict[str, Any] | None:

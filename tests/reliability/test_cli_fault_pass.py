@@ -189,6 +189,9 @@ RESULTS = {
     "huge_int_extra": lambda: InteractionResult(True, "ok", 1.0, {"n": 10**5000}),
     "deep_extra": lambda: InteractionResult(True, "ok", 1.0, {"d": nested(990)}),
     "deeper_extra": lambda: InteractionResult(True, "ok", 1.0, {"d": nested(50_000)}),
+    "usage_overflow": lambda: InteractionResult(
+        True, "ok", 1.0, {"usage": [{"prompt_tokens": 10**400, "latency_s": 2**1024}]}
+    ),
 }
 
 
@@ -235,6 +238,7 @@ def run_hostile(
         "huge_int_extra",
         "deep_extra",
         "deeper_extra",
+        "usage_overflow",
     ],
 )
 def test_a_hostile_value_a_plugin_returns_costs_at_most_its_episode(

@@ -304,3 +304,25 @@ def test_huge_repeat_summarises_only_the_reported_ks() -> None:
     for score in (1.0, 0.0, 0.0, 0.0, 0.0):
         small.add("a", 0, score)
     assert list(small.as_dict()["pass_at_k"]) == ["1", "2", "3", "4", "5"]
+
+
+def test_usage_figures_a_server_or_plugin_could_not_mean_are_left_out() -> None:
+    """A server's prompt_tokens of 10**400 overflowed the per-episode mean ("unexpected
+    OverflowError", no summary), and a plugin's latency of 2**1024 stopped the run before
+    its record was written; negative counts and NaN latencies reached the summary."""
+    usage = UsageStats()
+    usage.add(
+        {"prompt_tokens": 10**400, "completion_tokens": -5, "turns": [{"latency_s": 2**1024}]}
+    )
+    usage.add(
+        {
+            "prompt_tokens": 7,
+            "completion_tokens": 3,
+            "turns": [{"latency_s": v} for v in (float("nan"), float("inf"), -1.0, 0.25)],
+        }
+    )
+    data = usage.as_dict()
+    assert data is not None
+    assert (data["prompt_tokens"], data["completion_tokens"], data["requests"]) == (7, 3, 1)
+    assert data["latency_s"]["max"] == 0.25
+    assert usage.format_lines()  # prints
