@@ -473,11 +473,44 @@ def scan() -> list[dict[str, Any]]:
     """Scan installed metadata for the core's entry-point groups (the cold path)."""
     from importlib.metadata import entry_points
 
-    everything = entry_points()
     metadata = _Metadata()
-    return [
-        _record(group, ep, metadata) for group in GROUPS for ep in everything.select(group=group)
-    ]
+    try:
+        everything = entry_points()
+        found = [(group, ep) for group in GROUPS for ep in everything.select(group=group)]
+    except ValueError:  # one distribution's entry_points.txt is unreadable (not UTF-8, say)
+        found = [(ep.group, ep) for ep in _entry_points_one_by_one() if ep.group in GROUPS]
+    return [_record(group, ep, metadata) for group, ep in found]
+
+
+def _entry_points_one_by_one() -> list[Any]:
+    """Every distribution's entry points (the first of each name), skipping unreadable ones.
+
+    ``entry_points()`` fails as a whole when one installed distribution's
+    ``entry_points.txt`` cannot be read, which would stop every command; that
+    distribution is named in a warning and left out instead.
+    """
+    from importlib.metadata import distributions
+
+    from .errors import InteractionsWarning, warn
+
+    seen: set[Any] = set()
+    found: list[Any] = []
+    for dist in distributions():
+        key = getattr(dist, "_normalized_name", None) or id(dist)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            found.extend(dist.entry_points)
+        except ValueError as exc:  # UnicodeDecodeError is one
+            where = getattr(dist, "_path", None) or key
+            warn(
+                f"the entry points of the distribution at {where} cannot be read "
+                f"({exc.__class__.__name__}: {exc}); it is left out (reinstall it, or save "
+                "its entry_points.txt as UTF-8)",
+                InteractionsWarning,
+            )
+    return found
 
 
 # -- the index --------------------------------------------------------------------

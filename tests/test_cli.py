@@ -230,3 +230,21 @@ def test_a_string_where_a_list_is_expected_is_called_a_list(make_dist, site_dir,
     assert proc.returncode == 1
     assert "option 'tags' must be list[str], got str 'red'" in proc.stderr + proc.stdout
     assert "tuple" not in proc.stderr + proc.stdout
+
+
+def test_a_distribution_whose_entry_points_are_not_utf8_is_left_out_not_fatal(site):
+    """One installed distribution's entry_points.txt in latin-1 made every command (`list`,
+    `check`, `run`, `data`, `show`) end with "unexpected UnicodeDecodeError"."""
+    info = site / "oddly_saved-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: oddly-saved\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_bytes(f"[{GROUP}]\ncaf\xe9 = x:Y\n".encode("latin-1"))
+    proc = cli("list", "--json", site=site)
+    assert proc.returncode == 0, proc.stderr
+    names = {r["name"] for r in json.loads(proc.stdout)}
+    assert "acme" in names and not any(n.startswith("caf") for n in names)
+    assert "oddly_saved-1.0.dist-info" in proc.stderr and "save its entry_points.txt as UTF-8" in (
+        proc.stderr
+    )
+    assert "unexpected" not in proc.stderr
+    assert cli("show", "acme", site=site).returncode == 0
