@@ -63,7 +63,28 @@ def plain_openenv_app(
     app.router.routes[:] = [
         route for route in app.router.routes if getattr(route, "path", None) not in REMOVED_ROUTES
     ]
+    from fastapi.exceptions import RequestValidationError
+
+    app.add_exception_handler(RequestValidationError, _readable_validation_error)
     return app
+
+
+async def _readable_validation_error(request: Any, exc: Any) -> Any:
+    """FastAPI's 422, whatever the refused input holds.
+
+    Its own handler echoes the input in the answer, and an input of ``1e999`` or
+    ``NaN`` (valid to Python's JSON reader) cannot be written back as JSON: every
+    such request became a 500 and two tracebacks in the log. Non-finite numbers
+    are echoed as ``null``.
+    """
+    from fastapi.encoders import jsonable_encoder
+    from fastapi.responses import JSONResponse
+
+    from .._files import json_safe
+
+    return JSONResponse(
+        status_code=422, content={"detail": json_safe(jsonable_encoder(exc.errors()))}
+    )
 
 
 # ``/schema`` with the reset observation, on every supported OpenEnv release.

@@ -187,3 +187,14 @@ def test_a_stop_signal_during_a_long_check_of_a_reset_ends_it_quietly(tmp_path: 
     assert "blocked the event loop" in output  # the block happened, and was reported
     assert "Exception in ASGI application" not in output, output[-3000:]
     assert "Traceback" not in output
+
+
+def test_an_http_reset_with_a_non_finite_number_is_a_readable_422(small: Server) -> None:
+    """`{"seed": 1e999}` (valid to Python's JSON reader) made FastAPI's 422 unwritable:
+    every such request was a 500 with two tracebacks in the log, no token needed."""
+    for body in ({"seed": float("inf")}, {"episode_id": float("nan"), "prompt": "a"}):
+        status, answer = small.post("/reset", body)
+        assert status == 422, answer
+        assert answer["detail"], answer
+    assert "Traceback" not in small.output()
+    _still_serves(small)
