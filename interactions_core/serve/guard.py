@@ -22,10 +22,8 @@ connection rather than any one endpoint:
 * **What a message costs to parse**: a WebSocket message or HTTP body holding
   more JSON values than ``max_values`` (:func:`max_json_values`) or a number of
   over ``MAX_NUMBER_DIGITS`` digits is refused unparsed (1009, or HTTP 413).
-* **HTTP requests**: each head that arrives, and each body as it completes, is
-  reported to the :class:`~interactions_core.serve.connections.ConnectionGate`
-  below the application, which closes connections that never finish a request;
-  a body declared larger than the gate allows is refused (413) unread.
+* **HTTP requests**: heads and complete bodies are reported to the gate below the
+  application (:class:`~interactions_core.serve.connections.ConnectionGate`).
 
 Refusals are answered with a status and one readable sentence, never a traceback;
 their log lines are rate-limited, so a flood cannot grow the log without bound.
@@ -85,11 +83,12 @@ CHARS_PER_JSON_VALUE = 32
 # quadratic (an unterminated run of \", 100 KB: 9 s) or kept state per escape (+230 MB).
 _STRING = re.compile(r'"[^"]*"?')
 _STRING_BYTES = re.compile(rb'"[^"]*"?')
-#: The most digits a JSON number may have: Python converts a longer integer in time
-#: quadratic in its length (3,700 of 4,299 digits held the loop 1.3 s). Runs are found at
-#: C speed, digits made 1 and other bytes 0 (a regular expression took 0.5 to 3 s).
-MAX_NUMBER_DIGITS = 100
-_DIGITS_TO_ONES = bytes(49 if 48 <= byte <= 57 else 48 for byte in range(256))
+#: The most digits (a decimal point counted as one) a JSON number may have: a float
+#: needs 17, and longer ones cost the reader time (60,000 floats of 200 digits: 1 s; an
+#: integer of 4,299 digits, quadratic). Runs are found at C speed, digits and points
+#: made 1 and other bytes 0 (a regular expression took 0.5 to 3 s).
+MAX_NUMBER_DIGITS = 40
+_DIGITS_TO_ONES = bytes(49 if 48 <= byte <= 57 or byte == 46 else 48 for byte in range(256))
 _LONG_RUN = b"1" * (MAX_NUMBER_DIGITS + 1)
 
 
@@ -105,11 +104,9 @@ def _strings_out(text: str | bytes, most: int = 0) -> tuple[str | bytes, int]:
 def max_json_values(max_episode_chars: int) -> int:
     """The most JSON values (``[``, ``{`` and ``,`` outside strings) one message may hold.
 
-    A reset within ``max_episode_chars`` holds far fewer: a chat message is a few
-    values whatever its text (and an episode holds one message per 256 characters),
-    and text full of brackets and commas is inside strings, which are not counted.
-    At the default (2,000,000) it is 62,500: a reset that many empty lists long holds
-    the event loop about 0.1 s (parsing, routing, checking its nesting).
+    A reset within ``max_episode_chars`` holds far fewer (a chat message is a few values
+    whatever its text, and at most one per 256 characters). At the default it is
+    62,500: that many empty lists hold the event loop about 0.1 s.
     """
     return max(MIN_JSON_VALUES, max_episode_chars // CHARS_PER_JSON_VALUE)
 
@@ -123,10 +120,8 @@ def _structure(text: str | bytes) -> int:
 def json_values(text: str | bytes, limit: int) -> int:
     """How many JSON values ``text`` holds, as far as it matters against ``limit``.
 
-    Brackets and commas are counted in the whole text first (a few ms per MB); only
-    when that passes ``limit`` are the strings taken out and the rest counted, so
-    prose or code full of them is never refused. Every string is a key or a value,
-    so a text with over ``2 * limit`` strings is over the limit without more work.
+    Brackets and commas are counted in the whole text first; only past ``limit`` are
+    strings taken out. Over ``2 * limit`` strings is over the limit without more work.
     """
     count = _structure(text)
     if count <= limit:
@@ -206,6 +201,11 @@ class Guard:
 
     def refusal(self, scope: Any) -> str | None:
         """Why ``scope`` is refused, or ``None`` when it may go on."""
+        if scope["type"] == "websocket" and b"session_id" in scope.get("query_string", b""):
+            # OpenEnv lets a second WebSocket join a session by its id; the episode a
+            # joined one starts is never ended (only the owner's close ends one), so
+            # joining held session slots for ever. Each WebSocket plays its own.
+            return "joining another connection's session (?session_id=) is not offered"
         host = _header(scope, b"host") or ""
         if self.loopback_only and not _is_loopback(_host_name(host)):
             return (

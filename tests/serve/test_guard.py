@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from interactions_core.serve.connections import FD_RESERVE, ConnectionGate, http_connection_cap
-from interactions_core.serve.guard import Guard, has_long_number, json_values, max_json_values
+from interactions_core.serve.guard import (
+    MAX_NUMBER_DIGITS,
+    Guard,
+    has_long_number,
+    json_values,
+    max_json_values,
+)
 
 
 async def _app(scope: Any, receive: Any, send: Any) -> None:
@@ -301,7 +307,9 @@ def test_long_numbers_are_found_outside_strings_only() -> None:
     digits (16 MB) held the event loop 1.3 s before the reset was refused as too long."""
     assert has_long_number('{"k": [1' + "2" * 100 + "]}")
     assert has_long_number(b"[" + b"9" * 101 + b"]")
-    assert not has_long_number('{"k": [1' + "2" * 99 + "]}")  # 100 digits: allowed
+    assert not has_long_number('{"k": [1' + "2" * 39 + "]}")  # 40 digits: allowed
+    assert has_long_number('{"k": [0.' + "5" * 40 + "]}")  # a point counts as one
+    assert not has_long_number('{"k": [1.5e-300, 12345678901234567]}')
     assert not has_long_number('{"prompt": "the number 1' + "2" * 300 + '"}')  # in text
     assert not has_long_number('{"p": "\\"' + "7" * 300 + '"}')
 
@@ -343,7 +351,7 @@ def test_strings_are_taken_out_as_a_json_scanner_reads_them() -> None:
 
 
 def test_digit_runs_of_the_limit_are_allowed_however_many() -> None:
-    runs = ("1" * 100 + ",") * 2_000
+    runs = ("1" * MAX_NUMBER_DIGITS + ",") * 2_000
     assert not has_long_number("[" + runs + '"' + "9" * 101 + '"]')  # the long one is text
     assert has_long_number("[" + runs + "9" * 101 + "]")
     assert not has_long_number(b"[" + runs.encode() + b"0]")

@@ -37,8 +37,10 @@ def guarded(tmp_path: Path) -> Iterator[Server]:
     assert running.stop() == 0, running.output()
 
 
-def handshake(server: Server, headers: dict[str, str] | None = None) -> tuple[int, socket.socket]:
-    """Open a raw WebSocket handshake to ``/ws``; return the status and the open socket."""
+def handshake(
+    server: Server, headers: dict[str, str] | None = None, path: str = "/ws"
+) -> tuple[int, socket.socket]:
+    """Open a raw WebSocket handshake to ``path``; return the status and the open socket."""
     port = int(server.url.rsplit(":", 1)[1])
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
     fields = {
@@ -49,7 +51,7 @@ def handshake(server: Server, headers: dict[str, str] | None = None) -> tuple[in
         "Sec-WebSocket-Version": "13",
     }
     fields.update(headers or {})
-    request = "GET /ws HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
+    request = f"GET {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
     sock.sendall((request + "\r\n").encode())
     status_line = sock.recv(4096).split(b"\r\n", 1)[0]
     return int(status_line.split()[1]), sock
@@ -133,3 +135,17 @@ def test_idle_connections_are_closed_and_never_hold_a_session(guarded: Server) -
         env.reset(interaction_kwargs={"name": "weather"}, token=TOKEN)
         assert guarded.get("/interactions")["sessions"]["open"] == 1
     assert guarded.wait_sessions(0)["open"] == 0
+
+
+def test_a_websocket_may_not_join_another_connections_session(guarded: Server) -> None:
+    """OpenEnv lets /ws?session_id=ID join a session; an episode the joined connection
+    started was never ended (only the owner's close ends one): 4 joins held
+    --max-sessions 4 until shutdown. The handshake is refused."""
+    for path in ("/ws?session_id=anything", "/ws?x=1&session_id=abc"):
+        status, sock = handshake(guarded, path=path)
+        sock.close()
+        assert status == 403, path
+    status, sock = handshake(guarded, path="/ws?other=1")
+    sock.close()
+    assert status == 101
+    assert "joining another connection's session" in guarded.output()
