@@ -406,8 +406,13 @@ class EpisodeLoop:
     def _close_policy(self, record: EpisodeRecord, state: Any) -> None:
         if self._usage is not None:
             try:
-                record.usage = self._usage(state)
-            except Exception as exc:
+                usage = self._usage(state)
+                if usage is not None and not isinstance(usage, Mapping):
+                    raise PolicyError(f"usage() must return a dict, not {type(usage).__name__}")
+                record.usage = usage  # type: ignore[assignment]  # a mapping, kept as given
+            except BaseException as exc:  # any class: it costs this episode only
+                if stops_the_run(exc, self.stopping):
+                    raise
                 record.add_error("policy.usage", exc)
         if self._finish is not None:
             try:

@@ -269,6 +269,25 @@ async def test_policy_usage_hook_feeds_the_record_and_the_summary() -> None:
     plain = await run_episodes(samples, Attribute(), None, keep_records=True, observe=False)
     assert plain.errors == 0 and plain.as_dict()["usage"] is None
 
+    # Not a mapping, or a KeyboardInterrupt: that episode's error. They stopped the whole
+    # run in the summary's accounting, before any record was written.
+    for odd, words in (([1, 2, 3], "must return a dict, not list"), ("lots", "not str")):
+
+        class Odd(Metered):
+            def usage(self, state: list[int], odd: Any = odd) -> Any:
+                return odd
+
+        run = await run_episodes(samples, Odd(), None, keep_records=True, observe=False)
+        assert run.records is not None and run.errors == 3
+        assert words in run.records[0].errors[0]["message"]
+
+    class Interrupting(Metered):
+        def usage(self, state: list[int]) -> dict[str, Any]:
+            raise KeyboardInterrupt("usage KI")
+
+    run = await run_episodes(samples, Interrupting(), None, keep_records=True, observe=False)
+    assert run.records is not None and run.errors == 3 and run.episodes == 3
+
 
 @pytest.mark.parametrize("bad", [0, -1, True, 1.5])
 def test_runner_refuses_a_bad_repeat(bad: Any) -> None:
