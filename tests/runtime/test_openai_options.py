@@ -34,6 +34,11 @@ VALID: dict[str, Any] = {
         ("seed", 1.5, "seed must be an integer, not 1.5"),
         ("timeout", 0, "timeout must be a positive number of seconds, not 0"),
         ("backoff", "1", "backoff must be a positive number of seconds, not '1'"),
+        # NaN: a timeout that never expires (a server that never answers hung the run)
+        ("timeout", float("nan"), "timeout must be a positive number of seconds, not nan"),
+        ("timeout", float("inf"), "timeout must be a positive number of seconds, not inf"),
+        ("max_backoff", -5, "max_backoff must be a positive number of seconds, not -5"),
+        ("max_backoff", float("nan"), "max_backoff must be a positive number of seconds"),
         ("extra_body", [1], "extra_body must be a mapping (JSON object)"),
     ],
 )
@@ -92,3 +97,12 @@ def test_request_params_send_what_is_set_and_extra_body_last() -> None:
     params = request_params(0.7, None, 64, ["\n"], None, {"top_k": 5, "temperature": 0.1})
     assert params == {"temperature": 0.1, "max_tokens": 64, "stop": ["\n"], "top_k": 5}
     assert request_params(None, None, None, None, 0, {}) == {"seed": 0}
+
+
+def test_the_retry_delay_stays_finite_however_many_retries() -> None:
+    """retries=1100 with a tiny backoff: 2**attempt as a float overflowed at attempt 1024,
+    and every episode failed with OverflowError instead of the server's own error."""
+    from interactions_core.runtime.policies.http import Retries
+
+    retries = Retries(1100, 1e-300, 1e-300)
+    assert all(0 < retries.delay(attempt, None) <= 1e-300 for attempt in (0, 1023, 1024, 1099))

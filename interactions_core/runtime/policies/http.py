@@ -426,5 +426,6 @@ class Retries:
         """Seconds before the next attempt: the server's word, else exponential with jitter."""
         if retry_after is not None:
             return min(retry_after, self.max_backoff)
-        base = min(self.backoff * (2**attempt), self.max_backoff)
+        # 2**attempt as a float overflows past attempt 1023 (retries=1100)
+        base = min(self.backoff * 2.0 ** min(attempt, 64), self.max_backoff)
         return base * (0.5 + random.random() / 2)

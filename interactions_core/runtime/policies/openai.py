@@ -60,6 +60,10 @@ DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 # -- options ------------------------------------------------------------------
 
 
+#: A limit in seconds must be below this (a finite number).
+INF = float("inf")
+
+
 def check_limits(
     model: str,
     concurrency: int | None,
@@ -68,6 +72,7 @@ def check_limits(
     timeout: float,
     backoff: float,
     extra_body: Mapping[str, Any] | None,
+    max_backoff: float = 30.0,
 ) -> None:
     """``ValueError`` naming the first option of the wrong type or out of range."""
     if not isinstance(model, str) or not model:
@@ -80,8 +85,9 @@ def check_limits(
         raise ValueError(f"retries must be a non-negative integer, not {retries!r}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise ValueError(f"seed must be an integer, not {seed!r}")
-    for label, value in (("timeout", timeout), ("backoff", backoff)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+    for label, value in (("timeout", timeout), ("backoff", backoff), ("max_backoff", max_backoff)):
+        # NaN compares false both ways: a NaN timeout would wait for ever
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < INF:
             raise ValueError(f"{label} must be a positive number of seconds, not {value!r}")
     if extra_body is not None and not isinstance(extra_body, Mapping):
         raise ValueError("extra_body must be a mapping (JSON object)")
@@ -444,7 +450,7 @@ class OpenAIPolicy(Policy):
         backoff: float = 0.5,
         max_backoff: float = 30.0,
     ) -> None:
-        check_limits(model, concurrency, retries, seed, timeout, backoff, extra_body)
+        check_limits(model, concurrency, retries, seed, timeout, backoff, extra_body, max_backoff)
         endpoint = Endpoint(base_url)
         headers, key_env = credentials(api_key_env)
         self.model = model
