@@ -477,7 +477,7 @@ def scan() -> list[dict[str, Any]]:
     try:
         everything = entry_points()
         found = [(group, ep) for group in GROUPS for ep in everything.select(group=group)]
-    except ValueError:  # one distribution's entry_points.txt is unreadable (not UTF-8, say)
+    except Exception:  # one distribution's entry_points.txt is unreadable (not UTF-8, say)
         found = [(ep.group, ep) for ep in _entry_points_one_by_one() if ep.group in GROUPS]
     return [_record(group, ep, metadata) for group, ep in found]
 
@@ -502,7 +502,7 @@ def _entry_points_one_by_one() -> list[Any]:
         seen.add(key)
         try:
             found.extend(dist.entry_points)
-        except ValueError as exc:  # UnicodeDecodeError is one
+        except Exception as exc:  # not UTF-8, a line without "=", ...
             where = getattr(dist, "_path", None) or key
             warn(
                 f"the entry points of the distribution at {where} cannot be read "

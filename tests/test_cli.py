@@ -248,3 +248,16 @@ def test_a_distribution_whose_entry_points_are_not_utf8_is_left_out_not_fatal(si
     )
     assert "unexpected" not in proc.stderr
     assert cli("show", "acme", site=site).returncode == 0
+
+
+def test_a_distribution_with_a_malformed_entry_point_line_is_left_out_not_fatal(site):
+    """A line without "=" in any section of one distribution's entry_points.txt made
+    importlib raise TypeError, and every command ended with "unexpected TypeError"."""
+    info = site / "badly_written-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: badly-written\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[console_scripts]\nfoo\n")
+    proc = cli("list", "--json", site=site)
+    assert proc.returncode == 0, proc.stderr
+    assert "acme" in {r["name"] for r in json.loads(proc.stdout)}
+    assert "badly_written-0.1.dist-info" in proc.stderr and "unexpected" not in proc.stderr

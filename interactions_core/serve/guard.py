@@ -38,7 +38,7 @@ import logging
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from ..runtime.watchdog import BLOCKING_ADVICE, LoopWatchdog
 from .connections import ConnectionGate, Throttled, peer_key
@@ -201,7 +201,8 @@ class Guard:
 
     def refusal(self, scope: Any) -> str | None:
         """Why ``scope`` is refused, or ``None`` when it may go on."""
-        if scope["type"] == "websocket" and b"session_id" in scope.get("query_string", b""):
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        if scope["type"] == "websocket" and "session_id" in query:  # decoded, as OpenEnv reads
             # OpenEnv lets a second WebSocket join a session by its id; the episode a
             # joined one starts is never ended (only the owner's close ends one), so
             # joining held session slots for ever. Each WebSocket plays its own.
@@ -268,22 +269,18 @@ class Guard:
         await _WebSocket(self, receive, send, transport).serve(scope)
 
     def too_many_values(self, text: str | bytes) -> str | None:
-        """Why a message or body costs too much to parse, or ``None``: too many JSON
-        values, or a number too long to convert quickly."""
+        """Why a message or body costs too much to parse (the WebSocket close reason and
+        the HTTP 413's detail), or ``None``."""
         limit = self.max_values
         if limit is None:
             return None
         if json_values(text, limit) > limit:
-            return (
-                f"the message holds over {limit:,} JSON values outside strings, more than a "
-                "reset within --max-episode-chars needs; send fewer"
-            )
+            return f"message holds over {limit:,} JSON values; send fewer (--max-episode-chars)"
         if has_long_number(text):
-            return (
-                f"the message holds a number of over {MAX_NUMBER_DIGITS} digits; send such "
-                "a value as a string"
-            )
-        return None
+            return f"message holds a number of over {MAX_NUMBER_DIGITS} digits; send it as text"
+        # JSON holds no raw NUL; UTF-16 and UTF-32 do, and hide digit runs from the check.
+        nul = "\0" in text if isinstance(text, str) else b"\0" in text
+        return "message is not UTF-8 JSON (it holds a NUL byte)" if nul else None
 
     async def _checked_body(self, receive: Any) -> tuple[Any, str | None]:
         """Read a request's whole body, check it, and give ``receive`` that replays it.
@@ -414,12 +411,7 @@ class _WebSocket:
         if problem is None:
             return message
         self.guard._refusals.warning("closed a WebSocket: %s", problem)
-        limit = self.guard.max_values
-        reason = (
-            f"message holds over {limit:,} JSON values; send fewer (--max-episode-chars)"
-            if "JSON values" in problem
-            else f"message holds a number of over {MAX_NUMBER_DIGITS} digits; send it as text"
-        )
+        reason = problem
         await self.inner_send({"type": "websocket.close", "code": 1009, "reason": reason})
         return {"type": "websocket.disconnect", "code": 1009}
 

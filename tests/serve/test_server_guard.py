@@ -141,7 +141,12 @@ def test_a_websocket_may_not_join_another_connections_session(guarded: Server) -
     """OpenEnv lets /ws?session_id=ID join a session; an episode the joined connection
     started was never ended (only the owner's close ends one): 4 joins held
     --max-sessions 4 until shutdown. The handshake is refused."""
-    for path in ("/ws?session_id=anything", "/ws?x=1&session_id=abc"):
+    for path in (
+        "/ws?session_id=anything",
+        "/ws?x=1&session_id=abc",
+        "/ws?session%5Fid=abc",  # percent-encoded names are decoded, as OpenEnv reads them
+        "/ws?%73ession_id=abc",
+    ):
         status, sock = handshake(guarded, path=path)
         sock.close()
         assert status == 403, path
