@@ -268,11 +268,8 @@ InteractionEnvironment.reset_async.__signature__ = inspect.signature(  # type: i
 
 
 def create_app(hub: Hub, **guard: Any) -> Any:
-    """The FastAPI application serving every interaction of ``hub`` as one environment.
-
-    ``guard`` are the options of :class:`~interactions_core.serve.guard.Guard`;
-    the guarded application to serve is ``app.state.guard``.
-    """
+    """The FastAPI app serving every interaction of ``hub`` as one environment; ``guard``:
+    the options of :class:`~.guard.Guard` (the application to serve: ``app.state.guard``)."""
     from fastapi import Request
     from fastapi.responses import JSONResponse
     from openenv.core.env_server import create_fastapi_app
