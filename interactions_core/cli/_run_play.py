@@ -97,7 +97,7 @@ class LocalRun(_Run):
         except RunInterrupted:
             # A second signal: stopped at once. What finished is flushed by the caller.
             summary, still_open = self._cut_short()
-        except (asyncio.CancelledError, Exception, SystemExit, KeyboardInterrupt) as exc:
+        except BaseException as exc:
             # Not a stop signal (those end the run with its summary, and the user's Ctrl-C
             # is an Interrupted), nor one of the project's own errors: code inside the run,
             # a plugin's, stopped the event loop (loop.stop()), cancelled the run's tasks,

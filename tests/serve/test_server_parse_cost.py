@@ -46,6 +46,16 @@ def _answer(sock: socket.socket, client: ClientProtocol, within: float = 15) -> 
     return ws_next(sock, client, within)  # type: ignore[no-any-return]
 
 
+def _exchange(server: Server, data: bytes, within: float = 15) -> Close | str | None:
+    """Send one text message on a new WebSocket; the answer (see :func:`_answer`)."""
+    sock, client = _connection(server)
+    client.send_text(data)
+    sock.sendall(b"".join(client.data_to_send()))
+    answer = _answer(sock, client, within)
+    sock.close()
+    return answer
+
+
 def _reset(prompt: object, **kwargs: object) -> str:
     data = {
         "prompt": prompt,
@@ -68,11 +78,7 @@ def small(tmp_path: Path) -> Iterator[Server]:
 
 
 def test_a_message_of_many_empty_lists_closes_with_1009_unparsed(small: Server) -> None:
-    sock, client = _connection(small)
-    client.send_text(_reset("hi", x=[[]] * 20_000).encode())  # 80 KB, 40,000 values
-    sock.sendall(b"".join(client.data_to_send()))
-    answer = _answer(sock, client)
-    sock.close()
+    answer = _exchange(small, _reset("hi", x=[[]] * 20_000).encode())  # 80 KB, 40,000 values
     assert isinstance(answer, Close), f"the reset was parsed and answered: {answer!r:.200}"
     assert answer.code == 1009
     assert "16,384 JSON values" in answer.reason and "send fewer" in answer.reason
@@ -82,11 +88,7 @@ def test_a_message_of_many_empty_lists_closes_with_1009_unparsed(small: Server) 
 
 def test_brackets_and_commas_inside_strings_are_not_counted(small: Server) -> None:
     text = '[a, {"b": [1, 2]}], \\"x, y\\", ' * 3_000  # 90,000 characters, 27,000 brackets
-    sock, client = _connection(small)
-    client.send_text(_reset([{"role": "user", "content": text}]).encode())
-    sock.sendall(b"".join(client.data_to_send()))
-    answer = _answer(sock, client)
-    sock.close()
+    answer = _exchange(small, _reset([{"role": "user", "content": text}]).encode())
     assert isinstance(answer, str), answer
     reply = json.loads(answer)
     assert reply["type"] == "observation", reply
@@ -110,11 +112,7 @@ def test_costly_text_before_parsing_is_refused_and_the_server_keeps_serving(
     costly = "," * 16_385 + '"' + '\\"' * 40_000
     long_numbers = _reset("hi", x=["1" * 4_299] * 10).replace('"1', "1").replace('1"', "1")
     for text, why in [(costly, "JSON values"), (long_numbers, "digits")]:
-        sock, client = _connection(small)
-        client.send_text(text.encode())
-        sock.sendall(b"".join(client.data_to_send()))
-        answer = _answer(sock, client)
-        sock.close()
+        answer = _exchange(small, text.encode())
         assert isinstance(answer, Close) and answer.code == 1009, answer
         assert why in answer.reason, answer.reason
         status, body = small.post("/reset", json.loads(long_numbers)["data"])
@@ -123,11 +121,7 @@ def test_costly_text_before_parsing_is_refused_and_the_server_keeps_serving(
 
 
 def test_interaction_kwargs_count_against_the_episode_bound(small: Server) -> None:
-    sock, client = _connection(small)
-    client.send_text(_reset("hi", notes="n" * 150_000).encode())
-    sock.sendall(b"".join(client.data_to_send()))
-    answer = _answer(sock, client)
-    sock.close()
+    answer = _exchange(small, _reset("hi", notes="n" * 150_000).encode())
     assert isinstance(answer, str), answer
     reply = json.loads(answer)
     assert reply["type"] == "error", reply
@@ -156,11 +150,7 @@ def test_unfinished_compressed_fragments_close_with_1009(tmp_path: Path) -> None
 
 def test_text_frames_that_are_not_utf8_log_a_line_not_tracebacks(small: Server) -> None:
     for _ in range(20):
-        sock, client = _connection(small)
-        client.send_text(b"\xff\xfe")
-        sock.sendall(b"".join(client.data_to_send()))
-        answer = _answer(sock, client, within=5)
-        sock.close()
+        answer = _exchange(small, b"\xff\xfe", within=5)
         assert isinstance(answer, Close) and answer.code == 1007, answer
     with urllib.request.urlopen(small.url + "/health", timeout=10):
         pass
