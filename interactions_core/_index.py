@@ -10,13 +10,12 @@ warm path it is read from there, importing no plugin code and not
 back. ``INTERACTIONS_NO_CACHE=1`` turns the cache off.
 
 The cache is keyed by the interpreter, ``sys.path`` and the state of its
-directories (installing or removing a distribution adds or removes a
-``*.dist-info`` folder, which changes its directory's mtime). The file name is a
-CRC-32 of the key (``zlib``: a checksum is all a file name needs, and it spares
-the warm path the import of OpenSSL's ``hashlib``); the full key is stored
-inside and compared, so a collision is only a miss. Writes go through a temporary file and a rename,
-so a reader sees the old file or the new one; anything unreadable is ignored,
-never trusted; an unwritable folder degrades to no cache with one warning.
+directories (an install adds or removes a ``*.dist-info`` folder, which changes
+its directory's mtime). The file name is a CRC-32 of the key (``zlib``: a
+checksum is all a file name needs, and it spares the warm path OpenSSL's
+``hashlib``); the full key is stored inside and compared. Writes are atomic;
+anything unreadable is ignored, never trusted; an unwritable folder degrades to
+no cache with one warning.
 
 Each record is a plain dict: ``group``, ``name``, ``value`` (``module:attr``),
 ``dist``, ``version``, ``path`` (where the metadata lives) and ``error``
@@ -25,10 +24,11 @@ broken, the scan goes on). The same distribution found twice on ``sys.path`` is
 one distribution: the first copy wins, as it does for imports.
 
 Hook plugins are the expensive part of a cold index: learning what one
-registers means importing it. What it registered is therefore also remembered
-apart from the index, keyed by the plugin's own distribution and the versions
-of what it requires (:func:`hook_key`): installing an unrelated package
-rebuilds the index from metadata but reuses those results.
+registers means importing it. What it registered is therefore remembered apart
+from the index, keyed by the plugin's own distribution and the versions of what
+it requires (:func:`hook_key`), and so is what was read of each distribution's
+metadata: installing an unrelated package rebuilds the index from entry points
+but reuses both.
 """
 
 from __future__ import annotations
@@ -215,9 +215,7 @@ def _read(path: str) -> dict[str, Any] | None:
             stored = json.load(fh)
     except (OSError, ValueError):  # missing, truncated, corrupt
         return None
-    if not isinstance(stored, dict) or stored.get("format") != FORMAT:
-        return None
-    return stored
+    return stored if isinstance(stored, dict) and stored.get("format") == FORMAT else None
 
 
 def _write(path: str, content: dict[str, Any]) -> bool:
@@ -238,34 +236,21 @@ def _write(path: str, content: dict[str, Any]) -> bool:
 
 def _load_cached(key: list[object]) -> Index | None:
     """The cached index for ``key``, or ``None`` when missing, stale or unreadable."""
-    if not _cache_usable():
-        return None
-    stored = _read(_index_file(key))
-    if stored is None or stored.get("key") != key:
-        return None
-    payload = stored.get("payload")
+    stored = _read(_index_file(key)) if _cache_usable() else None
+    payload = stored.get("payload") if stored and stored.get("key") == key else None
     return payload if isinstance(payload, dict) else None
 
 
 def _store(key: list[object], payload: Index) -> bool:
-    if not _cache_usable():
-        return False
-    return _write(_index_file(key), {"key": key, "payload": payload})
+    return _cache_usable() and _write(_index_file(key), {"key": key, "payload": payload})
 
 
-def _load_hook_results() -> dict[str, Any]:
-    """What hook plugins registered, by the JSON text of their :func:`hook_key`."""
-    if not _cache_usable():
-        return {}
-    stored = _read(_hooks_file())
-    results = stored.get("results") if stored else None
-    return results if isinstance(results, dict) else {}
-
-
-def _store_hook_results(results: dict[str, Any]) -> bool:
-    if not _cache_usable():
-        return False
-    return _write(_hooks_file(), {"results": results})
+def _load_learned() -> dict[str, dict[str, Any]]:
+    """What earlier scans learned: ``results`` of hook plugins by the JSON text of their
+    :func:`hook_key`, and ``dists``, the facts read of distributions by metadata folder."""
+    stored = _read(_hooks_file()) if _cache_usable() else None
+    learned = {part: (stored or {}).get(part) for part in ("results", "dists")}
+    return {part: v if isinstance(v, dict) else {} for part, v in learned.items()}
 
 
 def clear() -> int:
@@ -356,30 +341,33 @@ def _validate(group: str, name: str, value: str) -> str | None:
 
 
 class _Metadata:
-    """The metadata headers of the distributions one scan reads, each parsed once.
+    """What one scan reads of each distribution: ``[mtime_ns, name, version, requires]``.
 
     Every entry point names its distribution, and a hook plugin's key needs the
     versions of what it requires, so one scan asks for the same distributions
-    several times (gsm8k has an interaction and a hook plugin; every plugin
-    requires the core). Each is looked up and parsed once here. Only the headers
-    are parsed: the long description after them (a README, often most of the
-    file) is not needed, and skipping it makes a parse several times cheaper.
+    several times: each is read once. What earlier scans read (``known``, kept
+    with the hook results) is reused while the metadata folder keeps its path
+    and mtime, so after an unrelated install nothing is parsed again. When a
+    folder is parsed, only its headers are: the long description after them (a
+    README, often most of the file) is not needed.
     """
 
-    def __init__(self) -> None:
-        self._headers: dict[str, Any] = {}
+    def __init__(self, known: dict[str, Any] | None = None) -> None:
+        self.known = known or {}
+        #: What this scan read, by metadata folder (stored back with the hook results).
+        self.read: dict[str, list[Any]] = {}
         self._versions: dict[str, str | None] = {}
 
-    def headers(self, dist: Any) -> Any:
-        """``dist``'s METADATA headers, as an :class:`email.message.Message`."""
-        import email
-
-        path = str(getattr(dist, "_path", "") or id(dist))
-        found = self._headers.get(path)
+    def facts(self, dist: Any) -> list[Any]:
+        """``dist``'s ``[mtime_ns, name, version, requires]``; raises when unreadable."""
+        path = str(getattr(dist, "_path", "") or "")
+        found = self.read.get(path) if path else None
         if found is None:
-            text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
-            found = email.message_from_string(text.partition("\n\n")[0])
-            self._headers[path] = found
+            mtime = _mtime(path) if path else -1
+            old: Any = self.known.get(path)
+            found = old if _is_fact(old, mtime) else [mtime, *_read_headers(dist)]
+            if path:
+                self.read[path] = found
         return found
 
     def version(self, name: str) -> str | None:
@@ -388,7 +376,7 @@ class _Metadata:
             from importlib.metadata import PackageNotFoundError, distribution
 
             try:
-                self._versions[name] = self.headers(distribution(name))["Version"]
+                self._versions[name] = self.facts(distribution(name))[2]
             except PackageNotFoundError:
                 self._versions[name] = None
             except Exception:  # unreadable metadata: a version of its own
@@ -396,12 +384,28 @@ class _Metadata:
         return self._versions[name]
 
 
+def _is_fact(value: Any, mtime: int) -> bool:
+    """Whether a stored fact is of a folder with this ``mtime`` and well formed."""
+    if mtime == -1 or not isinstance(value, list) or len(value) != 4 or value[0] != mtime:
+        return False
+    texts = [*value[1:3], *value[3]] if isinstance(value[3], list) else [None]
+    return all(isinstance(v, str) for v in texts)
+
+
+def _read_headers(dist: Any) -> list[Any]:
+    """``[name, version, requires]`` from ``dist``'s metadata headers."""
+    import email
+
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    headers = email.message_from_string(text.partition("\n\n")[0])
+    return [headers["Name"] or "", headers["Version"] or "", _requirements(headers)]
+
+
 def _requirements(headers: Any) -> list[str]:
     """Names of the distributions a plugin requires unconditionally (extras left out).
 
-    Only the name matters here (what it resolves to is looked up when the hook
-    key is built): the PEP 508 name that starts the requirement, which spares
-    the cold path the import of a full requirement parser.
+    Only the PEP 508 name that starts each requirement matters here (the hook
+    key looks up what it resolves to): no full requirement parser is needed.
     """
     import re
 
@@ -418,12 +422,11 @@ def _record(group: str, ep: Any, metadata: _Metadata) -> dict[str, Any]:
     name, value = str(getattr(ep, "name", "")), str(getattr(ep, "value", ""))
     dist = getattr(ep, "dist", None)
     error = None
-    dist_name, version, path, headers = "", "", "", None
+    mtime, dist_name, version, path, requires = -1, "", "", "", []
     try:
         if dist is None:
             raise LookupError("entry point has no distribution")
-        headers = metadata.headers(dist)
-        dist_name, version = headers["Name"] or "", headers["Version"] or ""
+        mtime, dist_name, version, requires = metadata.facts(dist)
         path = str(getattr(dist, "_path", "") or "")
         if not dist_name:
             raise LookupError("distribution metadata has no Name")
@@ -441,17 +444,17 @@ def _record(group: str, ep: Any, metadata: _Metadata) -> dict[str, Any]:
         "error": error,
     }
     if group == PLUGINS_GROUP and error is None:
-        record["hook_key"] = hook_key(record, _requirements(headers), metadata.version)
+        record["hook_key"] = hook_key(record, mtime, requires, metadata.version)
     return record
 
 
 def hook_key(
-    record: dict[str, Any], requires: list[str], version: Callable[[str], str | None]
+    record: dict[str, Any], mtime: int, requires: list[str], version: Callable[[str], str | None]
 ) -> list[object] | None:
     """What a hook plugin's registrations depend on, or ``None`` when that is unknowable.
 
     The plugin's identity, where its metadata lives, its version and that
-    folder's mtime (a reinstall or an upgrade changes one of them), and the
+    folder's ``mtime`` (a reinstall or an upgrade changes one of them), and the
     installed version of each distribution it requires (``version(name)``,
     ``None`` when missing): a suite whose names come from a dependency, or a
     core upgrade, is asked again. A plugin changed in place without any of these
@@ -459,21 +462,17 @@ def hook_key(
     ``interactions cache clear``.
     """
     path = record["path"]
-    if not path:
-        return None
-    try:
-        mtime = os.stat(path).st_mtime_ns
-    except OSError:
+    if not path or mtime == -1:
         return None
     deps = [[name, version(name)] for name in requires]
     return [plugin_id(record), path, record["version"], mtime, deps]
 
 
-def scan() -> list[dict[str, Any]]:
+def scan(metadata: _Metadata | None = None) -> list[dict[str, Any]]:
     """Scan installed metadata for the core's entry-point groups (the cold path)."""
     from importlib.metadata import entry_points
 
-    metadata = _Metadata()
+    metadata = metadata or _Metadata()
     try:
         everything = entry_points()
         found = [(group, ep) for group in GROUPS for ep in everything.select(group=group)]
@@ -533,7 +532,7 @@ def load_index(use_cache: bool = True, complete: Callable[[Index], object] | Non
             with BuildLock():
                 cached = _load_cached(key)  # built by another process while we waited?
                 if cached is None:
-                    cached = _build(complete, known=_load_hook_results())
+                    cached = _build(complete, known=_load_learned())
                     _store(key, cached)
         payload = cached
     payload["_key"] = key
@@ -542,26 +541,28 @@ def load_index(use_cache: bool = True, complete: Callable[[Index], object] | Non
 
 def _build(complete: Callable[[Index], object] | None, known: dict[str, Any] | None) -> Index:
     """Scan metadata, reuse what hook plugins registered before, let ``complete`` add the rest."""
-    payload: Index = {"entries": scan(), "hooks": {}}
-    if known:
-        for record in payload["entries"]:
-            result = known.get(json.dumps(record.get("hook_key")))
-            if result is not None and not result.get("error"):
-                payload["hooks"][plugin_id(record)] = result
+    metadata = _Metadata(known["dists"] if known else None)
+    payload: Index = {"entries": scan(metadata), "hooks": {}}
+    reusable = known["results"] if known else {}
+    for record in payload["entries"] if reusable else ():
+        result = reusable.get(json.dumps(record.get("hook_key")))
+        if result is not None and not result.get("error"):
+            payload["hooks"][plugin_id(record)] = result
     if complete is not None:
         complete(payload)
     if known is not None:
-        _remember_hooks(payload, known)
+        _remember(payload, known, metadata.read)
     return payload
 
 
-def _remember_hooks(payload: Index, known: dict[str, Any]) -> None:
-    """Store the hook results of ``payload`` under their keys (best effort).
+def _remember(payload: Index, known: dict[str, Any], read: dict[str, Any] | None = None) -> None:
+    """Store the hook results of ``payload`` under their keys, and what a scan ``read``.
 
     Results for other distributions are kept while their folder exists (another
     ``sys.path`` of the same interpreter may use them); a result whose folder
     now holds a newer key is dropped. A failure is not kept: what fixes it (a
     module installed that the plugin does not declare) may not change the key.
+    The file is written only when something changed (best effort).
     """
     results: dict[str, Any] = {}
     current_paths = set()
@@ -573,15 +574,18 @@ def _remember_hooks(payload: Index, known: dict[str, Any]) -> None:
         result = payload["hooks"].get(plugin_id(record))
         if result is not None and not result.get("error"):
             results[json.dumps(key)] = result
-    for text, result in known.items():
+    for text, result in known["results"].items():
         try:
             folder = json.loads(text)[1]
         except (ValueError, LookupError, TypeError):
             continue
         if text not in results and folder not in current_paths and os.path.exists(folder):
             results[text] = result
-    if results != known:
-        _store_hook_results(results)
+    dists = known["dists"]
+    if read and any(dists.get(path) != fact for path, fact in read.items()):
+        dists = {p: f for p, f in dists.items() if p not in read and os.path.exists(p)} | read
+    if (results, dists) != (known["results"], known["dists"]) and _cache_usable():
+        _write(_hooks_file(), {"results": results, "dists": dists})
 
 
 def save_hooks(index: Index) -> None:
@@ -591,4 +595,4 @@ def save_hooks(index: Index) -> None:
         return
     payload = {k: v for k, v in index.items() if not k.startswith("_")}
     _store(key, payload)
-    _remember_hooks(payload, _load_hook_results())
+    _remember(payload, _load_learned())

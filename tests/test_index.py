@@ -284,6 +284,76 @@ def test_installing_a_requirement_of_a_hook_plugin_relearns(make_dist, site_dir,
     assert not reimported("hooky_suite")
 
 
+def count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the metadata folders whose headers are parsed from now on."""
+    parsed: list[str] = []
+    real = _index._read_headers
+
+    def counting(dist):
+        name = Path(str(dist._path)).name
+        if name.startswith("acme"):  # not the distributions of the interpreter running this
+            parsed.append(name)
+        return real(dist)
+
+    monkeypatch.setattr(_index, "_read_headers", counting)
+    return parsed
+
+
+def versions() -> dict[str, str]:
+    """The version of each generated distribution's interaction, by name."""
+    entries = Registry.from_environment().entries()
+    return {e.name: e.version for e in entries if e.distribution.startswith("acme")}
+
+
+@pytest.mark.usefixtures("fresh_cache")
+def test_an_unrelated_install_parses_no_metadata_again(make_dist, site_dir, monkeypatch):
+    make_dist("acme-tasks", "1.0", {GROUP: {"acme": "acme_mod:Acme"}})
+    make_dist("acme-more", "3.1", {GROUP: {"more": "acme_more:More"}})
+    parsed = count_parses(monkeypatch)
+    assert versions()["acme"] == "1.0"
+    assert sorted(parsed) == ["acme_more-3.1.dist-info", "acme_tasks-1.0.dist-info"]
+    parsed.clear()
+    bump(site_dir)
+    make_dist("acme-unrelated", "1")
+    assert versions() == {"acme": "1.0", "more": "3.1"}  # the index was rebuilt ...
+    assert parsed == []  # ... from what earlier scans read of the unchanged folders
+
+
+@pytest.mark.usefixtures("fresh_cache")
+def test_a_folder_changed_since_it_was_read_is_read_again(make_dist, site_dir, monkeypatch):
+    """A reinstall in the same folder changes its mtime: the new metadata is what counts."""
+    info = make_dist("acme-tasks", "1.0", {GROUP: {"acme": "acme_mod:Acme"}})
+    assert versions()["acme"] == "1.0"
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-tasks\nVersion: 1.5\n")
+    os.utime(info, ns=(5, 5))
+    bump(site_dir)
+    make_dist("acme-unrelated", "1")
+    parsed = count_parses(monkeypatch)
+    assert versions()["acme"] == "1.5"
+    assert parsed == [info.name]
+
+
+@pytest.mark.usefixtures("fresh_cache")
+def test_stored_metadata_facts_of_the_wrong_shape_are_read_again(
+    make_dist, site_dir, fresh_cache, monkeypatch
+):
+    import json
+
+    info = make_dist("acme-tasks", "1.0", {GROUP: {"acme": "acme_mod:Acme"}})
+    assert versions()["acme"] == "1.0"
+    [hooks_file] = fresh_cache.rglob("hooks-*.json")
+    stored = json.loads(hooks_file.read_text())
+    fact = stored["dists"][str(info)]
+    for bad in ([fact[0], 7, "9.9", []], [fact[0], "evil", "9.9", [1]], fact[:3], "x"):
+        stored["dists"][str(info)] = bad
+        hooks_file.write_text(json.dumps(stored))
+        bump(site_dir)
+        make_dist(f"acme-x{len(str(bad))}", "1")
+        parsed = count_parses(monkeypatch)
+        assert versions()["acme"] == "1.0"
+        assert parsed == [info.name]
+
+
 def test_no_cache_keeps_no_hook_results(make_dist, monkeypatch, fresh_cache, forget_modules):
     monkeypatch.setenv("INTERACTIONS_NO_CACHE", "1")
     suite_dist(make_dist)
