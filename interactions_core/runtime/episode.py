@@ -51,7 +51,7 @@ from .observers import Observers
 from .record import EpisodeRecord
 from .session import Session, SessionTracker, call_error, stops_the_run
 from .stats import PASS_SCORE
-from .step import CANCELLED, ERROR, EXHAUSTED, SINGLE_TURN, conclude_turn
+from .step import CANCELLED, ERROR, EXHAUSTED, SINGLE_TURN, conclude_turn, copy_messages
 
 __all__ = [
     "EpisodeLoop",
@@ -521,27 +521,6 @@ def _fresh_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
             fresh[key] = copy.deepcopy(value)
     return fresh
-
-
-def copy_messages(messages: list[Any]) -> list[Any]:
-    """A copy of the conversation for a plugin: editing it never reaches the record.
-
-    The record shows what the policy saw; a plugin that rewrites
-    ``messages[0]["content"]`` or appends to the list changes only its copy.
-    """
-    return [
-        m.copy() if m.__class__ is dict and m.get("content").__class__ is str else _copy_other(m)
-        for m in messages
-    ]
-
-
-def _copy_other(message: Any) -> Any:
-    """A copy of a message that is not a plain dict of text: shallow without content, else deep."""
-    if message.__class__ is dict and message.get("content") is None:
-        return message.copy()
-    import copy
-
-    return copy.deepcopy(message)
 
 
 def choose(

@@ -21,8 +21,10 @@ A failing call ends the episode as :data:`ERROR` (the caller records it the way
 its front end reports faults). The end reasons are plain strings, so records,
 summaries and a trainer's ``extra_fields`` keep writing them as they are.
 
-The step is pure and cheap: it runs for every turn inside trainers, so it
-allocates nothing beyond the feedback message and never goes through pluggy.
+The step is cheap: it runs for every turn inside trainers, so it allocates only
+the interaction's copy of the conversation (:func:`copy_messages`: what a plugin
+edits never reaches the caller's list) and the feedback message, and never goes
+through pluggy.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ __all__ = [
     "SINGLE_TURN",
     "TERMINATED",
     "conclude_turn",
+    "copy_messages",
     "end_reason",
     "judge",
 ]
@@ -140,6 +143,27 @@ async def judge(
     Returns the interaction's result and :func:`conclude_turn`'s answer. Raises
     what :meth:`Session.respond` raises; the episode then ends as :data:`ERROR`.
     """
-    result = await session.respond(messages)
+    result = await session.respond(copy_messages(messages))  # edits stay in the plugin's copy
     end = conclude_turn(result, messages, turns, user_turns, max_assistant_turns, max_user_turns)
     return result, end
+
+
+def copy_messages(messages: list[Any]) -> list[Any]:
+    """A copy of the conversation for a plugin: editing it never reaches the record.
+
+    The record shows what the policy saw; a plugin that rewrites
+    ``messages[0]["content"]`` or appends to the list changes only its copy.
+    """
+    return [
+        m.copy() if m.__class__ is dict and m.get("content").__class__ is str else _copy_other(m)
+        for m in messages
+    ]
+
+
+def _copy_other(message: Any) -> Any:
+    """A copy of a message that is not a plain dict of text: shallow without content, else deep."""
+    if message.__class__ is dict and message.get("content") is None:
+        return message.copy()
+    import copy
+
+    return copy.deepcopy(message)

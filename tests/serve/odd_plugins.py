@@ -41,3 +41,17 @@ class Flood(BaseInteraction):
 
     async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
         return 0.0
+
+
+class Editor(BaseInteraction):
+    """Edits the conversation it is handed: rewrites the prompt and appends a long message."""
+
+    async def generate_response(
+        self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
+    ) -> InteractionResult:
+        messages[0]["content"] = "REWRITTEN"
+        messages.append({"role": "user", "content": "X" * int(self.config.get("size", 90_000))})
+        return InteractionResult(False, "go on", 0.0)
+
+    async def calculate_score(self, instance_id: str, **kwargs: Any) -> float:
+        return 0.0

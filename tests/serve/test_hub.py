@@ -308,6 +308,20 @@ async def test_a_huge_feedback_ends_the_episode_even_on_its_last_turn(tmp_path: 
     assert (await episode.step("stop"))["done"]
 
 
+async def test_a_plugin_editing_the_conversation_changes_only_its_copy() -> None:
+    """What the client is sent (and counted against the bound) is the conversation itself."""
+    from odd_plugins import Editor
+
+    h = Hub({"editor": Editor({"name": "editor"})}, default="editor", max_episode_chars=100_000)
+    episode = ServedEpisode(h)
+    await episode.start("the prompt", {})
+    for turn in range(1, 4):  # each step appends 90,000 characters to the plugin's list
+        seen = await episode.step("answer")
+        assert seen["messages"][0] == {"role": "user", "content": "the prompt"}
+        assert [m["content"] for m in seen["messages"][1:]] == ["answer", "go on"] * turn
+        assert observed(seen) == episode.chars + len("go on") < 100_000
+
+
 def nested(depth: int, kind: str) -> object:
     """A value ``depth`` lists (or objects) deep, built without recursion."""
     value: object = "x"
