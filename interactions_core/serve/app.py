@@ -52,7 +52,9 @@ from .episode import ServedEpisode
 from .guard import ServeWatchdog
 from .hub import Hub
 from .openenv_app import (
+    MAX_TASK_RESPONSES,
     TASK_API_ENV,
+    TaskApiGate,
     publish_reset_schema,
     reset_schema_options,
     sendable,
@@ -187,10 +189,8 @@ class InteractionEnvironment(
         return self.hub.tasks.describe()
 
     def list_tasks(self, split: str) -> list[Any]:
-        """The first rows of ``split`` (at most ``LIST_PREVIEW``; see ``get_task_range``)."""
-        from .hub import LIST_PREVIEW
-
-        return self.hub.tasks.rows(split)[:LIST_PREVIEW]
+        """The first rows of ``split`` (a preview, bounded; see ``get_task_range``)."""
+        return self.hub.tasks.preview(split)
 
     def num_tasks(self, split: str) -> int:
         """How many rows ``split`` has."""
@@ -300,8 +300,9 @@ def create_app(hub: Hub, **guard: Any) -> Any:
 
     app.add_exception_handler(ServeError, serve_error)
     task_api = serves_task_api(app)
-    if task_api and hub.token is not None:
-        _require_token_for_tasks(app, hub)
+    if task_api:
+        check = hub.check_token if hub.token is not None else None
+        app.add_middleware(TaskApiGate, check_token=check, limit=MAX_TASK_RESPONSES)
 
     @app.get("/interactions", tags=["Environment Info"], summary="Served interactions")
     async def interactions() -> dict[str, Any]:
@@ -325,36 +326,6 @@ def create_app(hub: Hub, **guard: Any) -> Any:
     app.router.on_startup.append(started)
     app.router.on_shutdown.append(functools.partial(_finalize_at_shutdown, hub))
     return app
-
-
-def _require_token_for_tasks(app: Any, hub: Hub) -> None:
-    """Answer the Task API routes only to a request bearing the shared token.
-
-    A reset brings the token in its arguments; OpenEnv's Task API requests take
-    no extra field, so there it is the ``Authorization: Bearer`` header.
-    """
-    from fastapi import Request
-    from fastapi.responses import JSONResponse
-
-    prefix = f"/{TASK_API_ENV}/"
-
-    @app.middleware("http")
-    async def task_token(request: Request, call_next: Any) -> Any:
-        path = request.url.path.lower()  # OpenEnv matches the environment name in any case
-        if path.startswith(prefix) or path == "/list_environments":
-            scheme, _, value = request.headers.get("authorization", "").partition(" ")
-            try:
-                hub.check_token(value.strip() if scheme.lower() == "bearer" else None)
-            except ServeError:
-                return JSONResponse(
-                    status_code=401,
-                    content={
-                        "detail": "this server requires its shared token for the Task API: "
-                        "send the header 'Authorization: Bearer <token>' (the server reads "
-                        "it from INTERACTIONS_SERVE_TOKEN)"
-                    },
-                )
-        return await call_next(request)
 
 
 async def _finalize_at_shutdown(hub: Hub) -> None:

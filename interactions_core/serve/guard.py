@@ -3,13 +3,15 @@
 A plain ASGI wrapper, in front of every route, because the checks concern the
 connection rather than any one endpoint:
 
-* **Host** (DNS rebinding): a server bound to a loopback address answers only
+* **Host** (DNS rebinding): a ``Host`` must be a host name or address with an
+  optional port, nothing else; a server bound to a loopback address answers only
   requests whose ``Host`` names a loopback address, so a web page whose name was
   re-pointed at 127.0.0.1 cannot reach it.
 * **Origin** (cross-site pages): a browser sends ``Origin`` with every
   WebSocket handshake and cross-site request. A request with no ``Origin``
-  (every non-browser client) or from the server's own origin passes; any other
-  origin is refused unless ``--allow-origin`` names it (``*`` allows all).
+  (every non-browser client) passes, and so does the server's own origin when
+  it cannot have been re-pointed (a loopback bind, or an address rather than a
+  name); any other origin is refused unless ``--allow-origin`` names it.
 * **Connections**: WebSocket connections are counted and limited
   (``--max-connections``) apart from sessions, which are taken only by a reset
   that passed the token check, so idle or unauthenticated connections can
@@ -62,16 +64,16 @@ log = logging.getLogger("interactions_core.serve")
 EVICT_GRACE = 1.0
 #: Host names that mean "this machine" besides the loopback addresses.
 LOOPBACK_NAMES = frozenset({"localhost"})
+#: What a ``Host`` header may be: a name or an address, in brackets for IPv6, and a port.
+_HOST_SYNTAX = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]*)(:[0-9]{0,5})?")
 
 
 # What parsing one message may cost, decided before it is parsed.
 #
-# OpenEnv parses every message it receives (``json.loads``) on the event loop,
-# before any check of ours: a reset of 5,000,000 empty lists (15 MB of text, 14 KiB
-# compressed) held the loop 2.9 s and the server 380 MB. What parsing costs is the
-# number of values outside strings (an empty list, about 1 us and 70 bytes; a
-# character of a string, next to nothing), so that is what is bounded: the
-# brackets and commas outside strings, counted at C speed.
+# OpenEnv parses every message (``json.loads``) on the event loop before any check of
+# ours: 5,000,000 empty lists (14 KiB compressed) held the loop 2.9 s and 380 MB. The
+# cost is the number of values outside strings (an empty list, about 1 us and 70 bytes),
+# so that is bounded: the brackets and commas outside strings, counted at C speed.
 
 #: The fewest JSON values a message may hold, whatever ``--max-episode-chars``.
 MIN_JSON_VALUES = 16_384
@@ -79,8 +81,8 @@ MIN_JSON_VALUES = 16_384
 CHARS_PER_JSON_VALUE = 32
 
 # Strings are taken out at C speed: escaped backslashes, then escaped quotes, deleted, a
-# string is a quote, no quote, a quote (or the end). Patterns that handled escapes were
-# quadratic (an unterminated run of \", 100 KB: 9 s) or kept state per escape (+230 MB).
+# string is a quote, no quote, a quote (or the end); patterns that handled escapes were
+# quadratic (a run of \", 100 KB: 9 s) or kept state per escape (+230 MB).
 _STRING = re.compile(r'"[^"]*"?')
 _STRING_BYTES = re.compile(rb'"[^"]*"?')
 #: The most digits (a decimal point counted as one) a JSON number may have: a float
@@ -145,10 +147,12 @@ def has_long_number(text: str | bytes) -> bool:
 
 def _is_loopback(host: str) -> bool:
     name = host.strip("[]").lower()
-    if name in LOOPBACK_NAMES:
-        return True
+    return name in LOOPBACK_NAMES or (_is_address(name) and ipaddress.ip_address(name).is_loopback)
+
+
+def _is_address(name: str) -> bool:
     try:
-        return ipaddress.ip_address(name).is_loopback
+        return ipaddress.ip_address(name.strip("[]")) is not None
     except ValueError:
         return False
 
@@ -162,8 +166,7 @@ def _header(scope: Any, name: bytes) -> str | None:
 
 def _host_name(host_header: str) -> str:
     """The name part of a ``Host`` header (``[::1]:8000`` -> ``::1``)."""
-    parsed = urlsplit("//" + host_header)
-    return parsed.hostname or ""
+    return urlsplit("//" + host_header).hostname or ""
 
 
 class Guard:
@@ -208,6 +211,8 @@ class Guard:
             # joining held session slots for ever. Each WebSocket plays its own.
             return "joining another connection's session (?session_id=) is not offered"
         host = _header(scope, b"host") or ""
+        if not _HOST_SYNTAX.fullmatch(host):
+            return f"Host {host[:100]!r} is not a host name or address with an optional port"
         if self.loopback_only and not _is_loopback(_host_name(host)):
             return (
                 f"Host {host!r} is not this machine: a server listening on a loopback "
@@ -226,7 +231,10 @@ class Guard:
         if "*" in self.allowed_origins or wanted in self.allowed_origins:
             return True
         parsed = urlsplit(wanted)
-        return parsed.scheme in ("http", "https") and parsed.netloc == host.lower()
+        if parsed.scheme not in ("http", "https") or parsed.netloc != host.lower():
+            return False
+        # The server's own origin; but a name may have been re-pointed here, an address not.
+        return self.loopback_only or _is_address(_host_name(host))
 
     # -- ASGI -------------------------------------------------------------------------
 

@@ -16,8 +16,10 @@ by the runtime's dataset reader), which OpenEnv's Task API lists and
 from __future__ import annotations
 
 import asyncio
+import bisect
 import hmac
 import itertools
+import json
 import os
 import re
 import uuid
@@ -282,6 +284,9 @@ SPLIT_TYPES = frozenset({"train", "validation", "test"})
 #: Rows ``list_tasks`` returns at most: a preview, as OpenEnv allows for large splits;
 #: ``num_tasks`` gives the true count and ``get_task_range`` any slice.
 LIST_PREVIEW = 1000
+#: Characters of JSON one Task API response may hold (a preview or a range, never less
+#: than one row): a response is held whole until its client has read it.
+MAX_TASK_CHARS = 4 * 1024 * 1024
 #: Bad rows quoted in the error that refuses a data file.
 BAD_ROWS_SHOWN = 3
 
@@ -317,15 +322,22 @@ class Tasks:
     naming the splits and their sizes, so a client learns what to ask for.
     """
 
-    __slots__ = ("sources", "splits")
+    __slots__ = ("ends", "sources", "splits")
 
     def __init__(
         self,
         splits: Mapping[str, list[Mapping[str, Any]]],
         sources: Mapping[str, str] | None = None,
     ) -> None:
+        from array import array
+
         self.splits = dict(splits)
         self.sources = dict(sources or {})
+        #: Where each row's JSON ends in its split's text, so any range is sized at once.
+        self.ends = {
+            name: array("q", itertools.accumulate(len(json.dumps(r, default=str)) for r in rows))
+            for name, rows in self.splits.items()
+        }
 
     @classmethod
     def load(cls, specs: Sequence[tuple[str, str]], hub: Hub | None = None) -> Tasks:
@@ -419,11 +431,22 @@ class Tasks:
             )
         return rows[index]
 
+    def preview(self, split: object) -> list[Mapping[str, Any]]:
+        """The first rows of ``split``: at most ``LIST_PREVIEW``, within ``MAX_TASK_CHARS``."""
+        return self.rows(split)[: max(1, min(LIST_PREVIEW, self._fitting(split, 0)))]
+
+    def _fitting(self, split: Any, first: int) -> int:
+        """How many rows from ``first`` on fit in one response."""
+        ends = self.ends[split]
+        base = ends[first - 1] if first else 0
+        return bisect.bisect_right(ends, base + MAX_TASK_CHARS, lo=first) - first
+
     def range(self, split: object, start: int | None, stop: int | None) -> list[Mapping[str, Any]]:
         """Rows ``start:stop`` of ``split``, with Python's slice rules (as OpenEnv specifies).
 
-        At most ``LIST_PREVIEW`` rows per request: a whole large split in one
-        response would be held in memory for as long as a client takes to read it.
+        At most ``LIST_PREVIEW`` rows, and ``MAX_TASK_CHARS`` characters, per
+        request: a response is held in memory for as long as a client takes to
+        read it.
         """
         rows = self.rows(split)
         first, last, _ = slice(start, stop).indices(len(rows))
@@ -431,5 +454,14 @@ class Tasks:
             raise BadResetError(
                 f"a range holds at most {LIST_PREVIEW} rows per request; split {split!r} has "
                 f"{len(rows)}: ask for start and stop {LIST_PREVIEW} rows apart and page on"
+            )
+        ends = self.ends[split]  # type: ignore[index]
+        chars = ends[last - 1] - (ends[first - 1] if first else 0) if last > first else 0
+        if last - first > 1 and chars > MAX_TASK_CHARS:
+            fit = max(1, self._fitting(split, first))
+            raise BadResetError(
+                f"rows {first} to {last} of split {split!r} hold {chars:,} characters of JSON, "
+                f"over the {MAX_TASK_CHARS:,} one response may hold: ask for fewer rows "
+                f"(from row {first}, {fit} fit) and page on"
             )
         return rows[start:stop]

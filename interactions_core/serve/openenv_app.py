@@ -8,11 +8,14 @@
 * ``/mcp`` (HTTP and WebSocket) is removed: interactions expose no tools, and
   OpenEnv's ``/mcp`` creates sessions without any token check, so it would let
   anyone hold session slots on a server that requires a token.
+* The Task API (the rows given with ``--data``) is behind :class:`TaskApiGate`:
+  the shared token when one is set, and a bound on the responses held at once.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -21,8 +24,10 @@ from typing import Any
 from ..errors import ServeError
 
 __all__ = [
+    "MAX_TASK_RESPONSES",
     "REMOVED_ROUTES",
     "TASK_API_ENV",
+    "TaskApiGate",
     "escape_surrogates",
     "plain_openenv_app",
     "publish_reset_schema",
@@ -136,6 +141,67 @@ def publish_reset_schema(app: Any, action: type, observation: type, state: type)
 
 #: The environment name in the Task API's paths (``/interactions/splits``, ...).
 TASK_API_ENV = "interactions"
+
+
+#: Task API responses held at once (being built, or waiting for their client to read).
+MAX_TASK_RESPONSES = 8
+
+
+class TaskApiGate:
+    """ASGI middleware in front of the Task API routes (``/interactions/...``).
+
+    With a shared token (``check_token`` given), only a request bearing it in
+    ``Authorization: Bearer`` is answered. The path checked is the one routing
+    uses (``scope["path"]``), never a URL rebuilt from the ``Host`` header, which
+    a client writes. And at most ``limit`` responses are held at once (a
+    ``503`` beyond): a response stays in memory until its client has read it, so
+    clients that ask and never read cannot pile responses up.
+    """
+
+    def __init__(
+        self, app: Any, *, check_token: Callable[[str | None], None] | None, limit: int
+    ) -> None:
+        self.app, self.check_token, self.limit = app, check_token, limit
+        self.held = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        path = str(scope.get("path", "")).lower() if scope.get("type") == "http" else ""
+        if not path.startswith(f"/{TASK_API_ENV}/") and path != "/list_environments":
+            await self.app(scope, receive, send)
+            return
+        problem = self._refusal(scope)
+        if problem is not None:
+            status, detail = problem
+            body = json.dumps({"detail": detail}).encode("utf-8")
+            headers = [(b"content-type", b"application/json"), (b"retry-after", b"1")]
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        self.held += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.held -= 1
+
+    def _refusal(self, scope: Any) -> tuple[int, str] | None:
+        if self.check_token is not None:
+            found = [v for k, v in scope.get("headers") or () if k.lower() == b"authorization"]
+            header = bytes(found[0]).decode("latin-1") if found else ""
+            scheme, _, value = header.partition(" ")
+            try:
+                self.check_token(value.strip() if scheme.lower() == "bearer" else None)
+            except ServeError:
+                return 401, (
+                    "this server requires its shared token for the Task API: send the header "
+                    "'Authorization: Bearer <token>' (the server reads it from "
+                    "INTERACTIONS_SERVE_TOKEN)"
+                )
+        if self.held >= self.limit:
+            return 503, (
+                f"the Task API is answering {self.held} requests already (each response is "
+                "held until its client has read it); retry in a moment"
+            )
+        return None
 
 
 def task_api_options(create_app: Callable[..., Any]) -> dict[str, Any]:

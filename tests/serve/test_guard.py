@@ -63,6 +63,39 @@ def test_a_server_bound_elsewhere_does_not_check_host() -> None:
     assert Guard(_app).refusal(_scope("http", Host="[::1]:8000")) is None
 
 
+@pytest.mark.parametrize("bind", ["127.0.0.1", "0.0.0.0"])
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1#", "127.0.0.1?x", "127.0.0.1/x", "user@127.0.0.1", "a b", "h:1:2"]
+)
+def test_a_host_header_that_is_not_a_host_is_refused(bind: str, host: str) -> None:
+    """Older Starlette rebuilds the request URL from ``Host``: ``#``, ``?`` or ``/`` in it
+    changed the path a middleware saw (the Task API's token check was skipped)."""
+    assert "is not a host name or address" in str(
+        Guard(_app, bind_host=bind).refusal(_scope("http", Host=host))
+    )
+
+
+def test_hosts_of_every_form_pass_the_syntax_check() -> None:
+    guard = Guard(_app, bind_host="0.0.0.0")
+    for host in ("", "example.org", "example.org:8000", "10.0.0.7:80", "[::1]:8000", "[fe80::1]"):
+        assert guard.refusal(_scope("http", Host=host)) is None, host
+
+
+def test_off_loopback_the_own_origin_passes_only_as_an_address() -> None:
+    """A name can be re-pointed at the server (DNS rebinding) after the page loaded."""
+    guard = Guard(_app, bind_host="0.0.0.0")
+    rebound = _scope("http", Host="evil.example:8000", Origin="http://evil.example:8000")
+    assert "is not allowed" in str(guard.refusal(rebound))
+    direct = _scope("http", Host="10.0.0.7:8000", Origin="http://10.0.0.7:8000")
+    assert guard.refusal(direct) is None
+    allowed = Guard(_app, bind_host="0.0.0.0", allowed_origins=["http://lab.example:8000"])
+    named = _scope("http", Host="lab.example:8000", Origin="http://lab.example:8000")
+    assert allowed.refusal(named) is None
+    assert (
+        Guard(_app).refusal(_scope("http", Host="localhost:1", Origin="http://localhost:1")) is None
+    )
+
+
 def test_an_idle_websocket_is_reported_gone() -> None:
     guard = Guard(_app, idle_timeout=0.05)
     sent = _call(guard, _scope("websocket", Host="localhost"))

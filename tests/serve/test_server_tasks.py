@@ -237,6 +237,25 @@ if TASK_API:
         assert call(server, "/list_environments", token=None)[0] == 401
         assert call(server, "/Interactions/splits", token=None)[0] == 401
 
+    @pytest.mark.parametrize("host", ["127.0.0.1#", "127.0.0.1?", "localhost#", "127.0.0.1/x"])
+    def test_no_host_header_gets_past_the_token(server: Server, host: str) -> None:
+        """Starlette before 1.x rebuilt the path from ``Host``: a ``#`` in it hid the route."""
+        import http.client
+        from urllib.parse import urlsplit
+
+        port = urlsplit(server.url).port
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        connection.putrequest("POST", "/interactions/task", skip_host=True)
+        body = json.dumps({"split": "test", "index": 0}).encode()
+        for name, value in (("Host", host), ("Content-Type", "application/json")):
+            connection.putheader(name, value)
+        connection.putheader("Content-Length", str(len(body)))
+        connection.endheaders(body)
+        response = connection.getresponse()
+        answer = response.read()
+        connection.close()
+        assert response.status in (401, 403) and b"ground_truth" not in answer
+
 else:
 
     def test_without_task_api_in_openenv_core_the_server_says_so(server: Server) -> None:

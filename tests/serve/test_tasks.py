@@ -198,3 +198,91 @@ def test_a_range_is_at_most_one_page_of_rows() -> None:
     assert tasks.range("big", LIST_PREVIEW, None) == rows[LIST_PREVIEW:]
     with pytest.raises(BadResetError, match=f"at most {LIST_PREVIEW} rows per request"):
         tasks.range("big", None, None)
+
+
+def test_a_range_or_preview_holds_at_most_its_characters(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thousand rows of 27 KB each made one cheap request hold 21 MB until read."""
+    from interactions_core.serve import hub as hub_module
+
+    monkeypatch.setattr(hub_module, "MAX_TASK_CHARS", 1000)
+    rows = [{"prompt": "x" * 86} for _ in range(30)]  # 100 characters of JSON each
+    tasks = Tasks({"wide": rows, "huge": [{"prompt": "y" * 5000}, {"prompt": "z"}]})
+    assert tasks.range("wide", 0, 10) == rows[:10]  # exactly the limit
+    with pytest.raises(BadResetError, match=r"rows 5 to 16 of split 'wide' hold 1,100 char"):
+        tasks.range("wide", 5, 16)
+    with pytest.raises(BadResetError, match=r"from row 5, 10 fit\) and page on"):
+        tasks.range("wide", 5, 16)
+    assert tasks.preview("wide") == rows[:10]
+    assert tasks.range("huge", 0, 1) == tasks.preview("huge") == [{"prompt": "y" * 5000}]
+    assert tasks.range("huge", -1, None) == [{"prompt": "z"}]
+    assert tasks.range("wide", 20, 3) == []
+
+
+def _gate_call(gate: Any, path: str, **headers: str) -> list[dict[str, Any]]:
+    import asyncio
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "path": path,
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+    }
+    asyncio.run(gate(scope, None, send))
+    return sent
+
+
+def test_the_task_api_gate_checks_the_routed_path_and_the_token() -> None:
+    from interactions_core.serve.openenv_app import TaskApiGate
+
+    reached: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["path"])
+
+    h = Hub.from_config(CONFIG, token="s3cret")  # type: ignore[arg-type]
+    gate = TaskApiGate(app, check_token=h.check_token, limit=8)
+    for path in ("/interactions/task", "/INTERACTIONS/tasks", "/list_environments"):
+        sent = _gate_call(gate, path, Host="127.0.0.1#")
+        assert sent[0]["status"] == 401 and b"Bearer" in sent[1]["body"]
+        assert (
+            sent[0]["status"] == _gate_call(gate, path, Authorization="Bearer wrong")[0]["status"]
+        )
+        assert _gate_call(gate, path, Authorization="Bearer s3cret") == []
+    assert _gate_call(gate, "/health") == []
+    assert reached == ["/interactions/task", "/INTERACTIONS/tasks", "/list_environments", "/health"]
+
+
+def test_the_task_api_holds_a_bounded_number_of_responses() -> None:
+    """Clients that ask and never read cannot pile responses up: the next one waits its turn."""
+    import asyncio
+
+    from interactions_core.serve.openenv_app import TaskApiGate
+
+    async def scenario() -> list[int]:
+        release = asyncio.Event()
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            await release.wait()  # a response its client has not read yet
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+
+        gate = TaskApiGate(app, check_token=None, limit=3)
+        statuses: list[int] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+
+        scope = {"type": "http", "path": "/interactions/task_range", "headers": []}
+        held = [asyncio.create_task(gate(scope, None, send)) for _ in range(3)]
+        await asyncio.sleep(0)
+        await gate(scope, None, send)  # the fourth is refused at once
+        release.set()
+        await asyncio.gather(*held)
+        await gate(scope, None, send)  # and once they are read, the next is answered
+        return statuses
+
+    assert asyncio.run(scenario()) == [503, 200, 200, 200, 200]
