@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from .._files import telling_a_wait
 from ..errors import DatasetError
 from ..runtime.observers import TraceWriter
+from ..runtime.records import record_key
 from ._command import pipe_note
 
 TYPE_CHECKING = False
@@ -243,8 +244,11 @@ class RecordSink:
         self.output = output
         self.report = report
         self.stamp = stamp
+        #: The ``(index, repeat)`` of every record written: what this run played.
+        self.played: set[tuple[int, int]] = set()
 
     def write(self, record: dict[str, Any]) -> None:
+        self.played.add(record_key(record))
         if self.stamp:
             record.update(self.stamp)
         if self.output is not None:
@@ -341,12 +345,6 @@ def open_outputs(args: argparse.Namespace, inputs: RunInputs) -> RunOutputs:
         args.report = os.path.abspath(args.report)
 
         report = RunData(os.path.basename(args.output or args.data))
-        if resume is not None and resume.state is not None:
-            # The earlier records the summary counts: the report counts them too
-            # (their counters; a resumed record keeps no conversation to show, and
-            # its sample id only when it failed: the index names it).
-            for record in resume.state.episodes(resume.done):
-                report.add(record.to_dict())
     stamp = resume.stamp if resume is not None else {}
     sink = RecordSink(output, report, stamp) if output is not None or report is not None else None
     return RunOutputs(progress, resume, output, trace, report, sink)
@@ -427,13 +425,24 @@ class Resume:
         self.done = state.done(retry_errors) if state is not None else set()
         self.resumed = 0
 
-    def complete(self, summary: Any) -> None:
-        """Add the earlier records not played again, so the summary covers the dataset."""
+    def complete(self, summary: Any, outputs: RunOutputs) -> None:
+        """Add the earlier records not played again, so the summary covers the dataset.
+
+        Every earlier record whose sample and repeat this run did not record
+        again counts, errored ones too: ``--retry-errors`` replays them, but one
+        left out by ``--limit`` or by a stop still counts as the error it was.
+        The report counts them as well (their counters; a resumed record keeps
+        no conversation to show, and its sample id only when it failed).
+        """
         if self.state is None:
             return
         played = summary.episodes
-        for record in self.state.episodes(self.done):
+        again = outputs.sink.played if outputs.sink is not None else set()
+        earlier = self.state.done(retry_errors=False) - again
+        for record in self.state.episodes(earlier):
             summary.add(record)
+            if outputs.report is not None:
+                outputs.report.add(record.to_dict())
         self.resumed = summary.episodes - played
 
 

@@ -201,7 +201,7 @@ def finish(
     """
     summary = played.summary
     if outputs.resume is not None:
-        _complete_resumed(args, outputs.resume, summary)
+        _complete_resumed(args, outputs, summary)
     summary.skipped_rows = inputs.reader.skipped
     unwritten = _write_report(args, outputs)
     _print_summary(args, summary, played.watchdog)
@@ -264,9 +264,12 @@ def _tell(args: argparse.Namespace, inputs: RunInputs, played: Played, stopped: 
     return 0
 
 
-def _complete_resumed(args: argparse.Namespace, resume: Any, summary: Any) -> None:
+def _complete_resumed(args: argparse.Namespace, outputs: RunOutputs, summary: Any) -> None:
     """A resumed run's summary covers the earlier records too; say how many there were."""
-    resume.complete(summary)
+    resume = outputs.resume
+    if resume is None:
+        return
+    resume.complete(summary, outputs)
     if resume.state is not None:
         sys.stderr.write(
             f"interactions: resumed {args.output}: {resume.resumed} episode(s) from earlier "

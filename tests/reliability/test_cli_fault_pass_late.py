@@ -1,0 +1,61 @@
+"""A later fault pass on the command line: what `--retry-errors` counts, record lines the
+readers refuse, inputs `data` would overwrite, odd lock timeouts, and plugins that stop
+the process from their constructor or take its stop signals.
+
+Each test reproduces a failure that pass found and failed before its fix.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_cli_fault_pass import plugin_config, read_lines, run_cli
+
+FAILS_ON_SOME = '''
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class FailsOnSome(BaseInteraction):
+    """Raises for the prompts q1 and q6; answers the others and ends the episode."""
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        if messages[0]["content"] in ("q1", "q6"):
+            raise RuntimeError("this sample always fails")
+        return InteractionResult(True, "ok", 1.0)
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return 1.0
+'''
+
+
+def write_rows(path: Path, rows: int) -> None:
+    """``rows`` one-turn samples played by the config's interaction ``p``."""
+    with path.open("w", encoding="utf-8") as file:
+        for i in range(rows):
+            prompt = [{"role": "user", "content": f"q{i}"}]
+            row = {"prompt": prompt, "responses": [f"a{i}"], "interaction_kwargs": {"name": "p"}}
+            file.write(json.dumps(row) + "\n")
+
+
+def test_retry_errors_counts_the_errors_it_does_not_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--limit 4 --retry-errors` replays sample 1 only: sample 6's errored record was
+    dropped from the summary (9 episodes, 1 error) and the report, though the file keeps it."""
+    config = plugin_config(tmp_path, monkeypatch, "fails_some", FAILS_ON_SOME, "FailsOnSome")
+    data, out, page = tmp_path / "d.jsonl", tmp_path / "o.jsonl", tmp_path / "r.html"
+    write_rows(data, 10)
+    run = ["run", str(config), "--data", str(data), "--output", str(out), "--json"]
+    code, stdout, _ = run_cli(*run)
+    assert code == 1 and (json.loads(stdout)["episodes"], json.loads(stdout)["errors"]) == (10, 2)
+    code, stdout, err = run_cli(*run, "--limit", "4", "--retry-errors", "--report", str(page))
+    summary = json.loads(stdout)
+    assert (summary["episodes"], summary["errors"]) == (10, 2), err
+    assert "9 episode(s) from earlier runs, 1 played now" in err
+    last = {(r["index"], r["repeat"]): r for r in read_lines(out)}
+    assert len(last) == 10 and sorted(k[0] for k, r in last.items() if r["errors"]) == [1, 6]
+    page_text = page.read_text(encoding="utf-8")
+    assert '<td>episodes</td><td class="num">10</td>' in page_text
+    assert '<td>errored</td><td class="num">2</td>' in page_text or "errored" in page_text
