@@ -373,6 +373,9 @@ class RunTrace(TraceWriter):
 
 def _open_files(args: argparse.Namespace) -> tuple[Any, Any]:
     """Open ``--output`` and ``--trace``; when one fails, the other is not left behind."""
+    import functools
+
+    from ..runtime.record import shorten_record
     from ..runtime.records import LineWriter
 
     appending = bool(args.resume)
@@ -380,7 +383,7 @@ def _open_files(args: argparse.Namespace) -> tuple[Any, Any]:
     created: list[str] = []
     try:
         for flag, path, writer in (
-            ("--output", args.output, LineWriter),
+            ("--output", args.output, functools.partial(LineWriter, shorten=shorten_record)),
             ("--trace", args.trace, RunTrace),
         ):
             if not path:

@@ -24,6 +24,7 @@ __all__ = [
     "error_entry",
     "error_kind",
     "record_problem",
+    "shorten_record",
 ]
 
 #: Add to a ``perf_counter`` reading to get wall-clock (epoch) seconds.
@@ -315,3 +316,38 @@ def error_kind(error: Any) -> str:
     """
     entry = error_entry(error)
     return f"{entry.get('where') or '?'}: {entry.get('type') or 'Error'}"
+
+
+def shorten_record(record: Mapping[str, Any], limit: int) -> dict[str, Any]:
+    """``record`` cut to fit a line of ``limit`` bytes, which every reader of records takes.
+
+    A conversation can outgrow the line bound of ``--resume`` and ``interactions
+    report`` (40 MB of feedback a turn, a prompt near the bound): its texts are
+    cut, each with a note of what was left out, and ``extras`` are dropped. The
+    counters (turns, scores, end reason, errors) are kept whole, so the run and
+    every reader of its records still agree on what happened.
+    """
+    import json
+
+    messages = record.get("messages") or []
+    each = max(256, limit // (8 * (len(messages) + 1)))  # 6 bytes a character at worst
+    short = {**record, "messages": [_cut(message, each) for message in messages]}
+    short.pop("extras", None)
+    if len(json.dumps(short, default=str)) > limit // 2:  # a great many messages
+        note = f"[{len(messages):,} messages left out: the record would not fit a line]"
+        short["messages"] = [{"role": "system", "content": note}]
+    return short
+
+
+def _cut(message: Any, most: int) -> Any:
+    """``message`` with its content at most ``most`` characters, noting what was left out."""
+    import json
+
+    if not isinstance(message, Mapping):
+        message = {"content": message}
+    content = message.get("content")
+    text = content if isinstance(content, str) else json.dumps(content, default=str)
+    if len(text) <= most:
+        return message
+    note = f" [... {len(text) - most:,} characters left out: the record would not fit a line]"
+    return {**message, "content": text[:most] + note}

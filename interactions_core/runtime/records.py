@@ -39,9 +39,10 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Container, Iterator, Mapping
+from collections.abc import Callable, Container, Iterator, Mapping
 from typing import IO, Any, NamedTuple
 
+from .. import _files
 from .._files import as_text, bounded_lines, json_safe, line_too_long, lock_fd
 from ..errors import DatasetError
 from .record import EpisodeRecord, error_entry
@@ -89,8 +90,11 @@ class LineWriter:
         autoflush: bool = False,
         flush_bytes: int = 1 << 20,
         flush_seconds: float = 1.0,
+        shorten: Callable[[Any, int], Any] | None = None,
     ) -> None:
         self.path = os.fspath(path)
+        #: Makes an object whose line is over ``MAX_LINE`` fit (records: their texts cut).
+        self.shorten = shorten
         self._lock = threading.Lock()  # the queue and the state; held only briefly
         self._io_lock = threading.Lock()  # one os.write sequence at a time, in order
         self._wake = threading.Event()  # the flush thread has work before its next tick
@@ -153,11 +157,9 @@ class LineWriter:
 
     def write(self, obj: Any) -> None:
         """Queue one JSON line (flushed when the buffer or the clock says so)."""
-        try:
-            text = json.dumps(obj, ensure_ascii=False, default=as_text, allow_nan=False)
-        except Exception:  # NaN, a cycle, a key JSON cannot hold: see json_safe
-            text = json.dumps(json_safe(obj), ensure_ascii=False, default=as_text, allow_nan=False)
-        line = encode_line(text, obj)
+        line = _encoded(obj)
+        if len(line) > _files.MAX_LINE and self.shorten is not None:  # what readers refuse
+            line = _encoded(self.shorten(obj, _files.MAX_LINE))
         with self._lock:
             if self._error is not None:  # raised afresh: a traceback that grows costs each caller
                 raise self._error.with_traceback(None)
@@ -265,6 +267,14 @@ class LineWriter:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _encoded(obj: Any) -> bytes:
+    try:
+        text = json.dumps(obj, ensure_ascii=False, default=as_text, allow_nan=False)
+    except Exception:  # NaN, a cycle, a key JSON cannot hold: see json_safe
+        text = json.dumps(json_safe(obj), ensure_ascii=False, default=as_text, allow_nan=False)
+    return encode_line(text, obj)
 
 
 def encode_line(text: str, obj: Any) -> bytes:

@@ -59,3 +59,69 @@ def test_retry_errors_counts_the_errors_it_does_not_replay(
     page_text = page.read_text(encoding="utf-8")
     assert '<td>episodes</td><td class="num">10</td>' in page_text
     assert '<td>errored</td><td class="num">2</td>' in page_text or "errored" in page_text
+
+
+BIG_FEEDBACK = '''
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class BigFeedback(BaseInteraction):
+    """Feedback of ``size`` characters every turn; the episode never ends by itself."""
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        return InteractionResult(False, "f" * int(self.config.get("size", 40_000)), 0.5)
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return 0.5
+'''
+
+
+def test_every_record_line_the_run_writes_is_one_its_readers_take(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """40 MB of feedback a turn made 126 MB record lines: the run said ok, then
+    `--resume` refused the file and `report` found every line unreadable."""
+    from interactions_core import _files
+
+    monkeypatch.setattr(_files, "MAX_LINE", 64 << 10)  # the same, at 1/1024 of the size
+    config = plugin_config(tmp_path, monkeypatch, "big_feedback", BIG_FEEDBACK, "BigFeedback")
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    with data.open("w", encoding="utf-8") as file:
+        for i in range(3):
+            prompt = [{"role": "user", "content": f"q{i}"}]
+            row = {"prompt": prompt, "responses": ["a", "b", "c"], "interaction_kwargs": {}}
+            file.write(json.dumps(row) + "\n")
+    run = ["run", str(config), "--data", str(data), "--output", str(out), "--json"]
+    code, stdout, err = run_cli(*run)
+    assert code == 0 and json.loads(stdout)["episodes"] == 3, err
+    lines = out.read_bytes().splitlines(keepends=True)
+    assert all(len(line) <= 64 << 10 for line in lines)
+    records = [json.loads(line) for line in lines]
+    assert [r["turns"] for r in records] == [3, 3, 3]  # the counters are whole
+    assert [r["scores"] for r in records] == [[0.5, 0.5, 0.5]] * 3
+    feedback = records[0]["messages"][2]["content"]
+    assert feedback.startswith("f" * 256) and "characters left out" in feedback
+    code, _, err = run_cli("report", str(out), "-o", str(tmp_path / "r.html"))
+    assert code == 0 and "unreadable" not in err and "3 episodes" in err, err
+    out.write_bytes(b"".join(lines[:2]))  # as if stopped after two records
+    code, stdout, err = run_cli(*run, "--resume")
+    assert code == 0 and json.loads(stdout)["episodes"] == 3, err
+
+
+def test_a_record_of_a_great_many_messages_keeps_a_note_of_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from interactions_core import _files
+
+    monkeypatch.setattr(_files, "MAX_LINE", 64 << 10)
+    config = plugin_config(tmp_path, monkeypatch, "big_feedback", BIG_FEEDBACK, "BigFeedback")
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    prompt = [{"role": "user", "content": "x"}] * 1500  # 45 KB: a row the reader takes
+    row = {"prompt": prompt, "responses": ["a"], "interaction_kwargs": {"size": 30_000}}
+    data.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    code, _, err = run_cli("run", str(config), "--data", str(data), "--output", str(out))
+    assert code == 0, err
+    [line] = out.read_bytes().splitlines()
+    assert len(line) <= 64 << 10
+    [note] = json.loads(line)["messages"]
+    assert note["content"] == "[1,502 messages left out: the record would not fit a line]"
