@@ -64,6 +64,7 @@ __all__ = [
     "plugin_id",
     "save_hooks",
     "scan",
+    "seconds_from",
 ]
 
 INTERACTIONS_GROUP = "interactions_core.interactions"
@@ -148,6 +149,15 @@ def _check_folder(folder: str) -> bool:
 def _cache_usable() -> bool:
     """The cache is on and its folder is safe to trust (see :func:`_folder_is_safe`)."""
     return cache_enabled() and _folder_is_safe(cache_dir())
+
+
+def seconds_from(variable: str, default: float) -> float:
+    """``$variable`` as a positive number of seconds, else ``default`` (NaN too: no wait ends)."""
+    try:
+        value = float(os.environ.get(variable, "").strip() or default)
+    except ValueError:
+        return default
+    return value if value > 0 else default
 
 
 def _mtime(path: str) -> int:
@@ -303,11 +313,7 @@ class BuildLock:
         """Take the lock (the one lock helper, ``_files``), waiting at most the limit."""
         from ._files import lock_fd
 
-        text = os.environ.get(LOCK_TIMEOUT_VAR, "").strip()
-        try:
-            limit = float(text) if text else LOCK_TIMEOUT
-        except ValueError:
-            limit = LOCK_TIMEOUT
+        limit = seconds_from(LOCK_TIMEOUT_VAR, LOCK_TIMEOUT)
         held = lock_fd(fd, limit)
         if held is False:
             sys.stderr.write(
@@ -524,17 +530,13 @@ def load_index(use_cache: bool = True, complete: Callable[[Index], object] | Non
     the work once.
     """
     key = current_key()
-    if not use_cache:
-        payload = _build(complete, known=None)
-    else:
-        cached = _load_cached(key)
-        if cached is None:
-            with BuildLock():
-                cached = _load_cached(key)  # built by another process while we waited?
-                if cached is None:
-                    cached = _build(complete, known=_load_learned())
-                    _store(key, cached)
-        payload = cached
+    payload = _load_cached(key) if use_cache else _build(complete, known=None)
+    if payload is None:
+        with BuildLock():
+            payload = _load_cached(key)  # built by another process while we waited?
+            if payload is None:
+                payload = _build(complete, known=_load_learned())
+                _store(key, payload)
     payload["_key"] = key
     return payload
 
@@ -562,7 +564,7 @@ def _remember(payload: Index, known: dict[str, Any], read: dict[str, Any] | None
     ``sys.path`` of the same interpreter may use them); a result whose folder
     now holds a newer key is dropped. A failure is not kept: what fixes it (a
     module installed that the plugin does not declare) may not change the key.
-    The file is written only when something changed (best effort).
+    Written only when something changed (best effort).
     """
     results: dict[str, Any] = {}
     current_paths = set()

@@ -210,12 +210,7 @@ class BuilderInfo(Contribution):
 
 def default_import_timeout() -> float:
     """``$INTERACTIONS_IMPORT_TIMEOUT`` seconds, else (or when not a positive number) 60."""
-    text = os.environ.get(IMPORT_TIMEOUT_VAR, "").strip()
-    try:
-        value = float(text) if text else 60.0
-    except ValueError:
-        value = 60.0
-    return value if value > 0 else 60.0
+    return _index.seconds_from(IMPORT_TIMEOUT_VAR, 60.0)
 
 
 class Registry:

@@ -125,3 +125,20 @@ def test_a_record_of_a_great_many_messages_keeps_a_note_of_them(
     assert len(line) <= 64 << 10
     [note] = json.loads(line)["messages"]
     assert note["content"] == "[1,502 messages left out: the record would not fit a line]"
+
+
+@pytest.mark.parametrize("text", ["nan", "NaN", "-5", "0", "soon", ""])
+def test_a_lock_timeout_that_is_no_positive_number_waits_the_default(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`INTERACTIONS_LOCK_TIMEOUT=nan` made the deadline NaN: the wait never ended, silently."""
+    from interactions_core import _files, _index
+
+    asked: list[float] = []
+    monkeypatch.setattr(_files, "lock_fd", lambda fd, timeout: asked.append(timeout) or True)
+    monkeypatch.setenv("INTERACTIONS_LOCK_TIMEOUT", text)
+    assert _index.BuildLock._wait(-1) is True
+    monkeypatch.setenv("INTERACTIONS_IMPORT_TIMEOUT", text)
+    from interactions_core.registry import default_import_timeout
+
+    assert asked == [_index.LOCK_TIMEOUT] and default_import_timeout() == 60.0
