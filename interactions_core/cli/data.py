@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ._command import Arg, Command, flag, positive_int
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..errors import ConfigError, InteractionsError
     from ..runtime.datasets import get_builder, parse_cli_options, run_builder, write_rows
-    from ..runtime.records import refuse_existing
+    from ..runtime.records import refuse_existing, same_file
 
     if not args.builder:
         return _list(args.json)
@@ -134,6 +135,14 @@ def run(args: argparse.Namespace) -> int:
     options = parse_cli_options(rest)
     if not args.output:
         raise ConfigError(["--output FILE is required (where to write the rows)"])
+    for name, value in options.items():  # --overwrite replaces the output, never an input
+        if isinstance(value, str) and os.path.exists(value) and same_file(value, args.output):
+            raise ConfigError(
+                [
+                    f"--output {args.output} is the --{name.replace('_', '-')} file: writing it "
+                    "would destroy the input; write the rows to another file"
+                ]
+            )
     refuse_existing(args.output, args.overwrite)
     rows = run_builder(info, options)  # exceptions the builder raises come out named
     if args.limit is not None:

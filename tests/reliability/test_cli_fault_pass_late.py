@@ -142,3 +142,20 @@ def test_a_lock_timeout_that_is_no_positive_number_waits_the_default(
     from interactions_core.registry import default_import_timeout
 
     assert asked == [_index.LOCK_TIMEOUT] and default_import_timeout() == 60.0
+
+
+def test_data_never_writes_over_its_own_input(tmp_path: Path) -> None:
+    """`data gsm8k --input f.jsonl -o f.jsonl --overwrite` replaced the raw rows by the
+    converted ones, so the builder could not read them again."""
+    raw = tmp_path / "raw.jsonl"
+    raw.write_text(json.dumps({"question": "1 + 1?", "answer": "so #### 2"}) + "\n")
+    before = raw.read_bytes()
+    linked = tmp_path / "linked.jsonl"
+    linked.hardlink_to(raw)
+    for output in (raw, linked, tmp_path / "." / "raw.jsonl"):
+        args = ["data", "gsm8k", "--input", str(raw), "-o", str(output), "--overwrite"]
+        code, _, err = run_cli(*args)
+        assert code == 1 and "is the --input file: writing it would destroy the input" in err
+        assert raw.read_bytes() == before
+    code, _, err = run_cli("data", "gsm8k", "--input", str(raw), "-o", str(tmp_path / "o.jsonl"))
+    assert code == 0 and "wrote 1 row to" in err, err
