@@ -21,7 +21,7 @@ from typing import Any
 from ._classes import instantiate, load_class_path
 from ._config import ConfigEntry, InteractionsConfig, parse_config
 from ._interaction import derive_name
-from .errors import ConfigError, InteractionsError, warn
+from .errors import ConfigError, InteractionsError, Interrupted, warn
 from .registry import Registry, get_registry
 
 __all__ = ["LoadedConfig", "ResolvedEntry", "class_for_path", "load_config", "load_interactions"]
@@ -67,7 +67,13 @@ class LoadedConfig:
         for r in self.entries:
             try:
                 out[r.name] = instantiate(r.cls, {**r.options, "name": r.name})
-            except Exception as exc:
+            except BaseException as exc:
+                # SystemExit or KeyboardInterrupt from a constructor is the plugin's
+                # fault, like any exception; a stop the user asked for goes on.
+                if isinstance(exc, Interrupted) or not isinstance(
+                    exc, (Exception, SystemExit, KeyboardInterrupt)
+                ):
+                    raise
                 raise ConfigError(
                     [
                         f"{r.entry.where(self.source)}: interaction {r.name!r} ({r.origin}) failed "

@@ -159,3 +159,46 @@ def test_data_never_writes_over_its_own_input(tmp_path: Path) -> None:
         assert raw.read_bytes() == before
     code, _, err = run_cli("data", "gsm8k", "--input", str(raw), "-o", str(tmp_path / "o.jsonl"))
     assert code == 0 and "wrote 1 row to" in err, err
+
+
+STOPS_IN_INIT = '''
+import sys
+
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class Plays(BaseInteraction):
+    async def generate_response(self, instance_id, messages, **kwargs):
+        return InteractionResult(True, "ok", 1.0)
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return 1.0
+
+
+class ExitsInInit(Plays):
+    def __init__(self, config):
+        sys.exit(4)
+
+
+class InterruptsInInit(Plays):
+    def __init__(self, config):
+        raise KeyboardInterrupt
+'''
+
+
+@pytest.mark.parametrize(
+    ("cls", "raised"),
+    [("ExitsInInit", "SystemExit: 4"), ("InterruptsInInit", "KeyboardInterrupt")],
+)
+def test_a_constructor_that_stops_the_process_is_a_located_plugin_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cls: str, raised: str
+) -> None:
+    """`sys.exit(4)` in `__init__` ended the run with code 4 and no word; a
+    `KeyboardInterrupt` there read as the user's Ctrl-C (`interrupted`, 130)."""
+    config = plugin_config(tmp_path, monkeypatch, "stops_in_init", STOPS_IN_INIT, cls)
+    data = tmp_path / "d.jsonl"
+    write_rows(data, 2)
+    code, _, err = run_cli("run", str(config), "--data", str(data))
+    assert code == 1, err
+    assert f"interaction 'p' (stops_in_init.{cls}) failed to initialise: {raised}" in err, err
+    assert "interrupted" not in err
