@@ -16,6 +16,7 @@ imports ``enum``).
 from __future__ import annotations
 
 import _signal
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ __all__ = ["StopSignals"]
 
 #: SIGINT (Ctrl-C) and SIGTERM: the signals that ask a program to stop.
 STOP_SIGNALS = (_signal.SIGINT, _signal.SIGTERM)
+_NAMES = {_signal.SIGINT: "SIGINT", _signal.SIGTERM: "SIGTERM"}
 
 
 def _default(sig: int) -> Any:
@@ -73,6 +75,8 @@ class StopSignals:
         self.signum = 0
         #: The handlers replaced, to put back: signal number -> handler.
         self.previous: dict[int, Any] = {}
+        self._timer: Any = None
+        self._told = False
 
     @property
     def exit_code(self) -> int:
@@ -102,8 +106,37 @@ class StopSignals:
                 pass
         return self
 
+    def keep(self, loop: Any, every: float = 0.5) -> StopSignals:
+        """Until :meth:`restore`, check on ``loop`` every ``every`` seconds that the handlers
+        are still this object's, and put back any that code inside the program replaced.
+
+        A plugin that installs its own SIGINT or SIGTERM handler (a library's handler
+        that only sets a flag, ``SIG_IGN``) would otherwise leave Ctrl-C and the
+        scheduler's SIGTERM without effect. The first time is told on stderr.
+        """
+
+        def check() -> None:
+            taken = [sig for sig in self.previous if _signal.getsignal(sig) != self.handle]
+            for sig in taken:
+                _signal.signal(sig, self.handle)
+            if taken and not self._told:
+                self._told = True
+                sys.stderr.write(
+                    "interactions: warning: code inside the program (a plugin?) replaced the "
+                    f"handler of {' and '.join(_NAMES.get(s, str(s)) for s in taken)}; the "
+                    "program's own is back, so Ctrl-C and SIGTERM still stop it\n"
+                )
+            self._timer = loop.call_later(every, check)
+
+        if self.previous:
+            self._timer = loop.call_later(every, check)
+        return self
+
     def restore(self) -> None:
-        """Put the previous handlers back."""
+        """Put the previous handlers back (and stop :meth:`keep`)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         for sig, previous in self.previous.items():
             _signal.signal(sig, previous)
         self.previous = {}

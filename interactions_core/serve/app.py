@@ -471,7 +471,8 @@ def _on_stop_signals(stop: Callable[[], None]) -> None:
     """
     from .._stop_signals import StopSignals
 
-    StopSignals(lambda signum: stop(), lambda signum: stop()).install()
+    signals = StopSignals(lambda signum: stop(), lambda signum: stop()).install()
+    signals.keep(asyncio.get_running_loop())  # a plugin's own handler must not take them
 
 
 # ---------------------------------------------------------------------------

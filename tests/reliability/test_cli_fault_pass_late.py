@@ -202,3 +202,75 @@ def test_a_constructor_that_stops_the_process_is_a_located_plugin_error(
     assert code == 1, err
     assert f"interaction 'p' (stops_in_init.{cls}) failed to initialise: {raised}" in err, err
     assert "interrupted" not in err
+
+
+TAKES_SIGNALS = '''
+import asyncio
+import signal
+
+from interactions_core import BaseInteraction, InteractionResult
+
+FLAG = []
+
+
+class TakesSignals(BaseInteraction):
+    """Installs its own handlers at its first episode, as some libraries do when first
+    used, then plays episodes of 0.1 s."""
+
+    async def start_interaction(self, instance_id=None, **kwargs):
+        if not FLAG:  # once, as a library sets itself up
+            FLAG.append("installed")
+            how = self.config.get("how")
+            handler = {"ignore": signal.SIG_IGN, "flag": lambda *a: FLAG.append(a)}[how]
+            signal.signal(signal.SIGINT, handler)
+            signal.signal(signal.SIGTERM, handler)
+        return await super().start_interaction(instance_id, **kwargs)
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        await asyncio.sleep(0.1)
+        return InteractionResult(True, "ok", 1.0)
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return 1.0
+'''
+
+
+@pytest.mark.parametrize("how", ["ignore", "flag"])
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_plugins_own_signal_handler_does_not_take_the_stop_signals(
+    tmp_path: Path, how: str, sig: str
+) -> None:
+    """A plugin that installed SIG_IGN (or a handler that only sets a flag) made Ctrl-C
+    and SIGTERM do nothing: the run played all 150 episodes and exited 0."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "takes_signals.py").write_text(TAKES_SIGNALS, encoding="utf-8")
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "default: p\ninteraction:\n  - name: p\n    class_name: takes_signals.TakesSignals\n"
+        f"    config:\n      how: {how}\n",
+        encoding="utf-8",
+    )
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    write_rows(data, 150)
+    command = [sys.executable, "-m", "interactions_core", "run", str(config), "--data", str(data)]
+    env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.Popen(
+        [*command, "--output", str(out), "--no-progress", "--concurrency", "1"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while not (out.exists() and out.stat().st_size) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the first records: the plugin has taken the handlers by now
+    time.sleep(1.0)
+    proc.send_signal(getattr(signal, sig))
+    stdout, stderr = proc.communicate(timeout=30)
+    err = stderr.decode()
+    assert proc.returncode == 128 + getattr(signal, sig), err
+    assert "replaced the handler of SIGINT and SIGTERM" in err, err
+    assert len(read_lines(out)) < 150 and b"interrupted" in stdout + stderr
