@@ -7,10 +7,9 @@ an input or another output, an existing output is kept unless ``--overwrite``
 created. A mistake in any of them stops the run with every file untouched.
 
 The outputs: ``--output``, ``--trace``, ``--report``, the bar. Local and
-sharded (``--ray``) runs hand each finished episode record to the same
-:class:`RecordHandler`, so their files, reports and progress bars are the same.
-The files are opened together and closed together, and a file this run created
-is removed again when opening the next one fails.
+sharded (``--ray``) runs hand each finished record to the same
+:class:`RecordHandler`. The files are opened and closed together; a file this
+run created is removed again when opening the next one fails.
 
 ``--resume``: every record a run writes to ``--output`` is stamped with a hash
 of the run's settings and one of its data. ``--resume`` reads the file back,
@@ -429,14 +428,9 @@ class Resume:
         self.resumed = 0
 
     def complete(self, summary: Any, outputs: RunOutputs) -> None:
-        """Add the earlier records not played again, so the summary covers the dataset.
-
-        Every earlier record whose sample and repeat this run did not record
-        again counts, errored ones too: ``--retry-errors`` replays them, but one
-        left out by ``--limit`` or by a stop still counts as the error it was.
-        The report counts them as well (their counters; a resumed record keeps
-        no conversation to show, and its sample id only when it failed).
-        """
+        """Add every earlier record this run did not record again to the summary and the
+        report (their counters: no conversation), errored ones left out by ``--limit``
+        or a stop too, so both cover the dataset."""
         if self.state is None:
             return
         played = summary.episodes
