@@ -267,7 +267,7 @@ class Guard:
             await self._refuse(kind, send, problem, status)
             return
         if kind == "http":
-            if self.max_values is not None and _header(scope, b"content-length") != "0":
+            if self.max_values is not None:  # every body, however framed (both headers, say)
                 receive, problem = await self._checked_body(receive)
                 if problem is not None:
                     await self._refuse(kind, send, problem, 413)
