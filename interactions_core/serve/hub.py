@@ -284,9 +284,9 @@ SPLIT_TYPES = frozenset({"train", "validation", "test"})
 #: Rows ``list_tasks`` returns at most: a preview, as OpenEnv allows for large splits;
 #: ``num_tasks`` gives the true count and ``get_task_range`` any slice.
 LIST_PREVIEW = 1000
-#: Characters of JSON one Task API response may hold (a preview or a range, never less
+#: Bytes of JSON (UTF-8) one Task API response may hold (a preview or a range, never less
 #: than one row): a response is held whole until its client has read it.
-MAX_TASK_CHARS = 4 * 1024 * 1024
+MAX_TASK_BYTES = 4 * 1024 * 1024
 #: Bad rows quoted in the error that refuses a data file.
 BAD_ROWS_SHOWN = 3
 
@@ -329,15 +329,37 @@ class Tasks:
         splits: Mapping[str, list[Mapping[str, Any]]],
         sources: Mapping[str, str] | None = None,
     ) -> None:
-        from array import array
-
         self.splits = dict(splits)
         self.sources = dict(sources or {})
-        #: Where each row's JSON ends in its split's text, so any range is sized at once.
-        self.ends = {
-            name: array("q", itertools.accumulate(len(json.dumps(r, default=str)) for r in rows))
-            for name, rows in self.splits.items()
-        }
+        #: Where each row's JSON (UTF-8) ends in its split's text: any range sized at once.
+        self.ends = {name: self._ends(name, rows) for name, rows in self.splits.items()}
+
+    def _ends(self, split: str, rows: list[Mapping[str, Any]]) -> Any:
+        """The running total of the rows' JSON sizes; a :class:`DatasetError` naming the
+        first row the Task API could not send (found here, not at the first request)."""
+        from array import array
+
+        from ..runtime.datasets import MAX_NESTING, too_deep
+
+        ends, total = array("q"), 0
+        for number, row in enumerate(rows, 1):
+            problem = f"nests lists and objects more than {MAX_NESTING} levels deep"
+            try:
+                if not too_deep(row):
+                    text = json.dumps(row, ensure_ascii=False, allow_nan=False, default=str)
+                    problem, total = "", total + len(text.encode("utf-8"))
+            except UnicodeEncodeError:
+                problem = "holds a lone surrogate (such as \\ud800), which UTF-8 cannot carry"
+            except ValueError:
+                problem = "holds NaN or Infinity, which JSON has no value for"
+            if problem:
+                where = self.sources.get(split, f"split {split!r}")
+                raise DatasetError(
+                    f"{where}: row {number} {problem}, so the Task API could not send it; "
+                    "fix or remove the row"
+                )
+            ends.append(total)
+        return ends
 
     @classmethod
     def load(cls, specs: Sequence[tuple[str, str]], hub: Hub | None = None) -> Tasks:
@@ -432,19 +454,19 @@ class Tasks:
         return rows[index]
 
     def preview(self, split: object) -> list[Mapping[str, Any]]:
-        """The first rows of ``split``: at most ``LIST_PREVIEW``, within ``MAX_TASK_CHARS``."""
+        """The first rows of ``split``: at most ``LIST_PREVIEW``, within ``MAX_TASK_BYTES``."""
         return self.rows(split)[: max(1, min(LIST_PREVIEW, self._fitting(split, 0)))]
 
     def _fitting(self, split: Any, first: int) -> int:
         """How many rows from ``first`` on fit in one response."""
         ends = self.ends[split]
         base = ends[first - 1] if first else 0
-        return bisect.bisect_right(ends, base + MAX_TASK_CHARS, lo=first) - first
+        return bisect.bisect_right(ends, base + MAX_TASK_BYTES, lo=first) - first
 
     def range(self, split: object, start: int | None, stop: int | None) -> list[Mapping[str, Any]]:
         """Rows ``start:stop`` of ``split``, with Python's slice rules (as OpenEnv specifies).
 
-        At most ``LIST_PREVIEW`` rows, and ``MAX_TASK_CHARS`` characters, per
+        At most ``LIST_PREVIEW`` rows, and ``MAX_TASK_BYTES`` bytes of JSON, per
         request: a response is held in memory for as long as a client takes to
         read it.
         """
@@ -456,12 +478,12 @@ class Tasks:
                 f"{len(rows)}: ask for start and stop {LIST_PREVIEW} rows apart and page on"
             )
         ends = self.ends[split]  # type: ignore[index]
-        chars = ends[last - 1] - (ends[first - 1] if first else 0) if last > first else 0
-        if last - first > 1 and chars > MAX_TASK_CHARS:
+        size = ends[last - 1] - (ends[first - 1] if first else 0) if last > first else 0
+        if last - first > 1 and size > MAX_TASK_BYTES:
             fit = max(1, self._fitting(split, first))
             raise BadResetError(
-                f"rows {first} to {last} of split {split!r} hold {chars:,} characters of JSON, "
-                f"over the {MAX_TASK_CHARS:,} one response may hold: ask for fewer rows "
+                f"rows {first} to {last} of split {split!r} hold {size:,} bytes of JSON, "
+                f"over the {MAX_TASK_BYTES:,} one response may hold: ask for fewer rows "
                 f"(from row {first}, {fit} fit) and page on"
             )
         return rows[start:stop]

@@ -204,11 +204,11 @@ def test_a_range_or_preview_holds_at_most_its_characters(monkeypatch: pytest.Mon
     """A thousand rows of 27 KB each made one cheap request hold 21 MB until read."""
     from interactions_core.serve import hub as hub_module
 
-    monkeypatch.setattr(hub_module, "MAX_TASK_CHARS", 1000)
-    rows = [{"prompt": "x" * 86} for _ in range(30)]  # 100 characters of JSON each
+    monkeypatch.setattr(hub_module, "MAX_TASK_BYTES", 1000)
+    rows = [{"prompt": "x" * 86} for _ in range(30)]  # 100 bytes of JSON each
     tasks = Tasks({"wide": rows, "huge": [{"prompt": "y" * 5000}, {"prompt": "z"}]})
     assert tasks.range("wide", 0, 10) == rows[:10]  # exactly the limit
-    with pytest.raises(BadResetError, match=r"rows 5 to 16 of split 'wide' hold 1,100 char"):
+    with pytest.raises(BadResetError, match=r"rows 5 to 16 of split 'wide' hold 1,100 bytes"):
         tasks.range("wide", 5, 16)
     with pytest.raises(BadResetError, match=r"from row 5, 10 fit\) and page on"):
         tasks.range("wide", 5, 16)
@@ -286,3 +286,25 @@ def test_the_task_api_holds_a_bounded_number_of_responses() -> None:
         return statuses
 
     assert asyncio.run(scenario()) == [503, 200, 200, 200, 200]
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        ('"junk": "\\ud800"', "holds a lone surrogate"),
+        ('"reward_model": {"x": NaN}', "holds NaN or Infinity"),
+        ('"reward_model": ' + "[" * 300 + "1" + "]" * 300, "nests lists and objects more than"),
+    ],
+)
+def test_a_row_the_task_api_could_not_send_refuses_the_file(
+    tmp_path: Path, extra: str, problem: str
+) -> None:
+    """Such rows were served at start-up, then every Task API request covering them was a
+    500 with a traceback in the log (and the preview of the whole split with them)."""
+    good = json.dumps(ROWS[1])
+    path = tmp_path / "t.jsonl"
+    path.write_text(good + "\n" + good[:-1] + ", " + extra + "}\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as refused:
+        Tasks.load([("t", str(path))], hub())
+    assert f"{path}: row 2 {problem}" in str(refused.value)
+    assert "so the Task API could not send it; fix or remove the row" in str(refused.value)
