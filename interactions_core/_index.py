@@ -1,13 +1,11 @@
 """Discovery: what is installed, read from package metadata and kept in an on-disk index.
 
-:func:`load_index` returns the index of entry points in the groups the core
-knows (interaction classes, hook plugins and policies). Scanning metadata costs
-milliseconds per hundred installed distributions, and importing
-``importlib.metadata`` alone costs several times a bare interpreter start, so
-the index is cached as JSON under ``$XDG_CACHE_HOME/interactions-core/``. On the
-warm path it is read from there, importing no plugin code and not
-``importlib.metadata``; on the cold path it is one metadata scan, then written
-back. ``INTERACTIONS_NO_CACHE=1`` turns the cache off.
+:func:`load_index` returns the index of entry points in the core's groups
+(interaction classes, hook plugins, policies). Importing ``importlib.metadata``
+alone costs several times a bare interpreter start, so the index is cached as
+JSON under ``$XDG_CACHE_HOME/interactions-core/``: the warm path reads it,
+importing no plugin code and not ``importlib.metadata``; the cold path scans
+metadata once and writes it back. ``INTERACTIONS_NO_CACHE=1`` turns it off.
 
 The cache is keyed by the interpreter, ``sys.path`` and the state of its
 directories (an install adds or removes a ``*.dist-info`` folder, which changes
@@ -18,17 +16,15 @@ anything unreadable is ignored, never trusted; an unwritable folder degrades to
 no cache with one warning.
 
 Each record is a plain dict: ``group``, ``name``, ``value`` (``module:attr``),
-``dist``, ``version``, ``path`` (where the metadata lives) and ``error``
-(``None`` unless the metadata itself is unusable: such an entry is listed as
-broken, the scan goes on). The same distribution found twice on ``sys.path`` is
-one distribution: the first copy wins, as it does for imports.
+``dist``, ``version``, ``path`` (where the metadata lives) and ``error`` (``None``
+unless the metadata is unusable: the entry is listed as broken). The same
+distribution twice on ``sys.path`` is one: the first copy wins, as for imports.
 
-Hook plugins are the expensive part of a cold index: learning what one
-registers means importing it. What it registered is therefore remembered apart
-from the index, keyed by the plugin's own distribution and the versions of what
-it requires (:func:`hook_key`), and so is what was read of each distribution's
-metadata: installing an unrelated package rebuilds the index from entry points
-but reuses both.
+Hook plugins are the expensive part of a cold index: learning what one registers
+means importing it. So what it registered is remembered apart from the index,
+keyed by its distribution and the versions of what it requires (:func:`hook_key`),
+and so is what was read of each distribution's metadata: an unrelated install
+rebuilds the index from entry points but reuses both.
 """
 
 from __future__ import annotations
@@ -116,10 +112,9 @@ def _folder_is_safe(folder: str) -> bool:
     write (a shared ``XDG_CACHE_HOME``), is never read or written: the cache is
     bypassed with one warning saying what to do. Checked once per process.
     """
-    verdict = _checked.get(folder)
-    if verdict is None:
-        verdict = _checked[folder] = _check_folder(folder)
-    return verdict
+    if folder not in _checked:
+        _checked[folder] = _check_folder(folder)
+    return _checked[folder]
 
 
 def _check_folder(folder: str) -> bool:
@@ -167,6 +162,13 @@ def _mtime(path: str) -> int:
         return -1
 
 
+def _stamp(path: str) -> int:
+    """A distribution's metadata folder's mtime, or its METADATA's (PKG-INFO's) when newer:
+    ``setup.py develop`` rewrites an ``.egg-info`` in place."""
+    inside = (_mtime(os.path.join(path, name)) for name in ("METADATA", "PKG-INFO"))
+    return max(_mtime(path), *inside) if path else -1
+
+
 def _metadata_names(path: str) -> object:
     """The metadata folders directly in ``path``: what can change the index there."""
     try:
@@ -180,9 +182,8 @@ def current_key() -> list[object]:
     """What the index depends on: interpreter, ``sys.path`` and each entry's state.
 
     An entry's state is its mtime, except for the current directory (``""`` for
-    ``python -c``, the full path for ``python -m``): a working folder changes all
-    the time, so it is keyed by the metadata folders it holds instead, and a busy
-    folder does not turn every run into a cold one.
+    ``python -c``, the full path for ``python -m``): a working folder changes all the
+    time, so its metadata folders key it, and a busy folder does not make runs cold.
     """
     cwd = os.getcwd()
     paths = [p or cwd for p in sys.path]
@@ -248,7 +249,24 @@ def _load_cached(key: list[object]) -> Index | None:
     """The cached index for ``key``, or ``None`` when missing, stale or unreadable."""
     stored = _read(_index_file(key)) if _cache_usable() else None
     payload = stored.get("payload") if stored and stored.get("key") == key else None
-    return payload if isinstance(payload, dict) else None
+    return payload if _well_formed(payload) else None
+
+
+def _well_formed(payload: Any) -> bool:
+    """Whether a stored index has the shape the catalog reads (else it is rebuilt)."""
+    found = payload if type(payload) is dict else {}
+    entries, hooks = found.get("entries"), found.get("hooks")
+    records_ok = type(entries) is list and all(type(record) is dict for record in entries)
+    return records_ok and type(hooks) is dict and all(map(_is_result, hooks.values()))
+
+
+def _is_result(value: Any) -> bool:
+    """Whether a stored hook result is ``{"names": [[name, target, description]], "error"}``."""
+    names = value.get("names") if type(value) is dict else None
+    return type(names) is list and all(
+        type(n) is list and len(n) == 3 and all(type(part) in (str, type(None)) for part in n)
+        for n in names
+    )
 
 
 def _store(key: list[object], payload: Index) -> bool:
@@ -259,37 +277,31 @@ def _load_learned() -> dict[str, dict[str, Any]]:
     """What earlier scans learned: ``results`` of hook plugins by the JSON text of their
     :func:`hook_key`, and ``dists``, the facts read of distributions by metadata folder."""
     stored = _read(_hooks_file()) if _cache_usable() else None
-    learned = {part: (stored or {}).get(part) for part in ("results", "dists")}
-    return {part: v if isinstance(v, dict) else {} for part, v in learned.items()}
+    results, dists = ((stored or {}).get(part) for part in ("results", "dists"))
+    results = {k: v for k, v in results.items() if _is_result(v)} if type(results) is dict else {}
+    return {"results": results, "dists": dists if type(dists) is dict else {}}
 
 
 def clear() -> int:
     """Remove every cached index and hook result; return how many files were removed."""
-    folder = cache_dir()
-    removed = 0
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return 0
-    for name in names:
-        if name.startswith(("index-", "hooks-")):
-            try:
+    import contextlib
+
+    folder, removed = cache_dir(), 0
+    with contextlib.suppress(OSError):
+        for name in [n for n in os.listdir(folder) if n.startswith(("index-", "hooks-"))]:
+            with contextlib.suppress(OSError):
                 os.unlink(os.path.join(folder, name))
                 removed += 1
-            except OSError:
-                pass
     return removed
 
 
 class BuildLock:
     """An exclusive lock on the cache folder while an index is being built.
 
-    When many workers start at once after an install, one of them scans (and runs
-    the hook plugins); the others wait here, then find its index in the cache
-    instead of all paying for the same scan. Best effort: where the folder is
-    unusable or ``fcntl`` does not exist, building goes on unlocked; a holder
-    that keeps it longer than ``$INTERACTIONS_LOCK_TIMEOUT`` seconds (a plugin
-    hanging at import) is reported once and not waited for.
+    When many workers start at once after an install, one scans (and runs the hook
+    plugins); the others wait, then find its index. Best effort: without a usable
+    folder or ``fcntl`` building goes on unlocked; a holder that keeps it over
+    ``$INTERACTIONS_LOCK_TIMEOUT`` seconds (a plugin hanging at import) is reported.
     """
 
     def __init__(self) -> None:
@@ -349,13 +361,11 @@ def _validate(group: str, name: str, value: str) -> str | None:
 class _Metadata:
     """What one scan reads of each distribution: ``[mtime_ns, name, version, requires]``.
 
-    Every entry point names its distribution, and a hook plugin's key needs the
-    versions of what it requires, so one scan asks for the same distributions
-    several times: each is read once. What earlier scans read (``known``, kept
-    with the hook results) is reused while the metadata folder keeps its path
-    and mtime, so after an unrelated install nothing is parsed again. When a
-    folder is parsed, only its headers are: the long description after them (a
-    README, often most of the file) is not needed.
+    One scan asks for the same distributions several times (entry points, what hook
+    plugins require): each is read once. What earlier scans read (``known``, kept with
+    the hook results) is reused while the metadata keeps its path and mtime
+    (:func:`_stamp`), so an unrelated install parses nothing again; a parse reads the
+    headers only, not the long description after them.
     """
 
     def __init__(self, known: dict[str, Any] | None = None) -> None:
@@ -369,7 +379,7 @@ class _Metadata:
         path = str(getattr(dist, "_path", "") or "")
         found = self.read.get(path) if path else None
         if found is None:
-            mtime = _mtime(path) if path else -1
+            mtime = _stamp(path)
             old: Any = self.known.get(path)
             found = old if _is_fact(old, mtime) else [mtime, *_read_headers(dist)]
             if path:
@@ -408,11 +418,8 @@ def _read_headers(dist: Any) -> list[Any]:
 
 
 def _requirements(headers: Any) -> list[str]:
-    """Names of the distributions a plugin requires unconditionally (extras left out).
-
-    Only the PEP 508 name that starts each requirement matters here (the hook
-    key looks up what it resolves to): no full requirement parser is needed.
-    """
+    """Names of the distributions a plugin requires unconditionally (extras left out):
+    the PEP 508 name that starts each requirement, so no requirement parser is needed."""
     import re
 
     names = []
@@ -459,13 +466,11 @@ def hook_key(
 ) -> list[object] | None:
     """What a hook plugin's registrations depend on, or ``None`` when that is unknowable.
 
-    The plugin's identity, where its metadata lives, its version and that
-    folder's ``mtime`` (a reinstall or an upgrade changes one of them), and the
-    installed version of each distribution it requires (``version(name)``,
-    ``None`` when missing): a suite whose names come from a dependency, or a
-    core upgrade, is asked again. A plugin changed in place without any of these
-    changing (an editable install whose code was edited) needs
-    ``interactions cache clear``.
+    Its identity, metadata folder, version and the folder's ``mtime`` (a reinstall
+    or an upgrade changes one), and the installed version of each distribution it
+    requires (``None`` when missing): a suite whose names come from a dependency, or
+    a core upgrade, is asked again. A plugin changed in place without any of these
+    changing (edited code of an editable install) needs ``interactions cache clear``.
     """
     path = record["path"]
     if not path or mtime == -1:
@@ -488,12 +493,9 @@ def scan(metadata: _Metadata | None = None) -> list[dict[str, Any]]:
 
 
 def _entry_points_one_by_one() -> list[Any]:
-    """Every distribution's entry points (the first of each name), skipping unreadable ones.
-
-    ``entry_points()`` fails as a whole when one installed distribution's
-    ``entry_points.txt`` cannot be read, which would stop every command; that
-    distribution is named in a warning and left out instead.
-    """
+    """Every distribution's entry points (the first of each name), skipping unreadable ones:
+    ``entry_points()`` fails as a whole when one ``entry_points.txt`` cannot be read, which
+    would stop every command; that distribution is named in a warning and left out."""
     from importlib.metadata import distributions
 
     from .errors import InteractionsWarning, warn
@@ -524,11 +526,9 @@ def _entry_points_one_by_one() -> list[Any]:
 def load_index(use_cache: bool = True, complete: Callable[[Index], object] | None = None) -> Index:
     """The index: ``{"entries": [records], "hooks": {plugin id: what it registered}}``.
 
-    On a miss, the metadata is scanned and ``complete`` (the catalog learning
-    what hook plugins register) fills in what it can before the index is
-    stored; both run under the :class:`BuildLock`, so concurrent cold starts do
-    the work once.
-    """
+    On a miss, metadata is scanned and ``complete`` (the catalog learning what hook
+    plugins register) fills in what it can before the index is stored, both under
+    the :class:`BuildLock`, so concurrent cold starts do the work once."""
     key = current_key()
     payload = _load_cached(key) if use_cache else _build(complete, known=None)
     if payload is None:
@@ -561,10 +561,9 @@ def _remember(payload: Index, known: dict[str, Any], read: dict[str, Any] | None
     """Store the hook results of ``payload`` under their keys, and what a scan ``read``.
 
     Results for other distributions are kept while their folder exists (another
-    ``sys.path`` of the same interpreter may use them); a result whose folder
-    now holds a newer key is dropped. A failure is not kept: what fixes it (a
-    module installed that the plugin does not declare) may not change the key.
-    Written only when something changed (best effort).
+    ``sys.path`` may use them); one whose folder now holds a newer key is dropped. A
+    failure is not kept: what fixes it (a module installed that the plugin does not
+    declare) may not change the key. Written only when something changed.
     """
     results: dict[str, Any] = {}
     current_paths = set()

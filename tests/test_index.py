@@ -396,6 +396,55 @@ def test_a_corrupt_hook_result_file_is_ignored_and_rewritten(
 
 
 @pytest.mark.usefixtures("fresh_cache")
+@pytest.mark.parametrize(
+    "bad", ["boom", [1, 2], {"names": 5}, {"names": "abc"}, {"names": [["a", "b"]]}]
+)
+def test_a_hook_result_of_the_wrong_shape_is_asked_again(
+    make_dist, site_dir, fresh_cache, forget_modules, bad
+):
+    """A hand-edited result stopped every command with "unexpected AttributeError" once
+    the index was rebuilt, until `interactions cache clear`."""
+    import json
+
+    suite_dist(make_dist)
+    assert reimported("hooky_suite")
+    [hooks_file] = fresh_cache.rglob("hooks-*.json")
+    stored = json.loads(hooks_file.read_text())
+    stored["results"] = {key: bad for key in stored["results"]}
+    hooks_file.write_text(json.dumps(stored))
+    bump(site_dir)
+    make_dist("acme-unrelated", "1")
+    assert reimported("hooky_suite")  # listed, the plugin asked again
+
+
+@pytest.mark.usefixtures("fresh_cache")
+@pytest.mark.parametrize("bad", [[], {"entries": {}, "hooks": {}}, {"entries": [1], "hooks": {}}])
+def test_a_cached_index_of_the_wrong_shape_is_rebuilt(make_dist, bad):
+    import json
+
+    make_dist("acme-tasks", "1", {GROUP: {"acme": "acme_mod:Acme"}})
+    assert "acme" in names()
+    [path] = cache_files()
+    stored = json.loads(path.read_text())
+    stored["payload"] = bad
+    path.write_text(json.dumps(stored))
+    assert "acme" in names()
+
+
+@pytest.mark.usefixtures("fresh_cache")
+def test_metadata_rewritten_in_place_is_read_again_at_the_next_rebuild(make_dist, site_dir):
+    """`setup.py develop` rewrites an .egg-info in place: its folder keeps its mtime."""
+    info = make_dist("acme-tasks", "1.0", {GROUP: {"acme": "acme_mod:Acme"}})
+    assert versions()["acme"] == "1.0"
+    folder_time = info.stat().st_mtime_ns
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-tasks\nVersion: 1.1\n")
+    os.utime(info, ns=(folder_time, folder_time))
+    bump(site_dir)
+    make_dist("acme-unrelated", "1")
+    assert versions()["acme"] == "1.1"
+
+
+@pytest.mark.usefixtures("fresh_cache")
 def test_a_failed_hook_plugin_is_retried_after_any_install(make_dist, site_dir, forget_modules):
     """A failure may be fixed by installing something it does not declare: no reuse."""
     make_dist(
