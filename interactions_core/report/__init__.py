@@ -207,7 +207,8 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
     comes twice (the common case); at the first that does (or at a first line
     that is no episode record, which a later record could replace), the reading
     goes on to the end only to find each one's last line, and the file is read
-    again to count. A file that cannot be read twice (a pipe) is taken as it is.
+    again to count. A pipe, which cannot be read twice, is first copied to an
+    unnamed temporary file (as large as what it carries) and read from there.
     """
     runs: list[RunData] = []
     taken: set[str] = set()
@@ -222,12 +223,12 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
             ) from None
         with handle:
             _refuse_devices(handle, path)
-            regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
-            last: dict[int, int] = {}
-            run = _read_run(handle, path, label, None, last if regular else None)
-            if run is None:
-                handle.seek(0)
-                run = _read_run(handle, path, label, last or None, None)
+            with _readable_twice(handle, path) as source:
+                last: dict[int, int] = {}
+                run = _read_run(source, path, label, None, last)
+                if run is None:
+                    source.seek(0)
+                    run = _read_run(source, path, label, last or None, None)
         assert run is not None  # only a first reading (given ``found``) stops
         if not run.seen:
             what = f"{run.bad_lines} unreadable lines" if run.bad_lines else "no records"
@@ -237,6 +238,29 @@ def read_records(paths: Iterable[str]) -> list[RunData]:
             )
         runs.append(run)
     return runs
+
+
+def _readable_twice(handle: Any, path: str) -> Any:
+    """``handle`` itself when it is a regular file; else what it carries, copied to an
+    unnamed temporary file (deleted when closed), so every source is counted alike."""
+    import contextlib
+
+    if stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        return contextlib.nullcontext(handle)
+    import shutil
+    import tempfile
+
+    copy = tempfile.TemporaryFile()  # noqa: SIM115 - the caller closes it
+    try:
+        shutil.copyfileobj(handle, copy, 1 << 20)
+    except OSError as exc:
+        copy.close()
+        raise RecordsError(
+            f"cannot keep the records read from {path} in a temporary file: "
+            f"{exc.strerror or exc} (give the records file itself)"
+        ) from None
+    copy.seek(0)
+    return copy
 
 
 def _read_run(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -265,6 +266,34 @@ def test_report_counts_the_last_record_of_each_sample_and_repeat(tmp_path: Path)
 
     (run,) = report_records([str(out)])
     assert run.stats.total.episodes == 4 and run.stats.total.errors == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_report_from_a_pipe_counts_the_last_record_of_each_sample_and_repeat(
+    tmp_path: Path,
+) -> None:
+    """`cat records | interactions report /dev/stdin` counted the records --retry-errors had
+    replaced (90 episodes, 30 errored where the file itself gives 60 and none)."""
+    import threading
+
+    _, out = play(tmp_path, 4)
+    records = read_lines(out)
+    errored = {**records[1], "errors": [{"where": "x", "type": "E", "message": "boom"}]}
+    lines = [records[0], errored, records[2], records[3], records[1]]
+    payload = b"".join(json.dumps(record).encode() + b"\n" for record in lines)
+    fifo = tmp_path / "records.fifo"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as pipe:
+            pipe.write(payload)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    code, _, err = run_cli("report", str(fifo), "-o", str(tmp_path / "r.html"))
+    writer.join(10)
+    assert code == 0 and "4 episodes" in err and "1 record(s) replaced" in err, err
+    assert '<td>episodes</td><td class="num">4</td>' in (tmp_path / "r.html").read_text()
 
 
 def test_resume_report_counts_the_earlier_records_as_the_summary_does(tmp_path: Path) -> None:
