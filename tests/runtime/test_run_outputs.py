@@ -14,12 +14,18 @@ from interactions_core.errors import DatasetError
 
 
 class Record:
-    def __init__(self, sample_id: str, errors: list[str]) -> None:
+    def __init__(self, sample_id: str, errors: list[str], index: int = 0) -> None:
         self.sample_id = sample_id
         self.errors = errors
+        self.index = index
 
     def to_dict(self) -> dict[str, Any]:
-        return {"sample_id": self.sample_id, "errors": self.errors}
+        return {
+            "index": self.index,
+            "repeat": 0,
+            "sample_id": self.sample_id,
+            "errors": self.errors,
+        }
 
 
 class Collected:
@@ -43,13 +49,14 @@ class Bar:
 def test_each_record_is_stamped_written_reported_counted_and_shown() -> None:
     output, report, bar = Collected(), Collected(), Bar()
     handler = RecordHandler(RecordSink(output, report, {"config_hash": "c"}), bar)  # type: ignore[arg-type]
-    for record in (Record("a", []), Record("b", ["boom"]), Record("c", [])):
+    for record in (Record("a", [], 0), Record("b", ["boom"], 1), Record("c", [], 2)):
         handler(record)
     assert [r["sample_id"] for r in output.items] == ["a", "b", "c"]
     assert all(r["config_hash"] == "c" for r in output.items)
     assert report.items == output.items
     assert (handler.done, handler.errors) == (3, 1)
     assert bar.calls == [(1, 0), (2, 1), (3, 1)]
+    assert handler.sink is not None and handler.sink.played == {(0, 0), (1, 0), (2, 0)}
 
 
 def test_without_sink_or_bar_records_are_only_counted() -> None:
@@ -60,8 +67,8 @@ def test_without_sink_or_bar_records_are_only_counted() -> None:
 
 def test_an_unstamped_sink_leaves_records_as_they_are() -> None:
     output = Collected()
-    RecordSink(output, None, {}).write({"sample_id": "a"})
-    assert output.items == [{"sample_id": "a"}]
+    RecordSink(output, None, {}).write({"index": 3, "sample_id": "a"})
+    assert output.items == [{"index": 3, "sample_id": "a"}]
 
 
 def _args(tmp_path: Path, **kw: Any) -> argparse.Namespace:
