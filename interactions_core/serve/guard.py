@@ -24,8 +24,7 @@ connection rather than any one endpoint:
 * **What a message costs to parse**: a WebSocket message or HTTP body holding
   more JSON values than ``max_values`` (:func:`max_json_values`) or a number of
   over ``MAX_NUMBER_DIGITS`` digits is refused unparsed (1009, or HTTP 413).
-* **HTTP requests**: heads and complete bodies are reported to the gate below the
-  application (:class:`~interactions_core.serve.connections.ConnectionGate`).
+* **HTTP requests**: heads and bodies are reported to the gate below (``ConnectionGate``).
 
 Refusals are answered with a status and one readable sentence, never a traceback;
 their log lines are rate-limited, so a flood cannot grow the log without bound.
@@ -157,11 +156,12 @@ def _is_address(name: str) -> bool:
         return False
 
 
+def _headers(scope: Any, name: bytes) -> list[str]:
+    return [bytes(v).decode("latin-1") for k, v in scope.get("headers") or () if k.lower() == name]
+
+
 def _header(scope: Any, name: bytes) -> str | None:
-    for key, value in scope.get("headers") or ():
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
-    return None
+    return next(iter(_headers(scope, name)), None)
 
 
 def _host_name(host_header: str) -> str:
@@ -218,8 +218,9 @@ class Guard:
                 f"Host {host!r} is not this machine: a server listening on a loopback "
                 "address answers only requests to 127.0.0.1, ::1 or localhost"
             )
-        origin = _header(scope, b"origin")
-        if origin is None or self._origin_allowed(origin, host):
+        found = _headers(scope, b"origin")
+        origin = ", ".join(found)  # a browser sends one; two are judged as one odd value
+        if not found or self._origin_allowed(origin, host):
             return None
         return (
             f"Origin {origin!r} is not allowed: web pages from other sites may not drive "
@@ -529,9 +530,8 @@ class _IdleWatch:
 
 # The server's event-loop watchdog: the guarantees ``interactions run`` gives, for serve.
 #
-# Every served episode runs on the server's one event loop, so a plugin method
-# that makes a synchronous call (``time.sleep``, a blocking client) holds up every
-# other client and ``/health``. The server runs the same
+# Served episodes share the server's one event loop, so a plugin's synchronous call
+# (``time.sleep``, a blocking client) holds up every other client. The server runs the same
 # :class:`~interactions_core.runtime.watchdog.LoopWatchdog` as ``interactions run``:
 #
 # * a block longer than ``REPORT_AFTER`` seconds is logged, naming the plugin's

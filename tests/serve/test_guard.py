@@ -96,6 +96,16 @@ def test_off_loopback_the_own_origin_passes_only_as_an_address() -> None:
     )
 
 
+def test_two_origin_headers_are_judged_together() -> None:
+    """Only the first was checked: the server's own origin, then a foreign one, passed."""
+    scope = _scope("http", Host="127.0.0.1:8000")
+    own, evil = (b"origin", b"http://127.0.0.1:8000"), (b"origin", b"https://evil.example")
+    scope["headers"] += [own, evil]
+    assert "is not allowed" in str(Guard(_app).refusal(scope))
+    scope["headers"] = scope["headers"][:-1]
+    assert Guard(_app).refusal(scope) is None
+
+
 def test_an_idle_websocket_is_reported_gone() -> None:
     guard = Guard(_app, idle_timeout=0.05)
     sent = _call(guard, _scope("websocket", Host="localhost"))
