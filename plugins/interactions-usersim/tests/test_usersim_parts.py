@@ -22,19 +22,41 @@ from interactions_core import ConfigError
         ("**Score:** 0", 0.0),
         ("8", 0.8),
         ("6/10", 0.6),
+        ("SCORE: 3/5", 0.6),  # out of 5, whatever judge_scale says (it was read as 0.3)
+        ("4/5", 0.8),
+        ("SCORE: 0.8/1", 0.8),
+        ("  **7**.  ", 0.7),
     ],
 )
 def test_a_judge_reply_is_read_as_a_bounded_number(reply: str, expected: float) -> None:
     assert parse_score(reply, 10.0) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("reply", ["I cannot grade this.", "", "SCORE: 11", "SCORE: -1"])
+@pytest.mark.parametrize(
+    "reply", ["I cannot grade this.", "", "SCORE: 11", "SCORE: -1", "SCORE: 6/5", "3/0"]
+)
 def test_a_reply_without_a_score_in_range_is_an_error_keeping_the_reply(reply: str) -> None:
     with pytest.raises(JudgeReplyError) as caught:
         parse_score(reply, 10.0, "the judge after assistant turn 2")
     assert caught.value.reply == reply
     assert repr(reply) in str(caught.value)
     assert "assistant turn 2" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [" " * 200_000 + "x", "score:" + " " * 200_000 + "x", "7" + " " * 200_000 + "x", "*" * 200_000],
+)
+def test_a_reply_of_long_runs_is_read_in_linear_time(reply: str) -> None:
+    """A judge that ran to its token limit on spaces: 20,000 of them held the event
+    loop 6 s (quadratic), so 200,000 took minutes. They take milliseconds now; the
+    bound, 0.5 s of CPU time, is far from both, so a loaded machine cannot fail it."""
+    import time
+
+    started = time.process_time()
+    with pytest.raises(JudgeReplyError):
+        parse_score(reply, 10.0)
+    assert time.process_time() - started < 0.5
 
 
 def test_the_simulator_sees_the_conversation_from_the_users_side() -> None:
