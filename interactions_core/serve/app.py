@@ -544,6 +544,9 @@ def run(
         log_level=log_level,
         lifespan="on",
         timeout_graceful_shutdown=30,
+        # The connection limits and deadlines are per connection, keyed by its own peer:
+        # a client address rewritten from X-Forwarded-For matched no connection.
+        proxy_headers=False,
     )
     server = uvicorn.Server(config)
     drain = _Drain(hub, server)

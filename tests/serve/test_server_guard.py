@@ -154,3 +154,26 @@ def test_a_websocket_may_not_join_another_connections_session(guarded: Server) -
     sock.close()
     assert status == 101
     assert "joining another connection's session" in guarded.output()
+
+
+def test_a_forwarded_client_address_does_not_cut_its_connection(tmp_path: Path) -> None:
+    """Behind a proxy on the same machine, uvicorn rewrote the client address from
+    X-Forwarded-For, which matched no connection of the gate: every keep-alive
+    connection (and WebSocket) was cut `--header-timeout` after it opened."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    running = start_server(tmp_path, CONFIG, "--header-timeout", "2")
+    try:
+        port = urlsplit(running.url).port
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        for _ in range(5):  # over 4 s on one connection, twice the deadline
+            connection.request("GET", "/health", headers={"X-Forwarded-For": "203.0.113.7"})
+            response = connection.getresponse()
+            assert response.status == 200
+            response.read()
+            time.sleep(1.0)
+        connection.close()
+    finally:
+        assert running.stop() == 0, running.output()
+    assert "no complete request within" not in running.output()
