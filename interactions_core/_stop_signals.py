@@ -43,6 +43,29 @@ def _stop_now(signum: int) -> None:
     raise Interrupted()
 
 
+def _exit_unless_done(seconds: float, code: int) -> None:
+    """End the process with ``code`` in ``seconds`` unless it has ended by then.
+
+    A second stop signal must stop the program even when code inside it catches
+    every exception (a plugin's bare ``except:`` around a blocking call swallows
+    the one the signal raises), so a daemon thread ends it, like ``kill -9``.
+    """
+    import os
+    import threading
+
+    def hard_exit() -> None:
+        sys.stderr.write(
+            f"interactions: still running {seconds:g} s after the second stop signal (code "
+            "inside the program catches the exceptions that stop it); exiting now\n"
+        )
+        sys.stderr.flush()
+        os._exit(code)
+
+    timer = threading.Timer(seconds, hard_exit)
+    timer.daemon = True
+    timer.start()
+
+
 class StopSignals:
     """Calls ``first(signum)`` on the first stop signal and ``second(signum)`` on any later one.
 
@@ -50,8 +73,10 @@ class StopSignals:
     :attr:`exit_code`); ``second`` defaults to raising
     :class:`~interactions_core.errors.Interrupted` (a ``KeyboardInterrupt``).
     ``stopped[0]``, when given, receives 128 + the first signal's number, the
-    exit code of a program stopped by it. With ``keep_custom=True`` a signal
-    whose handler someone else has already replaced is left to that handler.
+    exit code of a program stopped by it. With ``exit_after``, a second signal
+    also ends the process that many seconds later if it has not ended by then.
+    With ``keep_custom=True`` a signal whose handler someone else has already
+    replaced is left to that handler.
     Handlers are installed by ``with`` (or :meth:`install`) and removed on the
     way out (or by :meth:`restore`).
     """
@@ -64,12 +89,14 @@ class StopSignals:
         signals: tuple[int, ...] = STOP_SIGNALS,
         stopped: list[int] | None = None,
         keep_custom: bool = False,
+        exit_after: float | None = None,
     ) -> None:
         self.first = first
         self.second = second or _stop_now
         self.signals = signals
         self.stopped = stopped
         self.keep_custom = keep_custom
+        self.exit_after = exit_after
         self.requested = False
         #: The number of the first stop signal received, 0 before one arrives.
         self.signum = 0
@@ -86,6 +113,8 @@ class StopSignals:
     def handle(self, signum: int, frame: Any = None) -> None:
         """The signal handler; also callable directly, e.g. to simulate a signal."""
         if self.requested:
+            if self.exit_after is not None:
+                _exit_unless_done(self.exit_after, 128 + signum)
             self.second(signum)
             return
         self.requested = True

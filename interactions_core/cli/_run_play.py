@@ -134,7 +134,8 @@ class LocalRun(_Run):
             try:
                 # signal.signal rather than the loop's own signal handlers, so even a
                 # plugin call that blocks the event loop is reached
-                with StopSignals(stop, _stop_at_once, stopped=self.stopped) as signals:
+                signals = StopSignals(stop, _stop_at_once, stopped=self.stopped, exit_after=5.0)
+                with signals:
                     signals.keep(loop)  # a plugin's own handler must not take them
                     source = self.inputs.samples()
                     summary = await runner.run(source, on_record=on_record, skip=skip)

@@ -137,6 +137,9 @@ class LoopWatchdog:
         self._sent = False
         self._previous: Any = None
         self._can_break = False
+        #: The call last broken; seen holding the loop again, it caught the exception.
+        self._broken: Any = None
+        self._told_stuck: set[str] = set()
 
     def start(self) -> LoopWatchdog:
         self._beat = time.monotonic()
@@ -193,6 +196,8 @@ class LoopWatchdog:
                 self._held, self._current, self._sent, self._fresh = None, None, False, True
                 continue
             frame = _blocker(sys._current_frames().get(self._main))
+            if frame is not None and frame is self._broken:
+                self._still_held(frame)
             if frame is None or frame is not self._held:
                 # Another call (or the runtime's own work): timed afresh from here,
                 # or from the last heartbeat when it is the first look at this stop.
@@ -218,12 +223,26 @@ class LoopWatchdog:
                 except (OSError, ValueError):
                     pass
 
+    def _still_held(self, frame: Any) -> None:
+        """Say once per method, from this thread (the loop is held), that a broken call
+        caught :class:`LoopBlocked` and goes on holding the loop."""
+        self._broken = None
+        name = _name(frame)
+        if name not in self._told_stuck:
+            self._told_stuck.add(name)
+            sys.stderr.write(
+                f"interactions: warning: {name} caught the exception that broke its block "
+                "(a bare `except:`?) and still holds the event loop: nothing else runs until "
+                "it returns; a second stop signal ends the process\n"
+            )
+
     def _on_signal(self, signum: int, frame: Any) -> None:
         now = time.monotonic()
         if self._sent and now - self._beat >= self.report_after:
             # This block ends here: a later one is timed (and broken) afresh.
             held = now - self._held_since
             self._beat = now
+            self._broken = self._held
             self._held, self._current, self._sent, self._fresh = None, None, False, True
             raise LoopBlocked(
                 f"blocked the event loop for {held:.1f} s and was stopped; {BLOCKING_ADVICE}"

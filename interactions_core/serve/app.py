@@ -471,7 +471,7 @@ def _on_stop_signals(stop: Callable[[], None]) -> None:
     """
     from .._stop_signals import StopSignals
 
-    signals = StopSignals(lambda signum: stop(), lambda signum: stop()).install()
+    signals = StopSignals(lambda signum: stop(), lambda signum: stop(), exit_after=5.0).install()
     signals.keep(asyncio.get_running_loop())  # a plugin's own handler must not take them
 
 

@@ -274,3 +274,64 @@ def test_a_plugins_own_signal_handler_does_not_take_the_stop_signals(
     assert proc.returncode == 128 + getattr(signal, sig), err
     assert "replaced the handler of SIGINT and SIGTERM" in err, err
     assert len(read_lines(out)) < 150 and b"interrupted" in stdout + stderr
+
+
+SWALLOWS = '''
+import time
+
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class Swallows(BaseInteraction):
+    """Blocks the loop in a retry loop whose bare `except:` swallows whatever is raised."""
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        while True:
+            try:
+                time.sleep(0.2)
+            except:  # noqa: E722 - the point of this plugin
+                pass
+        return InteractionResult(True, "never", 1.0)
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return 0.0
+'''
+
+
+def test_a_plugin_that_swallows_every_exception_is_told_and_a_second_signal_ends_it(
+    tmp_path: Path,
+) -> None:
+    """Its block was broken every --timeout and the exception swallowed each time, with
+    nothing said; Ctrl-C twice (or SIGTERM) could not end the process, only SIGKILL."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "swallows.py").write_text(SWALLOWS, encoding="utf-8")
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "default: p\ninteraction:\n  - name: p\n    class_name: swallows.Swallows\n",
+        encoding="utf-8",
+    )
+    data = tmp_path / "d.jsonl"
+    write_rows(data, 2)
+    env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path)}
+    command = [sys.executable, "-m", "interactions_core", "run", str(config), "--data", str(data)]
+    proc = subprocess.Popen(
+        [*command, "--timeout", "1", "--no-progress"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    time.sleep(4)  # broken at 1 s, swallowed, seen holding the loop again
+    proc.send_signal(signal.SIGINT)
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    started = time.monotonic()
+    _, stderr = proc.communicate(timeout=60)
+    err = stderr.decode()
+    assert time.monotonic() - started < 30, err
+    assert proc.returncode == 130, err
+    assert "swallows.Swallows.generate_response caught the exception that broke its" in err
+    assert "still running 5 s after the second stop signal" in err

@@ -24,12 +24,14 @@ interaction:
 """
 
 
-def _block_in_thread(server: Server, outcome: dict[str, Any]) -> threading.Thread:
+def _block_in_thread(
+    server: Server, outcome: dict[str, Any], how: str = "block"
+) -> threading.Thread:
     def play() -> None:
         with GenericEnvClient(base_url=server.url).sync() as env:
             env.reset(interaction_kwargs={"name": "blocking"})
             try:
-                outcome["step"] = env.step({"content": "block"})
+                outcome["step"] = env.step({"content": how})
             except Exception as exc:
                 outcome["error"] = str(exc)
 
@@ -75,3 +77,26 @@ def test_a_second_signal_stops_at_once_while_a_plugin_blocks(tmp_path: Path) -> 
         ) from None
     assert time.monotonic() - started < BLOCK_FOR / 2
     assert "blocking_plugins.Blocking.generate_response" in server.output()
+
+
+def test_a_plugin_that_swallows_the_break_is_told_and_a_second_signal_ends_the_server(
+    tmp_path: Path,
+) -> None:
+    """A step that catches every exception was broken every --timeout, silently, and
+    SIGTERM three times could not stop the server: only SIGKILL did."""
+    server = start_server(tmp_path, CONFIG, "--timeout", "1")
+    _block_in_thread(server, {}, "swallow")
+    time.sleep(4)  # broken at 1 s, swallowed, seen holding the loop again
+    started = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    time.sleep(1.0)
+    server.proc.send_signal(signal.SIGTERM)
+    try:
+        server.proc.wait(20)
+    except subprocess.TimeoutExpired:
+        server.stop(signal.SIGKILL)
+        raise AssertionError(f"two signals did not stop the server:\n{server.output()}") from None
+    assert time.monotonic() - started < 15
+    output = server.output()
+    assert "Blocking.generate_response caught the exception that broke its block" in output
+    assert "still running 5 s after the second stop signal" in output
