@@ -499,6 +499,8 @@ def check_options(schema: type, options: Mapping[str, Any]) -> list[tuple[str | 
     ``key`` is the offending option (``None`` for a problem about the whole
     mapping) so the caller can point at its line. An empty list means valid.
     """
+    if not (isinstance(schema, type) and attrs.has(schema)):
+        return [(None, f"config_schema {schema!r:.100} is not an attrs class (@attrs.define)")]
     fields = {f.name: f for f in attrs.fields(schema)}
     hints = _hints(schema)
     problems: list[tuple[str | None, str]] = []

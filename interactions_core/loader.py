@@ -164,7 +164,11 @@ def _resolve_entry(
         name = entry.explicit_name or found.name
     options = {**defaults, **entry.config}
     options.pop("name", None)
-    schema = getattr(cls, "config_schema", None)
+    try:
+        schema = getattr(cls, "config_schema", None)
+    except Exception as exc:  # a property or metaclass that raises: the plugin's fault
+        schema = None
+        problems.append(f"{entry.where(source)}: reading config_schema raised {exc!r:.200}")
     if schema is not None:
         from ._config import check_options
 

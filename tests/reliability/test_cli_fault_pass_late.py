@@ -335,3 +335,58 @@ def test_a_plugin_that_swallows_every_exception_is_told_and_a_second_signal_ends
     assert proc.returncode == 130, err
     assert "swallows.Swallows.generate_response caught the exception that broke its" in err
     assert "still running 5 s after the second stop signal" in err
+
+
+ODD_SCHEMAS = '''
+import dataclasses
+
+from interactions_core import BaseInteraction, InteractionResult
+
+
+@dataclasses.dataclass
+class Settings:
+    method: str = "x"
+
+
+class Plays(BaseInteraction):
+    async def generate_response(self, instance_id, messages, **kwargs):
+        return InteractionResult(True, "ok", 1.0)
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return 1.0
+
+
+class DataclassSchema(Plays):
+    config_schema = Settings
+
+
+class Meta(type):
+    def __getattribute__(cls, name):
+        if name == "config_schema":
+            raise RuntimeError("no schema for you")
+        return super().__getattribute__(name)
+
+
+class RaisingSchema(Plays, metaclass=type("M", (Meta, type(Plays)), {})):
+    pass
+'''
+
+
+@pytest.mark.parametrize(
+    ("cls", "problem"),
+    [
+        ("DataclassSchema", "is not an attrs class (@attrs.define)"),
+        ("RaisingSchema", "reading config_schema raised RuntimeError('no schema for you')"),
+    ],
+)
+def test_a_config_schema_that_is_no_attrs_class_is_a_located_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cls: str, problem: str
+) -> None:
+    """A dataclass as `config_schema` ended `check` and `run` with "unexpected
+    NotAnAttrsClassError ... please report it", without file, line or plugin."""
+    config = plugin_config(tmp_path, monkeypatch, "odd_schemas", ODD_SCHEMAS, cls)
+    text = config.read_text() + "    config:\n      method: y\n"
+    config.write_text(text, encoding="utf-8")
+    code, _, err = run_cli("check", str(config))
+    assert code == 1 and f"{config}:" in err and problem in err, err  # file:line, the why
+    assert "unexpected" not in err

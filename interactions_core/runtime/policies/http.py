@@ -404,12 +404,13 @@ def connection_cap() -> int | None:
 
 
 def read_retry_after(response: Response) -> float | None:
-    """The server's ``Retry-After`` in seconds, when it gave a number."""
+    """The server's ``Retry-After`` in seconds, when it gave a finite, non-negative number."""
     after = response.header("retry-after")
     try:
-        return float(after) if after else None
+        seconds = float(after) if after else None
     except ValueError:
         return None
+    return seconds if seconds is not None and 0 <= seconds < float("inf") else None
 
 
 class Retries:

@@ -186,13 +186,18 @@ def parse_reply(url: str, status: int, data: bytes) -> tuple[str, Any]:
         message = body["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
         detail = body.get("error") if isinstance(body, dict) else None
-        hint = f" (error: {detail})" if detail else ""
+        hint = f" (error: {snippet(str(detail).encode('utf-8', 'replace'))!r})" if detail else ""
         raise PolicyError(
             f"openai: malformed chat-completions response from {url}{hint}: "
             f"no choices[0].message in {snippet(data)!r}"
         ) from None
+    if not isinstance(message, dict):
+        raise PolicyError(
+            f"openai: malformed chat-completions response from {url}: choices[0].message is "
+            f"a {type(message).__name__}, not an object: {snippet(data)!r}"
+        )
     usage = body.get("usage")
-    content = message.get("content") if isinstance(message, dict) else None
+    content = message.get("content")
     if isinstance(content, str):
         return content, usage
     if content is None:
