@@ -391,6 +391,19 @@ class _QuietClose:
 
     def __init__(self, app: Any) -> None:
         self.app = app
+        #: Whether a second stop signal forced the shutdown (set once the server exists).
+        self.forced: Callable[[], bool] = lambda: False
+
+    def _lifespan_send(self, send: Any) -> Any:
+        """``send`` for the lifespan: a shutdown a second signal cut short (its task cancelled)
+        is the shutdown asked for, not a failure whose traceback to log."""
+
+        async def quietly(message: Any) -> None:
+            if message.get("type") == "lifespan.shutdown.failed" and self.forced():
+                message = {"type": "lifespan.shutdown.complete"}
+            await send(message)
+
+        return quietly
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         from ..runtime.watchdog import LoopBlocked
@@ -399,8 +412,15 @@ class _QuietClose:
             await self._serve(scope, receive, send)
         except LoopBlocked:
             log.info("ended a connection whose work blocked the event loop and was broken")
+        except asyncio.CancelledError:
+            if not self.forced():
+                raise
+            # A second stop signal: uvicorn cancels what still runs, the shutdown asked for.
 
     async def _serve(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, self._lifespan_send(send))
+            return
         if scope["type"] != "websocket":
             await self.app(scope, receive, send)
             return
@@ -496,6 +516,12 @@ def _websocket_options(compress: bool, largest: int) -> dict[str, Any]:
     }
 
 
+async def _quiet_accept_errors() -> None:
+    from .connections import quiet_accept_errors
+
+    quiet_accept_errors(asyncio.get_running_loop())
+
+
 def run(
     hub: Hub,
     host: str = "127.0.0.1",
@@ -514,13 +540,7 @@ def run(
     """
     import uvicorn
 
-    from .connections import (
-        ConnectionGate,
-        gated_h11,
-        http_connection_cap,
-        max_body,
-        quiet_accept_errors,
-    )
+    from .connections import ConnectionGate, gated_h11, http_connection_cap, max_body
 
     _configure_logging(log_level)
     sock = _bind(host, port)
@@ -532,23 +552,19 @@ def run(
     head_timeout, largest = guard.pop("head_timeout", HEAD_TIMEOUT), max_body(hub.max_episode_chars)
     gate = ConnectionGate(head_timeout, http_connection_cap(websockets), max_body=largest)
     app = create_app(hub, bind_host=host, gate=gate, **guard)
-
-    async def quiet() -> None:
-        quiet_accept_errors(asyncio.get_running_loop())
-
-    app.router.on_startup.append(quiet)
+    app.router.on_startup.append(_quiet_accept_errors)
+    front = _QuietClose(app.state.guard)
     config = uvicorn.Config(
-        _QuietClose(app.state.guard),
+        front,
         http=gated_h11(gate),
         **_websocket_options(compress, largest),
         log_level=log_level,
         lifespan="on",
         timeout_graceful_shutdown=30,
-        # The connection limits and deadlines are per connection, keyed by its own peer:
-        # a client address rewritten from X-Forwarded-For matched no connection.
-        proxy_headers=False,
+        proxy_headers=False,  # the gate keys each connection by its own peer, not XFF
     )
     server = uvicorn.Server(config)
+    front.forced = lambda: bool(server.force_exit)
     drain = _Drain(hub, server)
     app.router.on_startup.append(drain.take_signals)
     watch = ServeWatchdog(hub.timeout, lambda: drain.draining)

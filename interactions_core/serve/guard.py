@@ -164,9 +164,12 @@ def _header(scope: Any, name: bytes) -> str | None:
     return next(iter(_headers(scope, name)), None)
 
 
-def _host_name(host_header: str) -> str:
-    """The name part of a ``Host`` header (``[::1]:8000`` -> ``::1``)."""
-    return urlsplit("//" + host_header).hostname or ""
+def _host_name(host_header: str) -> str | None:
+    """The name part of a ``Host`` header (``[::1]:8000`` -> ``::1``), ``None`` if malformed."""
+    try:  # brackets around what is not an IPv6 address raise (Python 3.11.4 on)
+        return urlsplit("//" + host_header).hostname or ""
+    except ValueError:
+        return None
 
 
 class Guard:
@@ -211,9 +214,10 @@ class Guard:
             # joining held session slots for ever. Each WebSocket plays its own.
             return "joining another connection's session (?session_id=) is not offered"
         host = _header(scope, b"host") or ""
-        if not _HOST_SYNTAX.fullmatch(host):
+        name = _host_name(host) if _HOST_SYNTAX.fullmatch(host) else None
+        if name is None:
             return f"Host {host[:100]!r} is not a host name or address with an optional port"
-        if self.loopback_only and not _is_loopback(_host_name(host)):
+        if self.loopback_only and not _is_loopback(name):
             return (
                 f"Host {host!r} is not this machine: a server listening on a loopback "
                 "address answers only requests to 127.0.0.1, ::1 or localhost"
@@ -231,11 +235,14 @@ class Guard:
         wanted = origin.rstrip("/").lower()
         if "*" in self.allowed_origins or wanted in self.allowed_origins:
             return True
-        parsed = urlsplit(wanted)
+        try:
+            parsed = urlsplit(wanted)
+        except ValueError:  # brackets around what is not an IPv6 address
+            return False
         if parsed.scheme not in ("http", "https") or parsed.netloc != host.lower():
             return False
         # The server's own origin; but a name may have been re-pointed here, an address not.
-        return self.loopback_only or _is_address(_host_name(host))
+        return self.loopback_only or _is_address(_host_name(host) or "")
 
     # -- ASGI -------------------------------------------------------------------------
 
@@ -529,22 +536,12 @@ class _IdleWatch:
 
 
 # The server's event-loop watchdog: the guarantees ``interactions run`` gives, for serve.
-#
-# Served episodes share the server's one event loop, so a plugin's synchronous call
-# (``time.sleep``, a blocking client) holds up every other client. The server runs the same
-# :class:`~interactions_core.runtime.watchdog.LoopWatchdog` as ``interactions run``:
-#
-# * a block longer than ``REPORT_AFTER`` seconds is logged, naming the plugin's
-#   method (``module.Class.method``), at most once per block;
-# * with ``--timeout S``, a block longer than ``S`` seconds is broken: the call
-#   raises inside the plugin, its episode ends with a readable error (the client
-#   gets it as the step's error) and its session is finalized; other clients
-#   wait at most about ``S`` seconds;
-# * once a stop signal arrived, a block is broken after ``REPORT_AFTER`` seconds,
-#   so a second signal stops the server at once even while a plugin blocks.
-#
-# Without ``--timeout`` a blocking call is reported but left to finish. Code that
-# never returns to Python (a C extension holding the GIL) cannot be broken.
+# Served episodes share one event loop, so a plugin's synchronous call holds up every
+# client. The same :class:`~interactions_core.runtime.watchdog.LoopWatchdog` logs a block
+# longer than ``REPORT_AFTER`` seconds by the plugin's method name; with ``--timeout S``
+# breaks it after ``S`` seconds (its episode ends with a readable error, its session is
+# finalized); once a stop signal arrived, breaks it after ``REPORT_AFTER`` seconds, so a
+# second signal stops at once. Code that never returns to Python cannot be broken.
 
 
 #: Seconds the loop may be held before the block is logged (and, when stopping, broken).

@@ -186,7 +186,7 @@ class TaskApiGate:
     def _refusal(self, scope: Any) -> tuple[int, str] | None:
         if self.check_token is not None:
             found = [v for k, v in scope.get("headers") or () if k.lower() == b"authorization"]
-            header = bytes(found[0]).decode("latin-1") if found else ""
+            header = bytes(found[0]).decode("utf-8", "replace") if found else ""  # any token
             scheme, _, value = header.partition(" ")
             try:
                 self.check_token(value.strip() if scheme.lower() == "bearer" else None)

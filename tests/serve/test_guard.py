@@ -65,7 +65,18 @@ def test_a_server_bound_elsewhere_does_not_check_host() -> None:
 
 @pytest.mark.parametrize("bind", ["127.0.0.1", "0.0.0.0"])
 @pytest.mark.parametrize(
-    "host", ["127.0.0.1#", "127.0.0.1?x", "127.0.0.1/x", "user@127.0.0.1", "a b", "h:1:2"]
+    "host",
+    [
+        "127.0.0.1#",
+        "127.0.0.1?x",
+        "127.0.0.1/x",
+        "user@127.0.0.1",
+        "a b",
+        "h:1:2",
+        "[1:2:3]",  # brackets around what is no IPv6 address: urlsplit raised, a 500
+        "[fffff::1]",
+        "[1.2.3.4]",
+    ],
 )
 def test_a_host_header_that_is_not_a_host_is_refused(bind: str, host: str) -> None:
     """Older Starlette rebuilds the request URL from ``Host``: ``#``, ``?`` or ``/`` in it
@@ -104,6 +115,13 @@ def test_two_origin_headers_are_judged_together() -> None:
     assert "is not allowed" in str(Guard(_app).refusal(scope))
     scope["headers"] = scope["headers"][:-1]
     assert Guard(_app).refusal(scope) is None
+
+
+@pytest.mark.parametrize("origin", ["http://[::1", "http://[1:2:3]", "http://[1.2.3.4]:80"])
+def test_a_malformed_origin_is_refused_not_a_server_error(origin: str) -> None:
+    for bind in ("127.0.0.1", "0.0.0.0"):
+        scope = _scope("http", Host="127.0.0.1:8000", Origin=origin)
+        assert "is not allowed" in str(Guard(_app, bind_host=bind).refusal(scope))
 
 
 def test_an_idle_websocket_is_reported_gone() -> None:

@@ -308,3 +308,29 @@ def test_a_row_the_task_api_could_not_send_refuses_the_file(
         Tasks.load([("t", str(path))], hub())
     assert f"{path}: row 2 {problem}" in str(refused.value)
     assert "so the Task API could not send it; fix or remove the row" in str(refused.value)
+
+
+def test_a_task_api_token_beyond_latin1_is_taken() -> None:
+    """The header was decoded as Latin-1, so no bytes a client sent could match a token
+    such as 'sécret✓' (which `reset` accepted): the Task API refused its holder."""
+    from interactions_core.serve.openenv_app import TaskApiGate
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        return None
+
+    h = Hub.from_config(CONFIG, token="sécret✓")  # type: ignore[arg-type]
+    gate = TaskApiGate(app, check_token=h.check_token, limit=8)
+    scope = {"type": "http", "path": "/interactions/task", "headers": []}
+    scope["headers"] = [(b"authorization", "Bearer sécret✓".encode())]
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    import asyncio
+
+    asyncio.run(gate(scope, None, send))
+    assert sent == []  # reached the route
+    scope["headers"] = [(b"authorization", b"Bearer s\xe9cret")]  # not UTF-8: refused, no crash
+    asyncio.run(gate(scope, None, send))
+    assert sent[0]["status"] == 401
