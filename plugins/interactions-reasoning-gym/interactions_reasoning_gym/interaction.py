@@ -33,6 +33,8 @@ import attrs
 from interactions_core import InteractionResult, SessionInteraction, last_assistant_text
 from interactions_core.errors import ConfigError, SessionError
 
+from .answers import evaluates, unsafe_answer
+
 __all__ = [
     "PREFIX",
     "ReasoningGymConfig",
@@ -231,6 +233,12 @@ class ReasoningGymInteraction(SessionInteraction):
             return _Problem(dataset, dataset[index])
         if isinstance(entry, Mapping) and "question" in entry and "answer" in entry:
             item = {"metadata": {}, **entry}
+            refused = _unsafe_entry(self._default, item)
+            if refused is not None:
+                raise SessionError(
+                    f"interaction {self.name!r}: the entry's {refused}; this dataset's scorer "
+                    "evaluates it as code, so such an entry is not taken"
+                )
             return _Problem(self._default, item)
         raise SessionError(
             f"interaction {self.name!r} needs the problem in the sample's interaction_kwargs: "
@@ -249,7 +257,12 @@ class ReasoningGymInteraction(SessionInteraction):
         return extract_answer(text)
 
     def _score(self, problem: _Problem, answer: str) -> tuple[float, str | None]:
-        """The scorer's value for ``answer`` (0.0 with the error when the scorer fails)."""
+        """The scorer's value for ``answer`` (0.0 with the error when the scorer fails, or
+        when the answer may not reach a scorer that evaluates it: see ``answers.py``)."""
+        if evaluates(type(problem.dataset)):
+            refused = unsafe_answer(answer)
+            if refused is not None:
+                return 0.0, f"the answer was not scored: {refused}"
         try:
             value = float(problem.dataset.score_answer(answer, problem.entry))
         except Exception as exc:  # a scorer choking on a malformed answer is a wrong answer
@@ -302,3 +315,24 @@ class ReasoningGymInteraction(SessionInteraction):
         if self.settings.reward == "raw":
             return float(state.best)
         return 1.0 if state.solved else 0.0
+
+
+def _unsafe_entry(dataset: Any, entry: Mapping[str, Any]) -> str | None:
+    """What in a given ``entry`` may not reach ``dataset``'s scorer, which evaluates text."""
+    if not evaluates(type(dataset)):
+        return None
+    texts: list[tuple[str, Any]] = [
+        ("answer", entry.get("answer")),
+        ("metadata", entry.get("metadata")),
+    ]
+    while texts:
+        where, value = texts.pop()
+        if isinstance(value, str):
+            refused = unsafe_answer(value)
+            if refused is not None:
+                return f"{where} is refused: {refused}"
+        elif isinstance(value, Mapping):
+            texts.extend((f"{where}.{key}", item) for key, item in value.items())
+        elif isinstance(value, (list, tuple)):
+            texts.extend((f"{where}[{i}]", item) for i, item in enumerate(value))
+    return None
