@@ -90,8 +90,17 @@ async def bounded(value: Any, timeout: float | None) -> Any:
     if inspect.isawaitable(value):
         if timeout is None:
             return await value
-        return await asyncio.wait_for(value, timeout)
+        return await asyncio.wait_for(_exit_as_error(value), timeout)
     return value
+
+
+async def _exit_as_error(value: Any) -> Any:
+    """``await value``, a plugin's ``SystemExit`` turned into an error of the check: raised
+    in the task ``wait_for`` makes, it would stop the event loop, and the test with it."""
+    try:
+        return await value
+    except SystemExit as exc:
+        raise RuntimeError(f"the call raised SystemExit({exc.code!r})") from exc
 
 
 class CheckContext:

@@ -68,6 +68,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from .._spec import LIFECYCLE, validate_interaction_class
 from ..errors import InteractionValidationError
+from ..runtime.watchdog import LoopBlocked, LoopWatchdog
 from ._rules import (
     CheckContext,
     Target,
@@ -182,7 +183,8 @@ async def _check(
     if "spec" in skip:
         report.violations = [v for v in report.violations if v.check != "spec"]
     if resolved is not None:
-        await _run(CheckContext(resolved, config, played, report, options["timeout"]), skip)
+        ctx = CheckContext(resolved, config, played, report, options["timeout"])
+        await _watched(_run(ctx, skip), options["timeout"])
     else:
         report.checks_run = [c for c in CHECKS if c not in skip]
     if options["raise_on_error"]:
@@ -203,6 +205,18 @@ _STEPS: tuple[tuple[tuple[str, ...], Callable[[CheckContext], Awaitable[None]]],
     (("isolation",), check_isolation),
     (("state",), check_state),
 )
+
+
+async def _watched(run: Awaitable[None], timeout: float | None) -> None:
+    """``run`` under a :class:`LoopWatchdog`: ``timeout`` bounds a call that blocks the event
+    loop too (``time.sleep``, a synchronous client), which ``asyncio.wait_for`` cannot."""
+    import asyncio
+
+    watchdog = LoopWatchdog(asyncio.get_running_loop(), limit=timeout).start()
+    try:
+        await run
+    finally:
+        watchdog.stop()
 
 
 async def _run(ctx: CheckContext, skip: set[str]) -> None:
@@ -226,7 +240,7 @@ async def _run(ctx: CheckContext, skip: set[str]) -> None:
             continue
         try:
             await step(ctx)
-        except Exception as exc:  # a bug in the interaction the check did not expect
+        except (Exception, SystemExit, LoopBlocked) as exc:  # a bug the check did not expect
             ctx.add(names[0], f"the check could not finish: {describe_exc(exc)}")
     if skip:  # steps share helpers: drop what they found for checks that were skipped
         ctx.report.violations = [v for v in ctx.report.violations if v.check not in skip]

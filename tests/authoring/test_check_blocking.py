@@ -67,3 +67,34 @@ def test_a_plugin_that_blocks_the_event_loop_is_reported_by_name() -> None:
     assert "Sleepy.generate_response held the event loop" in blocking[0].message
     assert "asyncio.to_thread" in blocking[0].message
     assert {v.check for v in report.violations} == {"blocking"}, report.format()
+
+
+def test_a_call_that_blocks_for_ever_is_broken_at_the_timeout() -> None:
+    """`timeout` bounded only awaited calls: a `time.sleep(3600)` in a method hung
+    `check_interaction` with no word."""
+    from checker_fakes import ExactInteraction
+
+    class Stuck(ExactInteraction):
+        blocked = False
+
+        async def respond(self, state, messages, **kwargs):  # type: ignore[no-untyped-def]
+            if not Stuck.blocked:  # the first call only, so the check goes on quickly
+                Stuck.blocked = True
+                time.sleep(3600)
+            return await super().respond(state, messages, **kwargs)
+
+    started = time.monotonic()
+    report = check_interaction(Stuck, timeout=1, raise_on_error=False)
+    assert time.monotonic() - started < 600  # an hour before
+    assert any("blocked the event loop" in v.message for v in report.violations), report.format()
+
+
+def test_a_plugin_raising_systemexit_is_a_violation_not_an_exit() -> None:
+    from checker_fakes import ExactInteraction
+
+    class Exits(ExactInteraction):
+        async def respond(self, state, messages, **kwargs):  # type: ignore[no-untyped-def]
+            raise SystemExit(3)
+
+    report = check_interaction(Exits, raise_on_error=False)
+    assert any("SystemExit" in v.message for v in report.violations), report.format()
