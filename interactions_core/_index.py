@@ -224,7 +224,7 @@ def _read(path: str) -> dict[str, Any] | None:
     try:
         with open(path, encoding="utf-8") as fh:
             stored = json.load(fh)
-    except (OSError, ValueError):  # missing, truncated, corrupt
+    except (OSError, ValueError, RecursionError):  # missing, truncated, corrupt, too deep
         return None
     return stored if isinstance(stored, dict) and stored.get("format") == FORMAT else None
 

@@ -264,19 +264,17 @@ def read_config_file(source: str | os.PathLike[str]) -> tuple[Any, Lines, str]:
 # and when omegaconf is not installed the config is refused with a message, never
 # passed through literally. Configs without ``${`` never import omegaconf.
 
-#: How many nodes a config may hold before the scan gives up (configs are small).
-MAX_NODES = 200_000
-
 
 def find_interpolation(data: Any) -> tuple[tuple[Any, ...], str] | None:
-    """The key path and text of the first string holding ``${``, or ``None``."""
+    """The key path and text of the first string holding ``${``, or ``None``.
+
+    Every value is looked at: a scan that gave up after a number of values let an
+    interpolation hidden behind them through as literal text. What it costs is
+    bounded by :func:`check_expansion`, which the config passes first.
+    """
     stack: list[tuple[tuple[Any, ...], Any]] = [((), data)]
-    seen = 0
     while stack:
         path, node = stack.pop()
-        seen += 1
-        if seen > MAX_NODES:
-            return None
         if isinstance(node, str):
             if "${" in node:
                 return path, node

@@ -432,6 +432,19 @@ def test_a_cached_index_of_the_wrong_shape_is_rebuilt(make_dist, bad):
 
 
 @pytest.mark.usefixtures("fresh_cache")
+def test_a_cache_file_nested_too_deeply_to_read_is_rebuilt(make_dist, site_dir, fresh_cache):
+    """Valid JSON 1,000 levels deep stopped every command with "unexpected RecursionError"."""
+    make_dist("acme-tasks", "1", {GROUP: {"acme": "acme_mod:Acme"}})
+    assert "acme" in names()
+    deep = "[" * 100_000 + "]" * 100_000
+    for path in [*cache_files(), *fresh_cache.rglob("hooks-*.json")]:
+        path.write_text('{"format": 4, "key": ' + deep + ', "dists": ' + deep + "}")
+    bump(site_dir)
+    make_dist("acme-unrelated", "1")
+    assert "acme" in names()
+
+
+@pytest.mark.usefixtures("fresh_cache")
 def test_metadata_rewritten_in_place_is_read_again_at_the_next_rebuild(make_dist, site_dir):
     """`setup.py develop` rewrites an .egg-info in place: its folder keeps its mtime."""
     info = make_dist("acme-tasks", "1.0", {GROUP: {"acme": "acme_mod:Acme"}})

@@ -10,7 +10,6 @@ import sys
 
 import pytest
 
-from interactions_core import _yaml as _interpolation
 from interactions_core._yaml import find_interpolation, resolve_interpolations
 from interactions_core.errors import ConfigError
 
@@ -45,8 +44,11 @@ def test_without_omegaconf_an_interpolation_is_refused_by_field(
     assert "'${..base}'" in problem and "pip install omegaconf" in problem
 
 
-def test_the_scan_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    data = {"b": "${x}", "a": [1, 2, 3, 4, 5]}  # "a" is scanned first
-    assert find_interpolation(data) is not None
-    monkeypatch.setattr(_interpolation, "MAX_NODES", 3)
-    assert find_interpolation(data) is None
+def test_no_interpolation_hides_behind_many_values() -> None:
+    """The scan gave up after 200,000 values and said "none": six lines of aliases made
+    222,000, and `${oc.env:JUDGE_URL}` reached the plugin as literal text."""
+    level: object = [0] * 10
+    for _ in range(4):
+        level = [level] * 10
+    data = {"pad": [level] * 10, "url": "${oc.env:JUDGE_URL}"}  # "url" is scanned last
+    assert find_interpolation(data) == (("url",), "${oc.env:JUDGE_URL}")

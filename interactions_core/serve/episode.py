@@ -54,6 +54,7 @@ from ..errors import BadActionError, BadResetError, InteractionCallError, ServeE
 from ..runtime.datasets import MAX_NESTING, too_deep
 from ..runtime.session import Session
 from ..runtime.step import judge
+from .guard import PASSED_TOKEN
 from .hub import Hub
 
 __all__ = [
@@ -245,6 +246,9 @@ class ServedEpisode:
         await self.end()
         hub = self.hub
         hub.check_token(token)
+        passed = PASSED_TOKEN.get()
+        if passed is not None:  # this connection is a token holder's: never evicted now
+            passed()
         if split is not None or index is not None:
             prompt, interaction_kwargs = self._task(split, index, prompt, interaction_kwargs)
         if too_deep(interaction_kwargs):

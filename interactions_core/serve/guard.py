@@ -12,27 +12,25 @@ connection rather than any one endpoint:
   (every non-browser client) passes, and so does the server's own origin when
   it cannot have been re-pointed (a loopback bind, or an address rather than a
   name); any other origin is refused unless ``--allow-origin`` names it.
-* **Connections**: WebSocket connections are counted and limited
-  (``--max-connections``) apart from sessions, which are taken only by a reset
-  that passed the token check, so idle or unauthenticated connections can
-  never keep a token holder out of a session. At the limit, a new connection
-  closes the oldest one without an observation yet (no reset passed); only when
-  every open one has played is the new one refused.
-* **Idle connections**: a WebSocket whose client sends nothing, or reads
-  nothing, for ``idle_timeout`` seconds is treated as gone: OpenEnv closes its
-  environment, which ends and finalizes its episode, and the slot is free again.
+* **Connections**: WebSockets are limited (``--max-connections``) apart from
+  sessions, taken only by a reset that passed the token check, so unauthenticated
+  connections never keep a token holder out. At the limit, a new connection closes
+  the oldest one no reset of which has passed the token check (:data:`PASSED_TOKEN`);
+  only when every open one has is the new one refused.
+* **Idle connections**: a WebSocket whose client sends or reads nothing for
+  ``idle_timeout`` seconds is gone: its episode is finalized, its slot free.
 * **What a message costs to parse**: a WebSocket message or HTTP body holding
   more JSON values than ``max_values`` (:func:`max_json_values`) or a number of
   over ``MAX_NUMBER_DIGITS`` digits is refused unparsed (1009, or HTTP 413).
 * **HTTP requests**: heads and bodies are reported to the gate below (``ConnectionGate``).
 
-Refusals are answered with a status and one readable sentence, never a traceback;
-their log lines are rate-limited, so a flood cannot grow the log without bound.
+Refusals get a status and one readable sentence, never a traceback; their log is rate-limited.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import ipaddress
 import json
 import logging
@@ -49,6 +47,7 @@ __all__ = [
     "LOOPBACK_NAMES",
     "MAX_NUMBER_DIGITS",
     "MIN_JSON_VALUES",
+    "PASSED_TOKEN",
     "REPORT_AFTER",
     "Guard",
     "ServeWatchdog",
@@ -384,14 +383,16 @@ def _limited(receive: Any, timeout: float | None, gone: str) -> Any:
     return receive_or_leave
 
 
-class _WebSocket:
-    """One WebSocket behind the guard: evictable until its first observation, then watched.
+#: While a WebSocket's application runs: what makes it no longer evictable, called when
+#: a reset on it passes the token check (its ``start_interaction`` may then take long).
+PASSED_TOKEN: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "interactions_passed_token", default=None
+)
 
-    Before an observation (no reset has passed the token check) the connection can
-    be closed to make room (:meth:`Guard._make_room`); after it, an
-    :class:`_IdleWatch` closes it when the client sends nothing, or reads nothing,
-    for ``idle_timeout`` seconds.
-    """
+
+class _WebSocket:
+    """One WebSocket behind the guard: evictable until a reset passes the token check, and
+    watched for idleness (:class:`_IdleWatch`) from its first observation on."""
 
     def __init__(self, guard: Guard, receive: Any, send: Any, transport: Any) -> None:
         self.guard = guard
@@ -407,9 +408,11 @@ class _WebSocket:
         guard = self.guard
         guard.unproven[self.evicted] = self.transport
         guard.connections += 1
+        passed = PASSED_TOKEN.set(lambda: guard.unproven.pop(self.evicted, None))
         try:
             await guard.app(scope, self.receive, self.send)
         finally:
+            PASSED_TOKEN.reset(passed)
             guard.connections -= 1
             guard.unproven.pop(self.evicted, None)
             if self.watch is not None:
@@ -451,8 +454,8 @@ class _WebSocket:
         await self.inner_send(message)
         if not self.proven and message["type"] == "websocket.send":
             text = message.get("text") or ""
-            if text.startswith('{"type":"observation"') and self.evicted in self.guard.unproven:
-                del self.guard.unproven[self.evicted]
+            if text.startswith('{"type":"observation"'):
+                self.guard.unproven.pop(self.evicted, None)
                 self.proven = True
                 self.watch = _IdleWatch.start(
                     self.inner_receive, self.guard.idle_timeout, self.transport

@@ -313,6 +313,14 @@ def parse_data_argument(text: str) -> tuple[str, str]:
     return stem, text
 
 
+def _shown(value: Any) -> str:
+    """How the Task API shows a value JSON has no type for (a parquet timestamp, a decimal),
+    as FastAPI does; bytes are refused instead: their text would not be the row's value."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raise TypeError("bytes")
+    return str(value)
+
+
 class Tasks:
     """Rows by split name, served through OpenEnv's Task API and played by ``reset(split, index)``.
 
@@ -346,8 +354,10 @@ class Tasks:
             problem = f"nests lists and objects more than {MAX_NESTING} levels deep"
             try:
                 if not too_deep(row):
-                    text = json.dumps(row, ensure_ascii=False, allow_nan=False, default=str)
+                    text = json.dumps(row, ensure_ascii=False, allow_nan=False, default=_shown)
                     problem, total = "", total + len(text.encode("utf-8"))
+            except TypeError:
+                problem = "holds binary data (bytes), which JSON cannot carry as it is"
             except UnicodeEncodeError:
                 problem = "holds a lone surrogate (such as \\ud800), which UTF-8 cannot carry"
             except ValueError:

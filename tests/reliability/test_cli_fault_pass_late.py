@@ -161,7 +161,7 @@ def test_data_never_writes_over_its_own_input(tmp_path: Path) -> None:
     assert code == 0 and "wrote 1 row to" in err, err
 
 
-STOPS_IN_INIT = '''
+STOPS_IN_INIT = """
 import sys
 
 from interactions_core import BaseInteraction, InteractionResult
@@ -183,7 +183,7 @@ class ExitsInInit(Plays):
 class InterruptsInInit(Plays):
     def __init__(self, config):
         raise KeyboardInterrupt
-'''
+"""
 
 
 @pytest.mark.parametrize(
@@ -337,7 +337,7 @@ def test_a_plugin_that_swallows_every_exception_is_told_and_a_second_signal_ends
     assert "still running 5 s after the second stop signal" in err
 
 
-ODD_SCHEMAS = '''
+ODD_SCHEMAS = """
 import dataclasses
 
 from interactions_core import BaseInteraction, InteractionResult
@@ -369,7 +369,7 @@ class Meta(type):
 
 class RaisingSchema(Plays, metaclass=type("M", (Meta, type(Plays)), {})):
     pass
-'''
+"""
 
 
 @pytest.mark.parametrize(

@@ -43,3 +43,11 @@ class Logged(BaseInteraction):
 
     async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
         self._log("finalize", instance_id)
+
+
+class SlowStart(Logged):
+    """Takes ``start`` seconds (config) to start a session, as one provisioning a sandbox."""
+
+    async def start_interaction(self, instance_id: str | None = None, **kwargs: Any) -> str:
+        await asyncio.sleep(float(self.config.get("start", 1.5)))
+        return await super().start_interaction(instance_id, **kwargs)

@@ -390,3 +390,49 @@ def test_a_proven_websocket_that_reads_nothing_is_closed_without_a_traceback(
         code = server.stop()
     assert code == 0, server.output()
     assert "Traceback" not in server.output(), server.output()
+
+
+SLOW_START = """\
+default: slow
+interaction:
+  - name: slow
+    class_name: serve_plugins.SlowStart
+    config: {start: 2.0}
+"""
+
+
+def test_a_token_holder_is_not_evicted_while_its_session_starts(tmp_path: Path) -> None:
+    """A connection was evictable until its first observation: handshakes without the
+    token, sent while a token holder's slow `start_interaction` ran, closed it."""
+    import threading
+
+    server = start_server(
+        tmp_path,
+        SLOW_START,
+        "--max-connections",
+        "2",
+        "--max-sessions",
+        "2",
+        env={"INTERACTIONS_SERVE_TOKEN": "tok"},
+    )
+    try:
+        outcome: list[object] = []
+
+        def play() -> None:
+            try:
+                with GenericEnvClient(base_url=server.url).sync() as env:
+                    env.reset(prompt="2+2?", interaction_kwargs={"ground_truth": "4"}, token="tok")
+                    outcome.append(env.step({"content": "4"}).reward)
+            except Exception as exc:
+                outcome.append(exc)
+
+        player = threading.Thread(target=play)
+        player.start()
+        time.sleep(0.7)  # the reset passed the token check; the session is starting
+        strangers = [handshake(server)[1] for _ in range(4)]
+        player.join(30)
+        assert outcome == [1.0], (outcome, server.output())
+        for sock in strangers:
+            sock.close()
+    finally:
+        assert server.stop() == 0, server.output()

@@ -91,6 +91,13 @@ def test_parquet_rows_are_served_like_jsonl(tmp_path: Path) -> None:
     assert tasks.row("train", 0)["extra_info"]["interaction_kwargs"]["ground_truth"] == "18"
 
 
+def test_a_row_holding_bytes_refuses_the_file() -> None:
+    """A parquet binary column was served as the text "b'\\xff...'" and could not be played."""
+    row = {**ROWS[1], "prompt": [{"role": "user", "content": b"\xff\xfe bin"}]}
+    with pytest.raises(DatasetError, match=r"split 'bin': row 1 holds binary data \(bytes\)"):
+        Tasks({"bin": [row]})
+
+
 def test_lookups_say_which_splits_and_rows_exist(tmp_path: Path) -> None:
     tasks = Tasks.load(
         [("a", str(write_jsonl(tmp_path / "a.jsonl", ROWS))), ("b", str(tmp_path / "a.jsonl"))]
