@@ -119,8 +119,17 @@ def _shadowing(names: PluginNames, registry: Any) -> list[str]:
                 "make the name ambiguous. Choose another name"
             )
             break
+    import importlib.metadata
     import importlib.util
 
+    try:  # the same name to pip (PEP 503): installing one would uninstall the other
+        found = importlib.metadata.distribution(names.dist)
+        problems.append(
+            f"a distribution named {found.metadata['Name']!r} ({found.version}) is installed, "
+            f"which pip takes for {names.dist!r} and would replace. Choose another name"
+        )
+    except importlib.metadata.PackageNotFoundError:
+        pass
     try:
         spec = importlib.util.find_spec(names.package)
     except (ImportError, ValueError):

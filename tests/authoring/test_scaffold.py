@@ -205,7 +205,8 @@ def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
     (target / "x").write_text("")
     with pytest.raises(ScaffoldError) as info:
         create_plugin("gsm8k", target)
-    assert str(info.value).count("\n  - ") == 3
+    # the folder, the interaction name, the distribution name and the package
+    assert str(info.value).count("\n  - ") == 4
 
 
 def test_cli_new(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -258,3 +259,13 @@ def test_installed_plugin_is_listed_and_its_tests_pass(tmp_path: Path) -> None:
     assert "7 passed" in tests.stdout
     # no deprecation warning on the first run (pytest-asyncio's loop scope is set)
     assert "warning" not in (tests.stdout + tests.stderr).lower(), tests.stdout + tests.stderr
+
+
+def test_a_name_whose_distribution_pip_takes_for_an_installed_one_is_refused(
+    tmp_path: Path, make_dist: Any
+) -> None:
+    """`x__y` makes `interactions-x--y`, which pip takes for `interactions-x-y`: installing
+    the new plugin silently uninstalled the other."""
+    make_dist("interactions-acme-x", "0.1.0")
+    with pytest.raises(ScaffoldError, match=r"'interactions-acme-x' \(0.1.0\) is installed"):
+        create_plugin("acme__x", tmp_path / "p", registry=EMPTY)
