@@ -161,9 +161,8 @@ def test_data_never_writes_over_its_own_input(tmp_path: Path) -> None:
     assert code == 0 and "wrote 1 row to" in err, err
 
 
-STOPS_IN_INIT = """
-import sys
-
+#: An interaction that plays every episode, for the plugins below to subclass.
+PLAYS = """
 from interactions_core import BaseInteraction, InteractionResult
 
 
@@ -173,6 +172,13 @@ class Plays(BaseInteraction):
 
     async def calculate_score(self, instance_id, **kwargs):
         return 1.0
+"""
+
+STOPS_IN_INIT = (
+    PLAYS
+    + """
+import sys
+
 
 
 class ExitsInInit(Plays):
@@ -184,6 +190,7 @@ class InterruptsInInit(Plays):
     def __init__(self, config):
         raise KeyboardInterrupt
 """
+)
 
 
 @pytest.mark.parametrize(
@@ -337,23 +344,16 @@ def test_a_plugin_that_swallows_every_exception_is_told_and_a_second_signal_ends
     assert "still running 5 s after the second stop signal" in err
 
 
-ODD_SCHEMAS = """
+ODD_SCHEMAS = (
+    PLAYS
+    + """
 import dataclasses
-
-from interactions_core import BaseInteraction, InteractionResult
 
 
 @dataclasses.dataclass
 class Settings:
     method: str = "x"
 
-
-class Plays(BaseInteraction):
-    async def generate_response(self, instance_id, messages, **kwargs):
-        return InteractionResult(True, "ok", 1.0)
-
-    async def calculate_score(self, instance_id, **kwargs):
-        return 1.0
 
 
 class DataclassSchema(Plays):
@@ -370,6 +370,7 @@ class Meta(type):
 class RaisingSchema(Plays, metaclass=type("M", (Meta, type(Plays)), {})):
     pass
 """
+)
 
 
 @pytest.mark.parametrize(
