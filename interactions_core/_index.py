@@ -480,22 +480,25 @@ def hook_key(
 
 
 def scan(metadata: _Metadata | None = None) -> list[dict[str, Any]]:
-    """Scan installed metadata for the core's entry-point groups (the cold path)."""
-    from importlib.metadata import entry_points
+    """Scan installed metadata for the core's entry-point groups (the cold path).
 
+    One pass over every distribution's entry points, sorted into the core's
+    groups: ``entry_points()`` would also sort every installed entry point by
+    group, and ``select`` once per group would compare each of them three times.
+    """
     metadata = metadata or _Metadata()
-    try:
-        everything = entry_points()
-        found = [(group, ep) for group in GROUPS for ep in everything.select(group=group)]
-    except Exception:  # one distribution's entry_points.txt is unreadable (not UTF-8, say)
-        found = [(ep.group, ep) for ep in _entry_points_one_by_one() if ep.group in GROUPS]
-    return [_record(group, ep, metadata) for group, ep in found]
+    by_group: dict[str, list[Any]] = {group: [] for group in GROUPS}
+    for ep in _entry_points_one_by_one():
+        bucket = by_group.get(ep.group)
+        if bucket is not None:
+            bucket.append(ep)
+    return [_record(group, ep, metadata) for group in GROUPS for ep in by_group[group]]
 
 
 def _entry_points_one_by_one() -> list[Any]:
     """Every distribution's entry points (the first of each name), skipping unreadable ones:
     ``entry_points()`` fails as a whole when one ``entry_points.txt`` cannot be read, which
-    would stop every command; that distribution is named in a warning and left out."""
+    would stop every command; here that distribution is named in a warning and left out."""
     from importlib.metadata import distributions
 
     from .errors import InteractionsWarning, warn
