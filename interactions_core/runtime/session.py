@@ -64,11 +64,21 @@ async def _bounded(call: Any, seconds: float) -> Any:
     ``asyncio.timeout`` (Python 3.11+) runs the call in the caller's task; before
     3.12, ``asyncio.wait_for`` wraps it in a task of its own, which costs more than
     a judge's turn and doubled the time of runs whose episodes never wait.
+
+    A call that returns after its deadline is timed out too: its timer could not
+    fire while the call held the event loop (a blocking call the watchdog could
+    not break), and its late result is not taken.
     """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
     if _timeout is None:
-        return await asyncio.wait_for(call, seconds)
-    async with _timeout(seconds):
-        return await call
+        result = await asyncio.wait_for(call, seconds)
+    else:
+        async with _timeout(seconds):
+            result = await call
+    if loop.time() > deadline:
+        raise asyncio.TimeoutError
+    return result
 
 
 def _takes_instance_id(interaction: Any, method: str) -> bool:

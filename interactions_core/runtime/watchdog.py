@@ -43,6 +43,7 @@ _METHODS = frozenset(
     ("start_interaction", "generate_response", "calculate_score", "finalize_interaction", "reply")
 )
 _SIGNAL = getattr(signal, "SIGUSR2", None)
+_SIGNAL_NAME = "SIGUSR2"
 
 
 def keep_signals_off_this_thread() -> None:
@@ -140,6 +141,8 @@ class LoopWatchdog:
         #: The call last broken; seen holding the loop again, it caught the exception.
         self._broken: Any = None
         self._told_stuck: set[str] = set()
+        self._told_unbreakable = False
+        self._told_reclaimed = False
 
     def start(self) -> LoopWatchdog:
         self._beat = time.monotonic()
@@ -176,6 +179,8 @@ class LoopWatchdog:
 
     def _heartbeat(self) -> None:
         self._beat = time.monotonic()
+        if self._can_break and signal.getsignal(_SIGNAL) != self._on_signal:  # type: ignore[arg-type]
+            self._reclaim()
         if not self._stop.is_set():
             self._handle = self.loop.call_later(self.interval, self._heartbeat)
 
@@ -216,12 +221,44 @@ class LoopWatchdog:
             limit = self.limit
             if self.should_break is not None and self.should_break():
                 limit = self.report_after if limit is None else min(limit, self.report_after)
-            if self._can_break and not self._sent and limit is not None and held >= limit:
+            if not self._sent and limit is not None and held >= limit:
                 self._sent = True
-                try:
-                    signal.pthread_kill(self._main, _SIGNAL)  # type: ignore[arg-type]
-                except (OSError, ValueError):
-                    pass
+                self._break(limit)
+
+    def _break(self, limit: float) -> None:
+        """Send the main thread the signal that breaks the call holding the loop.
+
+        Only while the handler is still this watchdog's: a plugin may have reset it
+        since the last heartbeat (to ``SIG_DFL``, which would end the process), or
+        another handler was there first. Then the call is not broken, this is said
+        once, and the call ends as a timeout when it returns (``Session``).
+        """
+        ours = self._can_break and signal.getsignal(_SIGNAL) == self._on_signal  # type: ignore[arg-type]
+        if ours:
+            try:
+                signal.pthread_kill(self._main, _SIGNAL)  # type: ignore[arg-type]
+            except (OSError, ValueError):
+                pass
+            return
+        if not self._told_unbreakable:
+            self._told_unbreakable = True
+            sys.stderr.write(
+                f"interactions: warning: {self._current} has held the event loop for "
+                f"over {limit:g} s and cannot be broken: {_SIGNAL_NAME}, the signal that "
+                "breaks it, has another handler (the plugin's own?); it runs until it "
+                "returns, and then a call past its timeout ends as timed out\n"
+            )
+
+    def _reclaim(self) -> None:
+        """Put this watchdog's handler back when a plugin replaced it (main thread, on
+        the loop): said once, as for the stop signals."""
+        signal.signal(_SIGNAL, self._on_signal)  # type: ignore[arg-type]
+        if not self._told_reclaimed:
+            self._told_reclaimed = True
+            sys.stderr.write(
+                f"interactions: warning: plugin code replaced the {_SIGNAL_NAME} handler "
+                "that breaks a call blocking the event loop; it was put back\n"
+            )
 
     def _still_held(self, frame: Any) -> None:
         """Say once per method, from this thread (the loop is held), that a broken call

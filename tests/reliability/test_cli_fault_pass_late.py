@@ -391,3 +391,72 @@ def test_a_config_schema_that_is_no_attrs_class_is_a_located_config_error(
     code, _, err = run_cli("check", str(config))
     assert code == 1 and f"{config}:" in err and problem in err, err  # file:line, the why
     assert "unexpected" not in err
+
+
+TAKES_USR2 = '''
+import os
+import signal
+import time
+
+from interactions_core import BaseInteraction, InteractionResult
+
+if os.environ.get("TAKES_USR2") == "own":  # a library's own handler, there before any run
+    signal.signal(signal.SIGUSR2, lambda *args: None)
+
+
+class TakesUsr2(BaseInteraction):
+    """Resets SIGUSR2 at every start (when asked) and blocks the loop 2.5 s on q5."""
+
+    async def start_interaction(self, instance_id=None, **kwargs):
+        if os.environ.get("TAKES_USR2") == "default":
+            signal.signal(signal.SIGUSR2, signal.SIG_DFL)
+        return await super().start_interaction(instance_id, **kwargs)
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        if messages[0]["content"] == "q5":
+            time.sleep(2.5)
+        return InteractionResult(True, "ok", 1.0)
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return 1.0
+'''
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGUSR2"), reason="no SIGUSR2 here")
+@pytest.mark.parametrize("how", ["default", "own"])
+def test_a_plugin_holding_the_breaking_signal_costs_one_timed_out_episode(
+    tmp_path: Path, how: str
+) -> None:
+    """A plugin that reset SIGUSR2 to its default had the watchdog's break kill the whole
+    run at 1 s (5 of 10 records, no summary); one with its own handler had its 2.5 s block
+    recorded as a good episode past --timeout 1, with nothing said."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "takes_usr2.py").write_text(TAKES_USR2, encoding="utf-8")
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "default: p\ninteraction:\n  - name: p\n    class_name: takes_usr2.TakesUsr2\n",
+        encoding="utf-8",
+    )
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    write_rows(data, 10)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "TAKES_USR2": how}
+    command = [sys.executable, "-m", "interactions_core", "run", str(config), "--data", str(data)]
+    done = subprocess.run(
+        [*command, "--output", str(out), "--timeout", "1", "--concurrency", "4", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["episodes"], summary["errors"]) == (10, 1), done.stderr
+    errored = [r for r in read_lines(out) if r["errors"]]
+    assert [r["index"] for r in errored] == [5]
+    text = json.dumps(errored[0]["errors"])
+    assert "timed out after 1 s" in text or "blocked the event loop" in text, text
+    if how == "own":
+        assert "cannot be broken: SIGUSR2" in done.stderr and "timed out after 1 s" in text
