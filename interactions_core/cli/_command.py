@@ -47,6 +47,7 @@ __all__ = [
     "pipe_note",
     "positive_int",
     "positive_seconds",
+    "printable",
     "stdout_reader_gone",
     "timeout",
     "wait_seconds",
@@ -243,6 +244,14 @@ class json_output:
         if sys.stdout is sys.stderr:
             sys.stdout = stdout
         _json_stream = previous
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped: what plugins or metadata wrote never
+    drives the terminal (colours, a cleared screen, a rewritten line)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def print_json(data: Any) -> None:

@@ -14,7 +14,7 @@ broken; ``--all`` or a pattern lists them one by one.
 
 from __future__ import annotations
 
-from ._command import Arg, Command, flag
+from ._command import Arg, Command, flag, printable
 
 # ``typing`` is imported for type checkers only: this module is on the path of a
 # warm ``interactions list``, where importing ``typing`` alone costs about a
@@ -96,7 +96,7 @@ def _print_table(rows: list[dict], *, expand: bool, filtered: bool) -> None:
         return
     shown = rows if expand else group_suites(rows)
     headers = ("name", "distribution", "version", "target", "status")
-    cells = [[_printable(str(r[h] or "")) for h in headers] for r in shown]
+    cells = [[printable(str(r[h] or "")) for h in headers] for r in shown]
     sys.stdout.write(table(headers, cells) + "\n")
     sys.stdout.write(totals(rows, shown) + "\n")
     problems = [r for r in rows if r["error"]]
@@ -109,7 +109,7 @@ def _print_table(rows: list[dict], *, expand: bool, filtered: bool) -> None:
             # A multi-line error (the spec's list of problems) keeps its lines;
             # only the characters inside each line are escaped.
             for part in line.splitlines():
-                sys.stdout.write(_printable(part) + "\n")
+                sys.stdout.write(printable(part) + "\n")
 
 
 def select(
@@ -195,10 +195,3 @@ def totals(rows: list[dict[str, Any]], shown: list[dict[str, Any]]) -> str:
             "line; --all lists every name"
         )
     return line + (f" ({'; '.join(extra)})" if extra else "")
-
-
-def _printable(text: str) -> str:
-    """``text`` with control characters escaped: names from metadata never drive the terminal."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -17,7 +17,7 @@ signatures. Lines::
     {"event": "turn", "time": ..., "interaction": ..., "instance_id": ..., "turn": 1,
      "assistant": "...", "should_terminate": false, "content": "...", "score": 0.0, "extra": {}}
     {"event": "session_end", "time": ..., "interaction": ..., "instance_id": ..., "index": 0,
-     "end_reason": "terminated", "turns": 2, "final_score": 1.0, "error": null}
+     "repeat": 0, "end_reason": "terminated", "turns": 2, "final_score": 1.0, "error": null}
 """
 
 from __future__ import annotations
@@ -144,6 +144,7 @@ def _turn(turn: int, messages: list[dict[str, Any]], result: Any) -> dict[str, A
 def _session_end(record: Any, error: BaseException | None) -> dict[str, Any]:
     return {
         "index": record.index,
+        "repeat": getattr(record, "repeat", 0),
         "end_reason": record.end_reason,
         "turns": record.turns,
         "final_score": record.final_score,

@@ -460,3 +460,27 @@ def test_a_plugin_holding_the_breaking_signal_costs_one_timed_out_episode(
     assert "timed out after 1 s" in text or "blocked the event loop" in text, text
     if how == "own":
         assert "cannot be broken: SIGUSR2" in done.stderr and "timed out after 1 s" in text
+
+
+PAINTS = '''
+from interactions_core import BaseInteraction
+
+
+class Paints(BaseInteraction):
+    """Fails with a message that would turn the terminal red and ring its bell."""
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        raise RuntimeError("bad \\x1b[31mred\\x07")
+'''
+
+
+def test_an_errors_message_never_drives_the_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's error lines on stderr printed a plugin's escape sequences as they were."""
+    config = plugin_config(tmp_path, monkeypatch, "paints", PAINTS, "Paints")
+    data = tmp_path / "d.jsonl"
+    write_rows(data, 1)
+    code, _, err = run_cli("run", str(config), "--data", str(data))
+    assert code == 1 and "1 of 1 episode(s) errored" in err
+    assert "\x1b" not in err and "\x07" not in err and "bad \\x1b[31mred\\x07" in err

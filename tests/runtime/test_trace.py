@@ -49,7 +49,7 @@ def test_a_session_written_through_the_plugin_manager(tmp_path: Path) -> None:
     messages.append({"role": "assistant", "content": "second"})
     result = SimpleNamespace(should_terminate=True, content="ok", score=1.0, extra={"k": 2})
     hook.on_turn(interaction_name="g", instance_id="i1", turn=2, messages=messages, result=result)
-    record = SimpleNamespace(index=3, end_reason="terminated", turns=2, final_score=1.0)
+    record = SimpleNamespace(index=3, repeat=2, end_reason="terminated", turns=2, final_score=1)
     hook.on_session_end(
         interaction_name="g", instance_id="i1", record=record, error=ValueError("bad")
     )
@@ -60,7 +60,7 @@ def test_a_session_written_through_the_plugin_manager(tmp_path: Path) -> None:
     assert list(turn)[:5] == ["event", "time", "interaction", "instance_id", "turn"]
     assert turn["assistant"] == "second"  # the last assistant message: the turn's answer
     assert (turn["turn"], turn["score"], turn["extra"]) == (2, 1.0, {"k": 2})
-    assert end["event"] == "session_end" and end["index"] == 3
+    assert end["event"] == "session_end" and (end["index"], end["repeat"]) == (3, 2)
     assert end["error"] == "ValueError: bad"
 
 
