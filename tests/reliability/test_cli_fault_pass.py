@@ -47,11 +47,17 @@ def plugin_config(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, source: str, cls: str
 ) -> Path:
     """Write ``source`` as ``module.py`` on the path and a config whose default plays ``cls``."""
-    (tmp_path / f"{module}.py").write_text(source, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
+    return write_plugin(tmp_path, module, source, cls)
+
+
+def write_plugin(tmp_path: Path, module: str, source: str, cls: str, extra: str = "") -> Path:
+    """``source`` as ``tmp_path/module.py`` and ``c.yaml``, whose default ``p`` plays ``cls``
+    (``extra``: more lines of its entry); for a child process, put ``tmp_path`` on its path."""
+    (tmp_path / f"{module}.py").write_text(source, encoding="utf-8")
     config = tmp_path / "c.yaml"
     config.write_text(
-        f"default: p\ninteraction:\n  - name: p\n    class_name: {module}.{cls}\n",
+        f"default: p\ninteraction:\n  - name: p\n    class_name: {module}.{cls}\n{extra}",
         encoding="utf-8",
     )
     return config
@@ -539,12 +545,7 @@ def test_a_thread_a_plugin_leaves_running_does_not_hold_the_finished_command(
     import subprocess
     import time
 
-    (tmp_path / "threaded_plugin.py").write_text(THREADED, encoding="utf-8")
-    config = tmp_path / "c.yaml"
-    config.write_text(
-        "default: t\ninteraction:\n  - name: t\n    class_name: threaded_plugin.Threaded\n",
-        encoding="utf-8",
-    )
+    config = write_plugin(tmp_path, "threaded_plugin", THREADED, "Threaded")
     data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
     with data.open("w", encoding="utf-8") as file:
         for i in range(3):

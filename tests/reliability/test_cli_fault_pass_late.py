@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli_fault_pass import plugin_config, read_lines, run_cli
+from test_cli_fault_pass import plugin_config, read_lines, run_cli, write_plugin
 
 FAILS_ON_SOME = '''
 from interactions_core import BaseInteraction, InteractionResult
@@ -254,13 +254,8 @@ def test_a_plugins_own_signal_handler_does_not_take_the_stop_signals(
     import sys
     import time
 
-    (tmp_path / "takes_signals.py").write_text(TAKES_SIGNALS, encoding="utf-8")
-    config = tmp_path / "c.yaml"
-    config.write_text(
-        "default: p\ninteraction:\n  - name: p\n    class_name: takes_signals.TakesSignals\n"
-        f"    config:\n      how: {how}\n",
-        encoding="utf-8",
-    )
+    extra = f"    config:\n      how: {how}\n"
+    config = write_plugin(tmp_path, "takes_signals", TAKES_SIGNALS, "TakesSignals", extra)
     data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
     write_rows(data, 150)
     command = [sys.executable, "-m", "interactions_core", "run", str(config), "--data", str(data)]
@@ -315,12 +310,7 @@ def test_a_plugin_that_swallows_every_exception_is_told_and_a_second_signal_ends
     import sys
     import time
 
-    (tmp_path / "swallows.py").write_text(SWALLOWS, encoding="utf-8")
-    config = tmp_path / "c.yaml"
-    config.write_text(
-        "default: p\ninteraction:\n  - name: p\n    class_name: swallows.Swallows\n",
-        encoding="utf-8",
-    )
+    config = write_plugin(tmp_path, "swallows", SWALLOWS, "Swallows")
     data = tmp_path / "d.jsonl"
     write_rows(data, 2)
     env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path)}
@@ -434,12 +424,7 @@ def test_a_plugin_holding_the_breaking_signal_costs_one_timed_out_episode(
     import subprocess
     import sys
 
-    (tmp_path / "takes_usr2.py").write_text(TAKES_USR2, encoding="utf-8")
-    config = tmp_path / "c.yaml"
-    config.write_text(
-        "default: p\ninteraction:\n  - name: p\n    class_name: takes_usr2.TakesUsr2\n",
-        encoding="utf-8",
-    )
+    config = write_plugin(tmp_path, "takes_usr2", TAKES_USR2, "TakesUsr2")
     data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
     write_rows(data, 10)
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "TAKES_USR2": how}
