@@ -171,8 +171,12 @@ class InteractionResult(_Fields):
                 f"got {type(value).__name__} {_short(value)}"
             )
         terminate, content, score, extra = value
-        if not isinstance(terminate, bool):
-            raise TypeError(f"should_terminate must be a bool, got {type(terminate).__name__}")
+        if not isinstance(terminate, bool):  # numpy's bool is named "bool" too: say whose
+            kind = type(terminate)
+            where = "" if kind.__module__ == "builtins" else f"{kind.__module__}."
+            raise TypeError(
+                f"should_terminate must be a bool, got {where}{kind.__qualname__}; pass bool(value)"
+            )
         if not isinstance(content, str):
             raise TypeError(f"content must be a str, got {type(content).__name__}")
         if content.__class__ is not str:  # numpy.str_ and the like: plain text from here on

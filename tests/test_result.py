@@ -30,6 +30,15 @@ def test_result_coercion_checks_types():
             InteractionResult.coerce((True, "x", score, {}))
 
 
+def test_a_should_terminate_of_another_bool_type_is_named_with_its_module() -> None:
+    """numpy 2 names its bool type ``bool``: "must be a bool, got bool" read as nonsense."""
+    bool_ = type("bool", (), {"__module__": "numpy"})
+    with pytest.raises(TypeError, match=r"got numpy\.bool; pass bool\(value\)"):
+        InteractionResult.coerce((bool_(), "x", 1.0, {}))
+    with pytest.raises(TypeError, match=r"got int; pass"):
+        InteractionResult.coerce((1, "x", 1.0, {}))
+
+
 def test_a_result_without_extra_shares_one_read_only_empty_dict() -> None:
     a, b = InteractionResult(True, "x", 1.0), InteractionResult(True, "x", 1.0)
     assert a.extra == {} and a.extra is b.extra is NO_EXTRA and isinstance(a.extra, dict)

@@ -503,14 +503,13 @@ def _websocket_options(compress: bool, largest: int) -> dict[str, Any]:
 
     A WebSocket message, like an HTTP body, is at most what a reset may bring;
     websockets enforces it while decompressing, and a larger message closes the
-    connection (1009). Pings are answered only as fast as the client reads, and
-    compressed streams are parsed a message at a time
+    connection (1009). What a client's frames may cost is bounded by the protocol
     (:func:`~interactions_core.serve.connections.websocket_protocol`).
     """
     from .connections import websocket_protocol
 
     return {
-        "ws": websocket_protocol(compress),
+        "ws": websocket_protocol(),
         "ws_max_size": largest,
         "ws_per_message_deflate": compress,
     }

@@ -1,30 +1,24 @@
-"""HTTP connections below the application: deadlines, a cap within the open-file limit.
+"""Connections below the application: deadlines, caps, and what a client's frames cost.
 
-uvicorn closes a connection idle *between* requests (keep-alive), but not one
-that opened and sent nothing, sends its request head a byte at a time, or never
-finishes its body: each holds a file descriptor for as long as the client likes,
-and at the process's open-file limit the server can accept nobody, ``/health``
-included, while asyncio logs a traceback for every refused accept. This module
-is what the server runs under its application to prevent that:
+uvicorn closes a connection idle between requests, but not one that sends
+nothing, or its request a byte at a time: each holds a file descriptor, and at
+the open-file limit nobody is accepted, ``/health`` included. So:
 
 * :class:`ConnectionGate` gives every request a deadline (head and body), bounds
-  request bodies, and caps the connections open at once, closing the one that
-  has waited longest for its request when the cap is reached;
-* :func:`gated_h11` is uvicorn's own h11 protocol (``--http h11``) reporting its
-  connections to the gate; :class:`~interactions_core.serve.guard.Guard`, which
-  sees every request reach the application, tells the gate when a request
-  arrived whole;
+  request bodies, and caps the connections open at once; :func:`gated_h11` is
+  uvicorn's h11 protocol reporting to it, and the
+  :class:`~interactions_core.serve.guard.Guard` tells it when a request arrived;
 * :func:`http_connection_cap` derives the cap from the open-file limit, and
   :func:`quiet_accept_errors` turns asyncio's flood of accept errors into a line
   every ``LOG_EVERY`` seconds (:class:`Throttled`);
-* :func:`websocket_protocol` is the WebSocket protocol the server runs: it
-  answers pings only as fast as the client reads, decompresses one message
-  ahead of the application, not a whole read of them, and closes a connection
-  whose message expands too far when decompressed;
+* :func:`websocket_protocol` is the WebSocket protocol the server runs: it parses
+  a bounded piece per turn of the loop, answers pings only as fast as the client
+  reads, rations frames that carry no message, and closes a connection whose
+  message expands too far when decompressed.
 
-Apart from :func:`websocket_protocol`, which says why it subclasses uvicorn's
-WebSocket protocol, only public APIs are used: uvicorn's protocol class options,
-asyncio transports (``abort``) and the loop's exception handler.
+Apart from :func:`websocket_protocol`, which says why it subclasses uvicorn's,
+only public APIs are used: uvicorn's protocol options, asyncio transports and
+the loop's exception handler.
 """
 
 from __future__ import annotations
@@ -39,6 +33,7 @@ __all__ = [
     "EXPANSION_FLOOR",
     "FD_RESERVE",
     "FEED_BYTES",
+    "FRAME_ALLOWANCE",
     "LOG_EVERY",
     "ConnectionGate",
     "Throttled",
@@ -83,15 +78,10 @@ def peer_key(address: Any) -> tuple[str, int] | None:
 
 
 class ConnectionGate:
-    """HTTP connections below the application: a deadline for each request head, and a cap.
+    """HTTP connections below the application: a deadline for each request, and a cap.
 
-    uvicorn closes a connection idle between two requests (keep-alive), but not one
-    that sends its request head a byte at a time, nor one that opened and sent
-    nothing: each holds a file descriptor for as long as the client likes, and at
-    the process's limit the server can accept nobody, ``/health`` included, while
-    asyncio logs a traceback for every refused accept. The gate is told of each
-    connection by :func:`gated_h11` (the HTTP protocol the server runs) and of each
-    head that arrived by :class:`Guard`, which sees every request:
+    Told of each connection by :func:`gated_h11` and of each request head by the
+    ``Guard``, which sees every request (see the module docstring for why):
 
     * a connection that has not sent a complete request (head, then body)
       ``head_timeout`` seconds after it opened (or after its previous response) is
@@ -346,29 +336,27 @@ def gated_h11(gate: ConnectionGate) -> type:
     return GatedH11Protocol
 
 
-# The WebSocket protocol the server runs: uvicorn's sans-I/O one, with two bounds.
+# The WebSocket protocol the server runs: uvicorn's sans-I/O one, with bounds on
+# what a client's frames cost that uvicorn's options do not give (``ws_max_size``
+# bounds one message; ``ws_max_queue`` serves only its deprecated legacy protocol;
+# ``wsproto`` also parses whole reads and answers pings unread):
 #
-# * **Pongs wait for a client that reads.** uvicorn answers every ping at once,
-#   whether or not the client reads the pongs, and keeps reading: a client that
-#   sends pings and reads nothing made the server hold every pong, about as many
-#   bytes as it sent (195 MB in 12 s on one connection, until --idle-timeout). When
-#   the transport's buffer is full (``pause_writing``) reading stops until it drains.
-# * **Compressed messages are decompressed one ahead of the application.** uvicorn
-#   parses every frame of a read (up to 256 KiB) before it pauses reading, and with
-#   permessage-deflate each frame may decompress to ``ws_max_size``: a few
-#   compressed frames of zeros (240 KB) cost the server 230 MB at once. Here what
-#   was read is kept and parsed ``FEED_BYTES`` at a time, stopping as soon as a
-#   message waits for the application (uvicorn has then paused reading: its own
-#   backpressure); the rest is parsed when the application takes that message.
+# * **Pongs wait for a client that reads**: pings sent with nothing read made the
+#   server hold 195 MB of pongs in 12 s. When the write buffer is full reading stops.
+# * **A read is parsed ``FEED_BYTES`` per turn of the loop**, stopping while a
+#   message waits for the application (uvicorn's own backpressure). uvicorn parses
+#   a whole read (256 KiB) at once: a few compressed frames of zeros cost 230 MB,
+#   and a read of empty pongs (43,000 frames) held the loop 0.35 s, every read.
+# * **Frames that carry no message are rationed** (``FRAME_ALLOWANCE``): pings,
+#   pongs, fragments that are mostly framing; a flood of them is closed (1008).
+# * **A compressed message may not expand past** ``EXPANSION_FLOOR`` and
+#   ``EXPANSION`` times its bytes read (1009): uvicorn keeps every fragment until
+#   the last, and compressed zeros never finished held 16 MB per 15 KB sent.
 #
-# uvicorn's public options cannot do either: ``ws_max_size`` bounds one message
-# only, ``ws_max_queue`` is read only by the legacy ``websockets`` protocol, which
-# uvicorn deprecates and will point at the sans-I/O one, and ``wsproto`` also parses
-# a whole read and answers pings unread. So this is a subclass, relying on uvicorn
-# 0.35+'s ``read_paused`` and ``writable`` and its ``data_received``, ``receive``,
-# ``send``, ``handle_ping`` and ``resume_writing`` methods;
-# ``tests/serve/test_server_ws_memory.py`` checks both bounds on the uvicorn the
-# project pins.
+# It relies on uvicorn 0.35+'s ``read_paused``, ``writable``, ``loop``,
+# ``data_received``, ``receive``, ``send``, ``handle_*`` and ``resume_writing``;
+# ``tests/serve/test_server_ws_memory.py`` and ``test_server_ws_frames.py`` check
+# them on the uvicorn the project pins.
 
 #: How many times its size on the wire a message may grow when decompressed, once
 #: past ``EXPANSION_FLOOR``: chat text and JSON compress about 3 to 10 times, while
@@ -377,23 +365,18 @@ EXPANSION = 32
 #: Decompressed bytes of one message that are never refused for their expansion.
 EXPANSION_FLOOR = 1 << 20
 
-#: Bytes of a compressed WebSocket stream parsed at a time: deflate expands a byte to
-#: at most about 1,032, so the messages beyond the first that one such piece holds
-#: come to a few megabytes at most. Uncompressed streams are parsed a read at a time.
+#: Bytes of a WebSocket stream parsed per turn of the loop: deflate expands a byte
+#: to at most about 1,032, and 4 KiB of the smallest frames is about 680 of them.
 FEED_BYTES = 4096
+#: Frames that complete no message a connection may send in a burst: a ping, a
+#: pong, a fragment; one more is allowed each second and for each KiB a fragment
+#: carries, and a message the application takes restores the whole allowance.
+FRAME_ALLOWANCE = 64
 
 
 class _BoundedReads:
-    """The bounds above, mixed into uvicorn's sans-I/O protocol (its ``super()``).
+    """The bounds above, mixed into uvicorn's sans-I/O protocol (its ``super()``)."""
 
-    Besides, a message is refused (close 1009) once its decompressed frames pass
-    ``EXPANSION_FLOOR`` bytes and ``EXPANSION`` times the bytes read since the
-    previous message: uvicorn keeps every frame of a message until its last, so a
-    client sending compressed fragments of zeros and never the last one made the
-    server hold 16 MB per connection for 15 KB sent.
-    """
-
-    piece: int
     read_paused: bool
     transport: Any
     writable: asyncio.Event
@@ -408,11 +391,14 @@ class _BoundedReads:
         #: Reading stopped until the client takes what was written to it.
         self.pongs_held = False
         #: Bytes parsed since the last whole message, and its frames' decompressed bytes.
-        self.wire = 0
-        self.expanded = 0
+        self.wire = self.expanded = 0
+        #: The next piece's parse, when one is scheduled on the loop.
+        self.parse_next: Any = None
+        #: Frames that complete no message still allowed, as of ``allowance_at``.
+        self.allowance, self.allowance_at = float(FRAME_ALLOWANCE), time.monotonic()
 
     def data_received(self, data: bytes) -> None:
-        if self.unparsed or self.read_paused or self.pongs_held or len(data) > self.piece:
+        if self.unparsed or self.read_paused or self.pongs_held or len(data) > FEED_BYTES:
             self.unparsed += data
             self._parse()
         else:  # the usual read: one piece, nothing held back
@@ -421,56 +407,89 @@ class _BoundedReads:
 
     def handle_text(self, event: Any) -> None:
         self.expanded = 0
-        if self._within_expansion(event):
+        if self._keep(event):
             super().handle_text(event)  # type: ignore[misc]
 
     def handle_bytes(self, event: Any) -> None:
         self.expanded = 0
-        if self._within_expansion(event):
+        if self._keep(event):
             super().handle_bytes(event)  # type: ignore[misc]
 
     def handle_cont(self, event: Any) -> None:
-        if self._within_expansion(event):
+        if self._keep(event):
             super().handle_cont(event)  # type: ignore[misc]
 
-    def _within_expansion(self, event: Any) -> bool:
-        """Whether a data frame may be kept; if not, the connection is closed (1009)."""
+    def handle_pong(self, event: Any) -> None:
+        if self._spend(len(event.data)):
+            super().handle_pong(event)  # type: ignore[misc]
+
+    def _spend(self, carried: int) -> bool:
+        """Use up one frame of ``FRAME_ALLOWANCE`` (earning one per KiB ``carried``); past
+        it the connection is closed (1008) and ``False`` returned, as once closing."""
+        if self.close_sent:
+            return False
+        now = time.monotonic()
+        earned = (now - self.allowance_at) + carried / 1024 - 1
+        self.allowance = min(float(FRAME_ALLOWANCE), self.allowance + earned)
+        self.allowance_at = now
+        if self.allowance >= 0:
+            return True
+        _floods.warning("closed a connection that sent a flood of frames carrying no message")
+        self._fail(1008, "too many frames that carry no message (pings, pongs, fragments)")
+        return False
+
+    def _fail(self, code: int, reason: str) -> None:
+        """Close the connection at once, dropping what it sent and did not finish."""
+        self.frames = []
+        self.unparsed.clear()
+        self.conn.fail(code, reason)
+        self.handle_parser_exception()  # type: ignore[attr-defined]
+
+    def _keep(self, event: Any) -> bool:
+        """Whether a data frame may be kept: within the expansion bound (else close 1009)
+        and, unless it ends a message, within the allowance (:meth:`_spend`)."""
         if self.close_sent:
             return False  # closing: uvicorn discards such frames too
         self.expanded += len(event.data)
         if self.expanded <= max(EXPANSION_FLOOR, EXPANSION * self.wire):
-            return True
-        _expansions.warning(
-            "closed a connection whose compressed message grew to %d bytes from %d read",
-            self.expanded,
-            self.wire,
-        )
-        self.frames = []
-        self.unparsed.clear()
-        self.conn.fail(
-            1009, f"compressed message grew over {EXPANSION}x its size; send it uncompressed"
-        )
-        self.handle_parser_exception()  # type: ignore[attr-defined]
+            return bool(event.fin) or self._spend(len(event.data))
+        text = "closed a connection whose compressed message grew to %d bytes from %d read"
+        _expansions.warning(text, self.expanded, self.wire)
+        reason = f"compressed message grew over {EXPANSION}x its size; send it uncompressed"
+        self._fail(1009, reason)
         return False
 
     def send_receive_event_to_app(self) -> None:
         self.wire = self.expanded = 0
+        self.allowance = float(FRAME_ALLOWANCE)
         super().send_receive_event_to_app()  # type: ignore[misc]
 
     def _parse(self) -> None:
-        """Parse what was read until a message waits for the application."""
+        """Parse one piece of what was read; the next on a later turn of the loop, so
+        that other connections are served in between. Reading waits meanwhile."""
         unparsed = self.unparsed
-        while unparsed and not (self.read_paused or self.pongs_held):
+        if self.parse_next is None and unparsed and not (self.read_paused or self.pongs_held):
             if self.transport.is_closing():
                 unparsed.clear()
                 return
-            piece = bytes(unparsed[: self.piece])
-            del unparsed[: self.piece]
+            piece = bytes(unparsed[:FEED_BYTES])
+            del unparsed[:FEED_BYTES]
             self.wire += len(piece)
             super().data_received(piece)  # type: ignore[misc]
+            if unparsed and not (self.read_paused or self.pongs_held):
+                self.parse_next = self.loop.call_soon(self._parse_next)  # type: ignore[attr-defined]
+        if unparsed and not self.transport.is_closing():
+            self.transport.pause_reading()
+
+    def _parse_next(self) -> None:
+        self.parse_next = None
+        self._parse()
+        if not (self.unparsed or self.read_paused or self.pongs_held):
+            self.transport.resume_reading()
 
     def handle_ping(self) -> None:
-        super().handle_ping()  # type: ignore[misc]
+        if self._spend(0):
+            super().handle_ping()  # type: ignore[misc]
         if not self.writable.is_set():  # the client reads none of what is written
             self.pongs_held = True
             self.transport.pause_reading()
@@ -497,6 +516,8 @@ class _BoundedReads:
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.unparsed.clear()
+        if self.parse_next is not None:
+            self.parse_next.cancel()
         super().connection_lost(exc)  # type: ignore[misc]
 
     def shutdown(self) -> None:
@@ -512,6 +533,7 @@ class _BoundedReads:
 
 
 _expansions = Throttled()
+_floods = Throttled()
 
 
 class _QuietBadText(logging.Filter):
@@ -521,9 +543,7 @@ class _QuietBadText(logging.Filter):
     200 connections sending two bad bytes each added 120 KB to the log.
     """
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.throttled = Throttled()
+    throttled = Throttled()  # one filter is installed: its own
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.msg != "Invalid UTF-8 sequence received from client.":
@@ -541,24 +561,20 @@ def quiet_bad_text() -> None:
         logger.addFilter(_QuietBadText())
 
 
-def websocket_protocol(compress: bool) -> type | str:
+def websocket_protocol() -> type:
     """uvicorn's ``websockets-sansio`` protocol, with the bounds described above."""
     quiet_bad_text()
     try:
         from uvicorn.protocols.websockets.websockets_sansio_impl import (
             WebSocketsSansIOProtocol,
         )
-    except ImportError as exc:  # uvicorn before 0.35: its legacy protocol drains pongs
-        if not compress:
-            return "auto"
+    except ImportError as exc:  # before 0.35: none of the bounds would hold
         from ..errors import InteractionsError
 
         raise InteractionsError(
-            "--ws-compression needs uvicorn 0.35 or later (pip install -U uvicorn); "
-            "or serve without compression"
+            "interactions serve needs uvicorn 0.35 or later: pip install -U uvicorn"
         ) from exc
-    piece = FEED_BYTES if compress else 1 << 20
-    return type("BoundedWebSocket", (_BoundedReads, WebSocketsSansIOProtocol), {"piece": piece})
+    return type("BoundedWebSocket", (_BoundedReads, WebSocketsSansIOProtocol), {})
 
 
 def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:

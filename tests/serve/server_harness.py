@@ -166,9 +166,11 @@ def ws_connection(server: Server, compress: bool) -> tuple[Any, Any]:
     return sock, client
 
 
-def ws_next(sock: Any, client: Any, within: float, *, skip_text: bool = False) -> Any:
+def ws_next(
+    sock: Any, client: Any, within: float, *, skip_text: bool = False, gone: Any = None
+) -> Any:
     """The server's next text message (``str``) or close frame (``Close``) within ``within``
-    seconds, or ``None`` (nothing, or the connection dropped); ``skip_text``: the close only."""
+    seconds, ``gone`` when the connection dropped, else ``None``; ``skip_text``: the close only."""
     from websockets.frames import Close
 
     sock.settimeout(0.2)
@@ -179,9 +181,9 @@ def ws_next(sock: Any, client: Any, within: float, *, skip_text: bool = False) -
         except TimeoutError:
             continue
         except OSError:
-            return None
+            return gone
         if not data:
-            return None
+            return gone
         client.receive_data(data)
         for event in client.events_received():
             if event.opcode.name == "CLOSE":
