@@ -16,9 +16,8 @@ anything unreadable is ignored, never trusted; an unwritable folder degrades to
 no cache with one warning.
 
 Each record is a plain dict: ``group``, ``name``, ``value`` (``module:attr``),
-``dist``, ``version``, ``path`` (where the metadata lives) and ``error`` (``None``
-unless the metadata is unusable: the entry is listed as broken). The same
-distribution twice on ``sys.path`` is one: the first copy wins, as for imports.
+``dist``, ``version``, ``path`` (of the metadata) and ``error`` (``None`` unless the
+metadata is unusable). The same distribution twice on ``sys.path`` is one: the first.
 
 Hook plugins are the expensive part of a cold index: learning what one registers
 means importing it. So what it registered is remembered apart from the index,
@@ -107,10 +106,8 @@ _checked: dict[str, bool] = {}
 def _folder_is_safe(folder: str) -> bool:
     """Whether the cache ``folder`` may be trusted: created 0700, else ours and not shared.
 
-    Whoever can write the folder decides what ``interactions list`` shows and
-    which class a name loads, so a folder another user owns, or that others can
-    write (a shared ``XDG_CACHE_HOME``), is never read or written: the cache is
-    bypassed with one warning saying what to do. Checked once per process.
+    Whoever can write it decides which class a name loads, so a folder another user
+    owns or others can write is bypassed with one warning. Checked once per process.
     """
     if folder not in _checked:
         _checked[folder] = _check_folder(folder)
@@ -296,12 +293,11 @@ def clear() -> int:
 
 
 class BuildLock:
-    """An exclusive lock on the cache folder while an index is being built.
+    """An exclusive lock on the cache folder while an index is being built: of many
+    workers starting after an install, one scans; the others wait, then find its index.
 
-    When many workers start at once after an install, one scans (and runs the hook
-    plugins); the others wait, then find its index. Best effort: without a usable
-    folder or ``fcntl`` building goes on unlocked; a holder that keeps it over
-    ``$INTERACTIONS_LOCK_TIMEOUT`` seconds (a plugin hanging at import) is reported.
+    Best effort: without a usable folder or ``fcntl`` building goes on unlocked; a
+    holder over ``$INTERACTIONS_LOCK_TIMEOUT`` seconds (a hanging plugin) is reported.
     """
 
     def __init__(self) -> None:
@@ -373,6 +369,8 @@ class _Metadata:
         #: What this scan read, by metadata folder (stored back with the hook results).
         self.read: dict[str, list[Any]] = {}
         self._versions: dict[str, str | None] = {}
+        #: The scan's distributions by importlib's normalised name (the first of each).
+        self.installed: dict[Any, Any] = {}
 
     def facts(self, dist: Any) -> list[Any]:
         """``dist``'s ``[mtime_ns, name, version, requires]``; raises when unreadable."""
@@ -391,8 +389,11 @@ class _Metadata:
         if name not in self._versions:
             from importlib.metadata import PackageNotFoundError, distribution
 
-            try:
-                self._versions[name] = self.facts(distribution(name))[2]
+            from ._names import normalize
+
+            try:  # the scan's distribution, else importlib's own search
+                seen = self.installed.get(normalize(name).replace("-", "_"))
+                self._versions[name] = self.facts(seen or distribution(name))[2]
             except PackageNotFoundError:
                 self._versions[name] = None
             except Exception:  # unreadable metadata: a version of its own
@@ -482,34 +483,32 @@ def hook_key(
 def scan(metadata: _Metadata | None = None) -> list[dict[str, Any]]:
     """Scan installed metadata for the core's entry-point groups (the cold path).
 
-    One pass over every distribution's entry points, sorted into the core's
-    groups: ``entry_points()`` would also sort every installed entry point by
-    group, and ``select`` once per group would compare each of them three times.
+    One pass over every distribution's entry points: ``entry_points()`` would sort
+    them all by group, and ``select`` per group compare each of them three times.
     """
     metadata = metadata or _Metadata()
     by_group: dict[str, list[Any]] = {group: [] for group in GROUPS}
-    for ep in _entry_points_one_by_one():
+    for ep in _entry_points_one_by_one(metadata.installed):
         bucket = by_group.get(ep.group)
         if bucket is not None:
             bucket.append(ep)
     return [_record(group, ep, metadata) for group in GROUPS for ep in by_group[group]]
 
 
-def _entry_points_one_by_one() -> list[Any]:
-    """Every distribution's entry points (the first of each name), skipping unreadable ones:
-    ``entry_points()`` fails as a whole when one ``entry_points.txt`` cannot be read, which
-    would stop every command; here that distribution is named in a warning and left out."""
+def _entry_points_one_by_one(seen: dict[Any, Any]) -> list[Any]:
+    """Every distribution's entry points (the first of each name, kept in ``seen``), skipping
+    unreadable ones: ``entry_points()`` fails as a whole when one ``entry_points.txt`` cannot
+    be read, which would stop every command; here that one is named in a warning."""
     from importlib.metadata import distributions
 
     from .errors import InteractionsWarning, warn
 
-    seen: set[Any] = set()
     found: list[Any] = []
     for dist in distributions():
         key = getattr(dist, "_normalized_name", None) or id(dist)
         if key in seen:
             continue
-        seen.add(key)
+        seen[key] = dist
         try:
             found.extend(dist.entry_points)
         except Exception as exc:  # not UTF-8, a line without "=", ...
@@ -564,9 +563,8 @@ def _remember(payload: Index, known: dict[str, Any], read: dict[str, Any] | None
     """Store the hook results of ``payload`` under their keys, and what a scan ``read``.
 
     Results for other distributions are kept while their folder exists (another
-    ``sys.path`` may use them); one whose folder now holds a newer key is dropped. A
-    failure is not kept: what fixes it (a module installed that the plugin does not
-    declare) may not change the key. Written only when something changed.
+    ``sys.path`` may use them), not when it now holds a newer key. A failure is not
+    kept: what fixes it may not change the key. Written only when something changed.
     """
     results: dict[str, Any] = {}
     current_paths = set()

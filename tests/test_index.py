@@ -284,6 +284,28 @@ def test_installing_a_requirement_of_a_hook_plugin_relearns(make_dist, site_dir,
     assert not reimported("hooky_suite")
 
 
+@pytest.mark.usefixtures("fresh_cache")
+def test_a_requirements_version_comes_from_the_scan_under_any_spelling(
+    make_dist, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scan's own distributions answer (importlib's search per name walked every
+    ``sys.path`` entry again); ``Acme_Tasklist`` and ``acme-tasklist`` are one name."""
+    make_dist("acme-tasklist", "1.4")
+    make_dist(
+        "hooky-suite", "0.2", {PLUGINS: {"suite": "hooky_suite"}}, {"hooky_suite": SUITE},
+        requires=["Acme_Tasklist>=1", "acme-missing"],
+    )  # fmt: skip
+    import importlib.metadata
+
+    def no_search(name: str) -> object:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", no_search)
+    records = _index.scan()
+    key = next(r["hook_key"] for r in records if r["dist"] == "hooky-suite")
+    assert key[-1] == [["Acme_Tasklist", "1.4"], ["acme-missing", None]]
+
+
 def count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record the metadata folders whose headers are parsed from now on."""
     parsed: list[str] = []
