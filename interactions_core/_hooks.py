@@ -154,7 +154,9 @@ class PluginHost:
 
     def error_message(self, pid: str) -> str:
         exc = self.errors[pid]
-        return f"{exc.__class__.__name__}: {exc}".strip()
+        from .errors import exception_text
+
+        return f"{exc.__class__.__name__}: {exception_text(exc)}".strip()
 
     def collect(self, hook: str) -> dict[str, list[Registration]]:
         """Call ``hook`` (a ``register_*`` hook) once per plugin; group results by plugin.

@@ -53,6 +53,15 @@ def warn(message: str, category: type[Warning], stacklevel: int = 1) -> None:
     warnings.warn(message, category, stacklevel=stacklevel + 1)
 
 
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)``, or a note when a plugin's exception cannot tell its own message (its
+    ``__str__`` raises): messages then still name the exception, not the ``__str__``'s."""
+    try:
+        return str(exc)
+    except Exception as inner:
+        return f"<no message: its __str__ raised {inner.__class__.__name__}>"
+
+
 def _show_compactly(warnings: Any) -> None:
     default = warnings.showwarning
     if getattr(default, "_interactions_compact", False):

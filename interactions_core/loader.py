@@ -21,7 +21,7 @@ from typing import Any
 from ._classes import instantiate, load_class_path
 from ._config import ConfigEntry, InteractionsConfig, parse_config
 from ._interaction import derive_name
-from .errors import ConfigError, InteractionsError, Interrupted, warn
+from .errors import ConfigError, InteractionsError, Interrupted, exception_text, warn
 from .registry import Registry, get_registry
 
 __all__ = ["LoadedConfig", "ResolvedEntry", "class_for_path", "load_config", "load_interactions"]
@@ -77,7 +77,7 @@ class LoadedConfig:
                 raise ConfigError(
                     [
                         f"{r.entry.where(self.source)}: interaction {r.name!r} ({r.origin}) failed "
-                        f"to initialise: {exc.__class__.__name__}: {exc}"
+                        f"to initialise: {exc.__class__.__name__}: {exception_text(exc)}"
                     ],
                     self.source,
                 ) from exc

@@ -40,7 +40,7 @@ from math import isfinite
 from typing import Any
 
 from .._interaction import InteractionResult, as_score
-from ..errors import InteractionCallError, Interrupted
+from ..errors import InteractionCallError, Interrupted, exception_text
 
 __all__ = ["Session", "SessionTracker", "call_error", "stops_the_run"]
 
@@ -157,7 +157,7 @@ def call_error(
     if isinstance(exc, asyncio.TimeoutError):
         problem = f"timed out after {timeout:g} s" if timeout else "timed out"
     else:
-        problem = f"raised {exc.__class__.__name__}: {exc}".rstrip(": ")
+        problem = f"raised {exc.__class__.__name__}: {exception_text(exc)}".rstrip(": ")
     error = InteractionCallError(name, instance_id, method, problem)
     error.__cause__ = exc
     return error

@@ -347,8 +347,8 @@ def gated_h11(gate: ConnectionGate) -> type:
 #   message waits for the application (uvicorn's own backpressure). uvicorn parses
 #   a whole read (256 KiB) at once: a few compressed frames of zeros cost 230 MB,
 #   and a read of empty pongs (43,000 frames) held the loop 0.35 s, every read.
-# * **Frames that carry no message are rationed** (``FRAME_ALLOWANCE``): pings,
-#   pongs, fragments that are mostly framing; a flood of them is closed (1008).
+# * **Frames that carry (nearly) nothing are rationed** (``FRAME_ALLOWANCE``):
+#   pings, pongs, fragments that are mostly framing; a flood is closed (1008).
 # * **A compressed message may not expand past** ``EXPANSION_FLOOR`` and
 #   ``EXPANSION`` times its bytes read (1009): uvicorn keeps every fragment until
 #   the last, and compressed zeros never finished held 16 MB per 15 KB sent.
@@ -369,7 +369,7 @@ EXPANSION_FLOOR = 1 << 20
 #: to at most about 1,032, and 4 KiB of the smallest frames is about 680 of them.
 FEED_BYTES = 4096
 #: Frames that complete no message a connection may send in a burst: a ping, a
-#: pong, a fragment; one more is allowed each second and for each KiB a fragment
+#: pong, a fragment; one more is allowed each second and for each 64 bytes a frame
 #: carries, and a message the application takes restores the whole allowance.
 FRAME_ALLOWANCE = 64
 
@@ -424,18 +424,18 @@ class _BoundedReads:
             super().handle_pong(event)  # type: ignore[misc]
 
     def _spend(self, carried: int) -> bool:
-        """Use up one frame of ``FRAME_ALLOWANCE`` (earning one per KiB ``carried``); past
+        """Use up one frame of ``FRAME_ALLOWANCE`` (earning one per 64 bytes ``carried``); past
         it the connection is closed (1008) and ``False`` returned, as once closing."""
         if self.close_sent:
             return False
         now = time.monotonic()
-        earned = (now - self.allowance_at) + carried / 1024 - 1
+        earned = (now - self.allowance_at) + carried / 64 - 1
         self.allowance = min(float(FRAME_ALLOWANCE), self.allowance + earned)
         self.allowance_at = now
         if self.allowance >= 0:
             return True
-        _floods.warning("closed a connection that sent a flood of frames carrying no message")
-        self._fail(1008, "too many frames that carry no message (pings, pongs, fragments)")
+        _floods.warning("closed a connection that sent a flood of nearly empty frames")
+        self._fail(1008, "too many frames that carry little or nothing (pings, pongs, fragments)")
         return False
 
     def _fail(self, code: int, reason: str) -> None:

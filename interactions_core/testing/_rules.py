@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from ..errors import InteractionsError
+from ..errors import InteractionsError, exception_text
 from .driver import ConformanceReport, Episode
 
 __all__ = [
@@ -66,7 +66,8 @@ def describe_exc(exc: BaseException) -> str:
     """``raised ValueError: first line`` (or the timeout said plainly), for a message."""
     if isinstance(exc, asyncio.TimeoutError):
         return "did not return in time (timeout)"
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    whole = exception_text(exc).strip()
+    text = whole.splitlines()[0] if whole else ""
     return f"raised {exc.__class__.__name__}" + (f": {text}" if text else "")
 
 

@@ -469,3 +469,34 @@ def test_an_errors_message_never_drives_the_terminal(
     code, _, err = run_cli("run", str(config), "--data", str(data))
     assert code == 1 and "1 of 1 episode(s) errored" in err
     assert "\x1b" not in err and "\x07" not in err and "bad \\x1b[31mred\\x07" in err
+
+
+MUTE = '''
+from interactions_core import BaseInteraction
+
+
+class Unsayable(Exception):
+    def __str__(self):
+        raise RuntimeError("boom")
+
+
+class Mute(BaseInteraction):
+    """Fails with an exception that cannot say what it is."""
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        raise Unsayable()
+'''
+
+
+def test_an_exception_whose_str_raises_is_named_as_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record said `generate_response raised RuntimeError: boom`: the __str__'s error,
+    not the plugin's."""
+    config = plugin_config(tmp_path, monkeypatch, "mute", MUTE, "Mute")
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    write_rows(data, 1)
+    code, _, err = run_cli("run", str(config), "--data", str(data), "--output", str(out))
+    assert code == 1, err
+    message = read_lines(out)[0]["errors"][0]["message"]
+    assert "raised Unsayable: <no message: its __str__ raised RuntimeError>" in message, message
