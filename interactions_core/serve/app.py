@@ -333,11 +333,12 @@ async def _finalize_at_shutdown(hub: Hub) -> None:
     drained = await hub.drain(FINALIZE_WAIT) - len(hub.unfinalized)
     tracker = hub.tracker
     if hub.unfinalized:
-        log.warning(
-            "%d session(s) not finalized: finalize_interaction did not return within %g s",
-            len(hub.unfinalized),
-            FINALIZE_WAIT,
+        why = (
+            "the second stop signal cancelled their finalize_interaction"
+            if hub.forced
+            else f"finalize_interaction did not return within {FINALIZE_WAIT:g} s"
         )
+        log.warning("%d session(s) not finalized: %s", len(hub.unfinalized), why)
     log.info(
         "shut down: %d session%s finalized at shutdown; %d started, %d finalized, %d open",
         drained,
@@ -463,7 +464,7 @@ class _Drain:
         """A stop signal arrived (called in the main thread, between two bytecodes)."""
         loop = self.loop
         if self.draining or loop is None:
-            self.server.force_exit = self.draining
+            self.server.force_exit = self.hub.forced = self.draining
             self.server.should_exit = True
             return
         self.draining = True

@@ -112,6 +112,8 @@ class Hub:
         self.busy = 0
         #: False once the server is shutting down: new episodes are refused.
         self.accepting = True
+        #: True once a second stop signal cut the shutdown short: what runs is cancelled.
+        self.forced = False
         self._open: set[ServedEpisode] = set()
         #: Episodes a drain could not finalize (their plugin's finalize hung).
         self.unfinalized: list[ServedEpisode] = []

@@ -42,6 +42,8 @@ class Logged(BaseInteraction):
         return 0.25
 
     async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> None:
+        if self.config.get("finalize_wait"):  # closing a client, a sandbox: it awaits
+            await asyncio.sleep(float(self.config["finalize_wait"]))
         self._log("finalize", instance_id)
 
 

@@ -9,6 +9,7 @@ check that every session was finalized.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -412,6 +413,35 @@ def test_a_second_signal_stops_at_once_and_still_finalizes_every_session(
     assert "2 started, 2 finalized, 0 open" in output, output
     # The tasks the forced shutdown cancels end quietly: no traceback for each
     assert "Traceback" not in output and "Exception in ASGI application" not in output, output
+
+
+def test_a_second_signal_says_why_awaiting_finalizers_were_left(tmp_path: Path) -> None:
+    """A finalize_interaction that awaits is cancelled by the forced stop; the log blamed a
+    10 s hang that never happened ("did not return within 10 s", 3 s after the signal)."""
+    config = CONFIG.replace("slow: 1.5", "slow: 60, finalize_wait: 0.05")
+    running = start_server(tmp_path, config)
+    busy = GenericEnvClient(base_url=running.url).sync()
+    try:
+        busy.reset(interaction_kwargs={"name": "logged", "ground_truth": "x"})
+        import threading
+
+        def slow_step() -> None:
+            with contextlib.suppress(Exception):  # the server goes away mid-step
+                busy.step({"content": "slow"})
+
+        threading.Thread(target=slow_step, daemon=True).start()
+        time.sleep(0.5)
+        os.kill(running.pid, signal.SIGINT)
+        time.sleep(0.5)
+        running.stop(signal.SIGINT, timeout=25)
+    finally:
+        with contextlib.suppress(Exception):
+            busy.close()
+    output = running.output()
+    assert running.proc.returncode == 0, output
+    assert "did not return within" not in output, output
+    assert "1 session(s) not finalized: the second stop signal cancelled their" in output
+    assert "1 started, 0 finalized, 1 open" in output, output
 
 
 def test_a_bad_config_or_a_busy_port_fails_before_serving(server: Server, tmp_path: Path) -> None:
