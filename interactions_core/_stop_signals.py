@@ -66,6 +66,18 @@ def _exit_unless_done(seconds: float, code: int) -> None:
     timer.start()
 
 
+def _unblock(signals: tuple[int, ...]) -> list[int]:
+    """Unblock those of ``signals`` this thread blocks (a plugin's ``pthread_sigmask``): the
+    helper threads block them on purpose, so no thread would take them; return which."""
+    mask = getattr(_signal, "pthread_sigmask", None)
+    if mask is None:
+        return []
+    blocked = [sig for sig in signals if sig in mask(_signal.SIG_BLOCK, [])]
+    if blocked:
+        mask(_signal.SIG_UNBLOCK, blocked)
+    return blocked
+
+
 class StopSignals:
     """Calls ``first(signum)`` on the first stop signal and ``second(signum)`` on any later one.
 
@@ -140,20 +152,25 @@ class StopSignals:
         are still this object's, and put back any that code inside the program replaced.
 
         A plugin that installs its own SIGINT or SIGTERM handler (a library's handler
-        that only sets a flag, ``SIG_IGN``) would otherwise leave Ctrl-C and the
-        scheduler's SIGTERM without effect. The first time is told on stderr.
+        that only sets a flag, ``SIG_IGN``), or blocks them in the main thread's signal
+        mask, would otherwise leave Ctrl-C and the scheduler's SIGTERM without effect;
+        the mask is opened again too. The first time is told on stderr.
         """
 
         def check() -> None:
             taken = [sig for sig in self.previous if _signal.getsignal(sig) != self.handle]
             for sig in taken:
                 _signal.signal(sig, self.handle)
-            if taken and not self._told:
+            masked = _unblock(tuple(self.previous))
+            if (taken or masked) and not self._told:
                 self._told = True
+                how = "replaced the handler of" if taken else "blocked"
+                how += ", and blocked," if taken and masked else ""
+                named = " and ".join(_NAMES.get(s, str(s)) for s in sorted({*taken, *masked}))
                 sys.stderr.write(
-                    "interactions: warning: code inside the program (a plugin?) replaced the "
-                    f"handler of {' and '.join(_NAMES.get(s, str(s)) for s in taken)}; the "
-                    "program's own is back, so Ctrl-C and SIGTERM still stop it\n"
+                    f"interactions: warning: code inside the program (a plugin?) {how} "
+                    f"{named}; the program's own handling is back, so Ctrl-C and SIGTERM "
+                    "still stop it\n"
                 )
             self._timer = loop.call_later(every, check)
 

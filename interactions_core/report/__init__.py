@@ -45,6 +45,11 @@ WORST_KEPT = 50
 SAMPLE_KEPT = 150
 #: Characters of one message kept in the report; longer ones are cut and marked.
 MESSAGE_CHARS = 4000
+#: Messages of one conversation shown: the first and the last half of these, and how
+#: many were left out between them (an episode may hold a great many).
+MESSAGES_SHOWN = 40
+#: Characters of a role shown (roles are short words; a record may say otherwise).
+ROLE_CHARS = 40
 #: Unreadable lines described in full.
 BAD_LINES_SHOWN = 5
 
@@ -62,9 +67,21 @@ def _clip(text: Any) -> str:
     return text
 
 
+def _messages_view(messages: Any) -> list[dict[str, str]]:
+    """The messages shown: each cut to ``MESSAGE_CHARS``, at most ``MESSAGES_SHOWN`` of them."""
+    kept = [m for m in messages if isinstance(m, Mapping)] if isinstance(messages, list) else []
+    half, left = MESSAGES_SHOWN // 2, len(kept) - MESSAGES_SHOWN
+    if left > 0:
+        note = {"role": "...", "content": f"[... {left:,} messages not shown]"}
+        kept = [*kept[:half], note, *kept[-half:]]
+    return [
+        {"role": str(m.get("role", "?"))[:ROLE_CHARS], "content": _clip(m.get("content"))}
+        for m in kept
+    ]
+
+
 def episode_view(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a record the report shows, with long messages cut."""
-    messages = record.get("messages") or []
+    """The part of a record the report shows, with long messages and conversations cut."""
     return {
         "index": record.get("index"),
         "sample_id": record.get("sample_id"),
@@ -79,11 +96,7 @@ def episode_view(record: Mapping[str, Any]) -> dict[str, Any]:
             {k: entry.get(k) for k in ("where", "type", "message")}
             for entry in map(error_entry, record.get("errors") or [])
         ],
-        "messages": [
-            {"role": str(m.get("role", "?")), "content": _clip(m.get("content"))}
-            for m in messages
-            if isinstance(m, Mapping)
-        ],
+        "messages": _messages_view(record.get("messages")),
     }
 
 
@@ -96,7 +109,7 @@ class RunData:
         self.durations = array("d")
         self.errored: list[dict[str, Any]] = []
         self._worst: list[tuple[float, int, dict[str, Any]]] = []  # min-heap of -score
-        self._sample: list[tuple[int, Mapping[str, Any]]] = []
+        self._sample: list[tuple[int, dict[str, Any]]] = []
         self._random = random.Random(seed)
         self._eligible = 0  # episodes without error so far
         self._next_kept = 0  # the one of those the sample takes next
@@ -146,18 +159,18 @@ class RunData:
             elif negated > worst[0][0]:  # a tie keeps the earlier episode (greater -seen)
                 heapq.heapreplace(worst, (negated, -seen, episode_view(record)))
         # Reservoir sample (Li's Algorithm L: random draws only when an episode is
-        # kept, not per episode); the view is built only for the final sample.
+        # kept, not per episode); what is kept is the view, of bounded size.
         eligible = self._eligible
         self._eligible = eligible + 1
         if eligible == self._next_kept:
             if len(self._sample) < SAMPLE_KEPT:
-                self._sample.append((seen, record))
+                self._sample.append((seen, episode_view(record)))
                 self._next_kept += 1
                 if len(self._sample) == SAMPLE_KEPT:
                     self._w = math.exp(math.log(self._uniform()) / SAMPLE_KEPT)
                     self._skip()
             else:
-                self._sample[self._random.randrange(SAMPLE_KEPT)] = (seen, record)
+                self._sample[self._random.randrange(SAMPLE_KEPT)] = (seen, episode_view(record))
                 self._w *= math.exp(math.log(self._uniform()) / SAMPLE_KEPT)
                 self._skip()
 
@@ -178,7 +191,7 @@ class RunData:
     @property
     def sample(self) -> list[dict[str, Any]]:
         """A uniform sample of the episodes without error, in file order."""
-        return [episode_view(record) for _, record in sorted(self._sample, key=lambda t: t[0])]
+        return [view for _, view in sorted(self._sample, key=lambda t: t[0])]
 
 
 def _label(path: str, taken: set[str]) -> str:

@@ -153,6 +153,22 @@ def test_long_messages_are_cut(tmp_path: Path) -> None:
     assert len(content) < 5_000 and "46,000 more characters not shown" in content
 
 
+def test_long_conversations_are_cut(tmp_path: Path) -> None:
+    """50 errored records of 100,000 empty messages each (15 MB) made a 150 MB page and
+    held 1.3 GB; a sampled one was kept whole until the end."""
+    error = {"where": "generate_response", "type": "ValueError", "message": "bad"}
+    rows = [record(i, [0.0], errors=[error]) for i in range(50)]
+    rows.append(record(50, [1.0]))
+    for row in rows:
+        row["messages"] = [{"role": "R" * 500, "content": "first"}] + [{}] * 100_000
+    (run,) = read_records([str(write(tmp_path / "r.jsonl", rows))])
+    for view in (run.errored[0], run.sample[0]):
+        messages = view["messages"]
+        assert len(messages) == 41 and messages[0] == {"role": "R" * 40, "content": "first"}
+        assert messages[20]["content"] == "[... 99,961 messages not shown]"
+    assert len(render([run])) < 2_000_000
+
+
 def test_unreadable_lines_are_counted_and_shown(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(record(0, [1.0])) + "\n{truncated\n[1, 2]\n\n")
