@@ -75,8 +75,6 @@ LOCK_TIMEOUT_VAR = "INTERACTIONS_LOCK_TIMEOUT"
 #: Longest wait for another process's index build, unless the variable says otherwise.
 LOCK_TIMEOUT = 30.0
 
-_VALUE_PATTERN = r"^\s*[A-Za-z_][\w.]*\s*(:\s*[A-Za-z_][\w.]*\s*)?$"
-
 
 def plugin_id(record: dict[str, Any]) -> str:
     """The identity of a hook plugin's record: ``distribution:entry-point-name``."""
@@ -343,15 +341,21 @@ class BuildLock:
 
 def _validate(group: str, name: str, value: str) -> str | None:
     """What is wrong with an entry point's name or value, or ``None``."""
-    import re
-
-    if not re.match(_VALUE_PATTERN, value):
+    if not _is_reference(value):
         return f"malformed entry point value {value!r}: expected 'module:attribute'"
     if group != PLUGINS_GROUP and ":" not in value:
         return f"entry point value {value!r} names a module; expected 'module:Class'"
     if group != PLUGINS_GROUP and (":" in name or not name.strip()):
         return f"invalid interaction name {name!r}: names may not be empty or contain ':'"
     return None
+
+
+def _is_reference(value: str) -> bool:
+    """Whether ``value`` is ``module`` or ``module:attribute``, each a dotted name of Python
+    identifiers (string methods: a regular expression's compilation costs more here)."""
+    module, colon, attribute = value.partition(":")
+    parts = (module, attribute) if colon else (module,)
+    return all(all(w.isidentifier() for w in p.strip().split(".")) for p in parts)
 
 
 class _Metadata:
@@ -501,8 +505,6 @@ def _entry_points_one_by_one(seen: dict[Any, Any]) -> list[Any]:
     be read, which would stop every command; here that one is named in a warning."""
     from importlib.metadata import distributions
 
-    from .errors import InteractionsWarning, warn
-
     found: list[Any] = []
     for dist in distributions():
         key = getattr(dist, "_normalized_name", None) or id(dist)
@@ -512,6 +514,8 @@ def _entry_points_one_by_one(seen: dict[Any, Any]) -> list[Any]:
         try:
             found.extend(dist.entry_points)
         except Exception as exc:  # not UTF-8, a line without "=", ...
+            from .errors import InteractionsWarning, warn
+
             where = getattr(dist, "_path", None) or key
             warn(
                 f"the entry points of the distribution at {where} cannot be read "

@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import os
 
-from .errors import ConflictError, DisabledError, UnknownNameError
-
 # ``typing`` is imported for type checkers only: this module is on the path of a
 # warm ``interactions list``, where importing ``typing`` alone costs about a
 # third of a bare interpreter start (docs/performance.md).
@@ -37,6 +35,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
     from typing import Any, TypeVar
+
+    from .errors import UnknownNameError
 
     T = TypeVar("T")
     C = TypeVar("C", bound="Contribution")
@@ -237,6 +237,8 @@ def resolve(contributions: Sequence[C], name: str, unknown: Callable[[], Unknown
     A qualified name designates one distribution's contribution, enabled or not;
     a plain one must designate exactly one usable contribution.
     """
+    from .errors import ConflictError, DisabledError  # here: a listing never raises them
+
     matches = find_named(contributions, name)
     if not matches:
         raise unknown()

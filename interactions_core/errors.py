@@ -6,50 +6,21 @@ into a one-paragraph message instead of a traceback. Several also derive from th
 built-in type verl's callers already catch (``ValueError``, ``KeyError``), so code
 written against verl keeps working.
 
-The framework's warnings go through :func:`warn`, so the CLI can show them as one
-``interactions: warning: ...`` line (:func:`compact_warnings`) without importing
-the ``warnings`` module on the path of a warm ``interactions list``, which
-issues none.
+The framework's warnings go through :func:`warn`; the CLI shows those of the
+framework's categories as one ``interactions: warning: ...`` line.
 """
 
 from __future__ import annotations
 
-import sys
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Any
-
-#: Set by :func:`compact_warnings` when the ``warnings`` module was not imported
-#: yet: :func:`warn` then installs the one-line display before the first warning.
-_pending = False
-
-
-def compact_warnings() -> None:
-    """Show the framework's warnings as one ``interactions: warning:`` line from now on.
-
-    Other warnings keep Python's display. The ``warnings`` module is patched now
-    if something imported it already, else by :func:`warn` before the first
-    framework warning (a warm ``interactions list`` issues none, and so never
-    imports ``warnings``).
-    """
-    global _pending
-    module = sys.modules.get("warnings")
-    if module is None:
-        _pending = True
-    else:
-        _show_compactly(module)
 
 
 def warn(message: str, category: type[Warning], stacklevel: int = 1) -> None:
     """Issue a framework warning (``stacklevel`` as for :func:`warnings.warn`, from the caller)."""
-    global _pending
     import warnings
 
-    if _pending:
-        _pending = False
-        _show_compactly(warnings)
     warnings.warn(message, category, stacklevel=stacklevel + 1)
 
 
@@ -60,21 +31,6 @@ def exception_text(exc: BaseException) -> str:
         return str(exc)
     except Exception as inner:
         return f"<no message: its __str__ raised {inner.__class__.__name__}>"
-
-
-def _show_compactly(warnings: Any) -> None:
-    default = warnings.showwarning
-    if getattr(default, "_interactions_compact", False):
-        return  # already in place
-
-    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
-        if getattr(category, "__module__", "").startswith("interactions_core"):
-            (file or sys.stderr).write(f"interactions: warning: {message}\n")
-        else:
-            default(message, category, filename, lineno, file, line)
-
-    show._interactions_compact = True  # type: ignore[attr-defined]
-    warnings.showwarning = show
 
 
 class InteractionsError(Exception):

@@ -41,12 +41,6 @@ from ._names import (
     unknown_message,
     warn_unmatched,
 )
-from .errors import (
-    PluginLoadError,
-    UnknownBuilderError,
-    UnknownInteractionError,
-    UnknownPolicyError,
-)
 
 # ``typing`` is imported for type checkers only: this module is on the path of a
 # warm ``interactions list``, where importing ``typing`` alone costs about a
@@ -57,6 +51,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ._hooks import PluginHost, Registration
+    from .errors import UnknownBuilderError, UnknownPolicyError
 
 __all__ = [
     "MEMORY_DISTRIBUTION",
@@ -158,6 +153,8 @@ class PolicyInfo(Contribution):
 
     def load(self) -> Any:
         """The policy class (imported now if needed); :class:`PluginLoadError` when broken."""
+        from .errors import PluginLoadError  # here: a listing never needs the error types
+
         if self.status == "broken":
             raise PluginLoadError(
                 f"policy {self.qualified} ({self.target}) is broken: {self.error}"
@@ -403,10 +400,14 @@ class Registry:
 
     def resolve(self, name: str) -> Entry:
         """The interaction entry ``name`` (plain or ``distribution:name``) designates."""
+        from .errors import UnknownInteractionError
+
         return resolve(self.entries(), name, lambda: UnknownInteractionError(self._unknown(name)))
 
     def policy(self, name: str) -> Any:
         """The policy class called ``name`` (or ``distribution:name``), imported now."""
+        from .errors import UnknownPolicyError
+
         policies = self.policies()
 
         def unknown() -> UnknownPolicyError:
@@ -416,6 +417,8 @@ class Registry:
 
     def builder(self, name: str) -> BuilderInfo:
         """The dataset builder called ``name`` (or ``distribution:name``)."""
+        from .errors import PluginLoadError, UnknownBuilderError
+
         builders = self.builders()
 
         def unknown() -> UnknownBuilderError:
@@ -453,6 +456,8 @@ class Registry:
         A failure marks the entry broken (with the original exception as the
         cause) so it is not imported again.
         """
+        from .errors import PluginLoadError
+
         entry = self.resolve(name_or_entry) if isinstance(name_or_entry, str) else name_or_entry
         if entry._cls is not None:
             return entry._cls
@@ -479,6 +484,7 @@ class Registry:
 
     def _import(self, entry: Entry) -> Any:
         from ._classes import import_failure, import_target
+        from .errors import PluginLoadError
 
         try:
             return import_target(entry.target)
@@ -488,6 +494,8 @@ class Registry:
 
     def _hook_class(self, entry: Entry) -> Any:
         """The class a hook plugin registers under the entry's name (the plugin imported now)."""
+        from .errors import PluginLoadError
+
         host = self.plugin_host
         registrations = host.collect("register_interactions")
         if entry.plugin in host.errors:

@@ -78,16 +78,16 @@ def test_a_conformance_error_keeps_its_violations() -> None:
 # -- how the framework's warnings are shown --------------------------------------
 
 _SHOW = """
-from interactions_core import errors
+from interactions_core import cli, errors
 from interactions_core.errors import IncompatibleCoreWarning
-errors.compact_warnings()
+cli.compact_warnings()
 errors.warn("a plugin wants another core", IncompatibleCoreWarning)
 import warnings
 warnings.warn("someone else's", UserWarning)
 """
 
 
-def test_compact_display_is_installed_by_the_first_framework_warning() -> None:
+def test_the_cli_shows_framework_warnings_in_one_line() -> None:
     import subprocess
     import sys
 
@@ -109,17 +109,17 @@ def test_warn_points_at_the_callers_frame_and_is_recordable() -> None:
 
 
 def test_a_recording_block_after_the_cli_still_records(monkeypatch) -> None:
-    """``warn`` installs the display only when the CLI asked before ``warnings`` existed."""
+    """The display the CLI installs does not override a later recording block."""
     import warnings
 
+    from interactions_core.cli import compact_warnings
     from interactions_core.errors import IncompatibleCoreWarning
 
-    monkeypatch.setattr(errors, "_pending", False)
     monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)
-    errors.compact_warnings()  # warnings is imported here: installed at once
+    compact_warnings()
     assert getattr(warnings.showwarning, "_interactions_compact", False)
     monkeypatch.setattr(warnings, "showwarning", warnings._showwarning_orig)  # type: ignore[attr-defined]
     with pytest.warns(IncompatibleCoreWarning):  # a later recording block is not overridden
         errors.warn("recorded", IncompatibleCoreWarning)
-    errors.compact_warnings()  # each CLI call puts the display back if it was replaced
+    compact_warnings()  # each CLI call puts the display back if it was replaced
     assert getattr(warnings.showwarning, "_interactions_compact", False)

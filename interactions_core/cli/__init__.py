@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from .._stop_signals import StopSignals
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "compact_warnings", "main"]
 
 #: Subcommand modules, in the order ``--help`` lists them.
 COMMANDS = ("list", "show", "check", "run", "report", "data", "new", "cache", "serve", "ray")
@@ -67,14 +67,27 @@ def _declared(argv: Sequence[str] | None) -> Sequence[str]:
     return (chosen,) if chosen in COMMANDS else COMMANDS
 
 
-def _compact_warnings() -> None:
-    """Show the framework's warnings as one readable line, not Python's source listing.
+def compact_warnings() -> None:
+    """Show the framework's warnings as one ``interactions: warning:`` line, not Python's
+    source listing; other warnings keep Python's display.
 
-    Installed before any plugin code runs, so the first warning already reads so.
+    Installed before any plugin code runs, so the first warning already reads so, and
+    again by every call (a recording block in between may have replaced it).
     """
-    from ..errors import compact_warnings
+    import warnings
 
-    compact_warnings()
+    default = warnings.showwarning
+    if getattr(default, "_interactions_compact", False):
+        return  # already in place
+
+    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+        if getattr(category, "__module__", "").startswith("interactions_core"):
+            (file or sys.stderr).write(f"interactions: warning: {message}\n")
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    show._interactions_compact = True  # type: ignore[attr-defined]
+    warnings.showwarning = show
 
 
 def _fail(message: str, code: int) -> int:
@@ -86,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the process exit code."""
     # not list(): importing the "list" subcommand binds that name in this package
     args_list = [*(sys.argv[1:] if argv is None else argv)]
-    _compact_warnings()
+    compact_warnings()
     parser = build_parser(args_list)
     args = parser.parse_args(args_list)
     if not getattr(args, "command", None):
