@@ -67,17 +67,39 @@ def _clip(text: Any) -> str:
     return text
 
 
-def _messages_view(messages: Any) -> list[dict[str, str]]:
-    """The messages shown: each cut to ``MESSAGE_CHARS``, at most ``MESSAGES_SHOWN`` of them."""
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def _messages_view(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The messages shown, each with its ``kind`` (prompt role, ``assistant``, ``feedback``),
+    ``label`` and turn ``score``, labelled over the whole conversation before it is cut to
+    ``MESSAGES_SHOWN`` (the first and last half, and a note of how many were left out);
+    each message cut to ``MESSAGE_CHARS``."""
+    messages = record.get("messages")
     kept = [m for m in messages if isinstance(m, Mapping)] if isinstance(messages, list) else []
+    given = record.get("scores")
+    scores: list[Any] = given if isinstance(given, list) else []
+    prompt = len(kept) - _count(record.get("turns")) - _count(record.get("user_turns"))
     half, left = MESSAGES_SHOWN // 2, len(kept) - MESSAGES_SHOWN
-    if left > 0:
-        note = {"role": "...", "content": f"[... {left:,} messages not shown]"}
-        kept = [*kept[:half], note, *kept[-half:]]
-    return [
-        {"role": str(m.get("role", "?"))[:ROLE_CHARS], "content": _clip(m.get("content"))}
-        for m in kept
-    ]
+    views: list[dict[str, Any]] = []
+    turn = 0
+    for k, message in enumerate(kept):
+        role = str(message.get("role", "?"))[:ROLE_CHARS]
+        kind, label, score = role, f"{role} (prompt)" if k < prompt else role, None
+        if k >= prompt and role == "assistant":
+            turn += 1
+            label = f"assistant, turn {turn}"
+            score = scores[turn - 1] if turn <= len(scores) else None
+        elif k >= prompt and role == "user":
+            kind, label = "feedback", f"interaction feedback after turn {turn}"
+        if left <= 0 or k < half or k >= len(kept) - half:
+            content = _clip(message.get("content"))
+            views.append({"kind": kind, "label": label, "score": score, "content": content})
+        elif k == half:
+            note = f"[... {left:,} messages not shown]"
+            views.append({"kind": "note", "label": "...", "score": None, "content": note})
+    return views
 
 
 def episode_view(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -96,7 +118,7 @@ def episode_view(record: Mapping[str, Any]) -> dict[str, Any]:
             {k: entry.get(k) for k in ("where", "type", "message")}
             for entry in map(error_entry, record.get("errors") or [])
         ],
-        "messages": _messages_view(record.get("messages")),
+        "messages": _messages_view(record),
     }
 
 

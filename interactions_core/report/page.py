@@ -290,19 +290,12 @@ SCRIPT = """
       ' (sample ' + JSON.stringify(ep.sample_id) + ')'));
     panel.appendChild(el('p', 'note', 'interaction ' + ep.interaction + ', ended by ' +
       ep.end_reason + ', ' + ep.turns + ' assistant turn(s), final score ' + ep.final_score));
-    var prompt = ep.messages.length - ep.turns - ep.user_turns;
-    var turn = 0;
-    ep.messages.forEach(function(m, k){
-      var cls = m.role, label = m.role;
-      if (k >= prompt && m.role === 'assistant'){ turn += 1; label = 'assistant, turn ' + turn; }
-      else if (k >= prompt && m.role === 'user'){ cls = 'feedback';
-        label = 'interaction feedback after turn ' + turn; }
-      else if (k < prompt){ label = m.role + ' (prompt)'; }
-      var box = el('div', 'turn ' + cls);
-      if (cls === 'assistant' && k >= prompt && ep.scores.length >= turn){
-        box.appendChild(el('span', 'score', 'score ' + ep.scores[turn - 1]));
+    ep.messages.forEach(function(m){
+      var box = el('div', 'turn ' + m.kind);
+      if (m.score !== null && m.score !== undefined){
+        box.appendChild(el('span', 'score', 'score ' + m.score));
       }
-      box.appendChild(el('div', 'role', label));
+      box.appendChild(el('div', 'role', m.label));
       box.appendChild(el('pre', null, m.content));
       panel.appendChild(box);
     });

@@ -164,9 +164,24 @@ def test_long_conversations_are_cut(tmp_path: Path) -> None:
     (run,) = read_records([str(write(tmp_path / "r.jsonl", rows))])
     for view in (run.errored[0], run.sample[0]):
         messages = view["messages"]
-        assert len(messages) == 41 and messages[0] == {"role": "R" * 40, "content": "first"}
+        assert len(messages) == 41 and messages[0]["label"] == "R" * 40 + " (prompt)"
         assert messages[20]["content"] == "[... 99,961 messages not shown]"
     assert len(render([run])) < 2_000_000
+
+
+def test_a_cut_conversation_keeps_its_turns_and_scores(tmp_path: Path) -> None:
+    """The page labelled turns from the shown messages: after the cut, reply 21 read
+    "turn 10, score 10.0" and the prompt read as feedback."""
+    row = record(0, [float(n) for n in range(1, 31)])  # 30 turns, the score of turn n is n
+    row["messages"].insert(0, {"role": "system", "content": "be brief"})
+    (run,) = read_records([str(write(tmp_path / "r.jsonl", [row]))])
+    shown = run.worst[0]["messages"]
+    assert [m["label"] for m in shown[:2]] == ["system (prompt)", "user (prompt)"]
+    assert shown[2] == {"kind": "assistant", "label": "assistant, turn 1", "score": 1.0,
+                        "content": shown[2]["content"]}  # fmt: skip
+    after = next(m for m in shown[21:] if m["kind"] == "assistant")
+    assert (after["label"], after["score"]) == ("assistant, turn 21", 21.0)
+    assert shown[-1]["label"] == "assistant, turn 30" and shown[-1]["score"] == 30.0
 
 
 def test_unreadable_lines_are_counted_and_shown(tmp_path: Path) -> None:
