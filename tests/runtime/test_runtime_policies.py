@@ -308,3 +308,88 @@ def test_entry_point_policies_and_conflicts(make_dist: Any, forget_modules: None
         get_policy_class("replay", registry)
     assert get_policy_class("interactions-core:replay", registry) is ReplayPolicy
     assert get_policy_class("acme-echo:replay", registry).__name__ == "Echo"
+
+
+class RawServer:
+    """A server on 127.0.0.1 that answers every request with ``head`` and then ``body()``'s
+    parts, one every ``pause`` seconds, as long as the client takes them."""
+
+    def __init__(self, head: bytes, body: Any, pause: float = 0.0) -> None:
+        import socket
+
+        self.head, self.body, self.pause = head, body, pause
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        self.requests = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        import time
+
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.requests += 1
+            with conn:
+                try:
+                    conn.recv(65536)
+                    conn.sendall(self.head)
+                    for part in self.body():
+                        conn.sendall(part)
+                        time.sleep(self.pause)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _endless(part: bytes) -> Any:
+    def parts() -> Any:
+        while True:
+            yield part
+
+    return parts
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n",  # ends at close
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffff\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n",
+    ],
+    ids=["until-close", "chunked", "content-length"],
+)
+async def test_a_response_without_end_is_refused_at_the_body_bound(
+    head: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server sending 1 MiB blocks without end took 12 GB (until the 15 s timeout)."""
+    from interactions_core.runtime.policies import http
+
+    monkeypatch.setattr(http, "MAX_BODY", 4 << 20)
+    server = RawServer(head, _endless(b" " * (1 << 20)))
+    policy = OpenAIPolicy(model="m", base_url=server.url, retries=2, backoff=0.01, timeout=30)
+    try:
+        with pytest.raises(PolicyError, match=r"response body is over 4 MiB"):
+            await policy.reply(None, [])
+    finally:
+        await policy.aclose()
+        server.close()
+    assert server.requests == 1  # not retried: the same would come back
+
+
+async def test_a_body_the_timeout_cuts_is_a_timeout_and_retried() -> None:
+    """A body ending at close, cut by the timeout, was read as complete: 'not JSON', once."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n"
+    server = RawServer(head, _endless(b" "), pause=0.05)
+    policy = OpenAIPolicy(model="m", base_url=server.url, retries=1, backoff=0.01, timeout=0.5)
+    try:
+        with pytest.raises(PolicyError, match=r"2 times; last error: TimeoutError: no complete"):
+            await policy.reply(None, [])
+    finally:
+        await policy.aclose()
+        server.close()
+    assert server.requests == 2

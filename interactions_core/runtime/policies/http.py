@@ -37,11 +37,13 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "MAX_BODY",
     "TRANSIENT",
     "ConnectionPool",
     "ProtocolError",
     "Proxy",
     "Response",
+    "ResponseTooLarge",
     "Retries",
     "connection_cap",
     "proxy_for",
@@ -56,6 +58,9 @@ TRANSIENT: tuple[type[BaseException], ...] = (
     asyncio.LimitOverrunError,
 )
 _MAX_HEAD = 1 << 16  # bytes of status line and headers accepted
+#: Bytes of one response body accepted: a chat completion is kilobytes (megabytes with
+#: log-probabilities); a server sending without end would otherwise fill the memory.
+MAX_BODY = 32 << 20
 
 
 class ProtocolError(OSError):
@@ -64,6 +69,10 @@ class ProtocolError(OSError):
 
 _Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 _STALE = (ConnectionResetError, BrokenPipeError, asyncio.IncompleteReadError)
+
+
+class ResponseTooLarge(Exception):
+    """A response body over :data:`MAX_BODY` bytes: not retried, the same would come back."""
 
 
 class Proxy:
@@ -274,17 +283,9 @@ class ConnectionPool:
                 response = _parse_head(await reader.readuntil(b"\r\n\r\n"))
                 if response.status >= 200 or response.status == 101:
                     break  # 1xx interim responses (100 Continue, 103 Early Hints) precede it
-            status = response.status
-            if status in (204, 304) or status < 200:
-                pass  # no body
-            elif response.chunked:
-                response.body = await _read_chunked(reader)
-            elif response.length is not None:
-                if response.length:
-                    response.body = await reader.readexactly(response.length)
-            else:
-                response.body = await reader.read()  # the body ends when the server closes
-                response.keep_alive = False
+            await _read_body(reader, response)
+            if writer in self._expired:  # cut by the deadline: the end of file is not the end
+                raise asyncio.TimeoutError
             reuse = response.keep_alive
             return response
         except BaseException:
@@ -370,8 +371,37 @@ def _parse_head(head: bytes) -> Response:
     return response
 
 
+async def _read_body(reader: asyncio.StreamReader, response: Response) -> None:
+    """Read ``response``'s body, however it is framed, at most :data:`MAX_BODY` bytes."""
+    status = response.status
+    if status in (204, 304) or status < 200:
+        return  # no body
+    if response.chunked:
+        response.body = await _read_chunked(reader)
+    elif response.length is not None:
+        _within_bound(response.length)
+        if response.length:
+            response.body = await reader.readexactly(response.length)
+    else:  # the body ends when the server closes
+        parts, size = [], 0
+        while part := await reader.read(1 << 16):
+            size += len(part)
+            _within_bound(size)
+            parts.append(part)
+        response.body, response.keep_alive = b"".join(parts), False
+
+
+def _within_bound(size: int) -> None:
+    if size > MAX_BODY:
+        raise ResponseTooLarge(
+            f"the response body is over {MAX_BODY >> 20} MiB ({size:,} bytes so far); "
+            "the server sends more than any chat completion holds"
+        )
+
+
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
     parts: list[bytes] = []
+    total = 0
     while True:
         line = await reader.readuntil(b"\r\n")
         try:
@@ -382,6 +412,8 @@ async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
             while await reader.readuntil(b"\r\n") != b"\r\n":
                 pass  # trailer fields, then the final empty line
             return b"".join(parts)
+        total += size
+        _within_bound(total)
         parts.append(await reader.readexactly(size))
         await reader.readexactly(2)  # the chunk's CRLF
 

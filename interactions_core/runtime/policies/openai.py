@@ -46,6 +46,7 @@ from .base import Policy
 from .http import (
     TRANSIENT,
     ConnectionPool,
+    ResponseTooLarge,
     Retries,
     connection_cap,
     proxy_for,
@@ -380,6 +381,8 @@ class ChatClient:
                 response = await pool.post(body)
             except TRANSIENT as exc:
                 last = f"{exc.__class__.__name__}: {exc}".rstrip(": ")
+            except ResponseTooLarge as exc:
+                raise PolicyError(f"openai: {self.url}: {exc}") from exc
             else:
                 latency = _perf_counter() - started
                 status, data = response.status, response.body
