@@ -258,6 +258,9 @@ CONNECTIONS_PER_SESSION = 2
 HEAD_TIMEOUT = 10.0
 #: Seconds a shutdown waits for the steps in flight before closing connections.
 DRAIN_WAIT = 30.0
+#: Seconds uvicorn gives the connections after the drain before it cancels them: a
+#: closed connection's episode gets its ``FINALIZE_WAIT`` to finalize.
+GRACE_AFTER_DRAIN = FINALIZE_WAIT + 2.0
 
 
 # OpenEnv reads the reset method's signature on every reset, to drop the arguments it
@@ -363,8 +366,7 @@ def _bind(host: str, port: int) -> socket.socket:
             f"cannot listen on {host}:{port}: {exc.strerror or exc}. Choose another --port "
             "(0 picks a free one) or stop the process using it."
         ) from exc
-    sock.listen(2048)
-    sock.set_inheritable(True)
+    sock.listen(2048)  # not inheritable (Python's default): a plugin's child never holds it
     return sock
 
 
@@ -394,6 +396,8 @@ class _QuietClose:
         self.app = app
         #: Whether a second stop signal forced the shutdown (set once the server exists).
         self.forced: Callable[[], bool] = lambda: False
+        #: Whether the drain gave up waiting: what still runs is cancelled, as asked.
+        self.gave_up: Callable[[], bool] = lambda: False
 
     def _lifespan_send(self, send: Any) -> Any:
         """``send`` for the lifespan: a shutdown a second signal cut short (its task cancelled)
@@ -414,9 +418,10 @@ class _QuietClose:
         except LoopBlocked:
             log.info("ended a connection whose work blocked the event loop and was broken")
         except asyncio.CancelledError:
-            if not self.forced():
+            if not (self.forced() or self.gave_up()):
                 raise
-            # A second stop signal: uvicorn cancels what still runs, the shutdown asked for.
+            # A second stop signal, or the drain's time is up: uvicorn cancels what still
+            # runs, the shutdown asked for (the drain's warning has said how many).
 
     async def _serve(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -454,6 +459,8 @@ class _Drain:
         self.server = server
         self.loop: asyncio.AbstractEventLoop | None = None
         self.draining = False
+        #: Set when the drain's ``DRAIN_WAIT`` ran out with work still in flight.
+        self.gave_up = False
 
     async def take_signals(self) -> None:
         """Lifespan start-up: from now on the stop signals drain (see :func:`_on_stop_signals`)."""
@@ -469,13 +476,19 @@ class _Drain:
             return
         self.draining = True
         log.info(
-            "shutting down: refusing new episodes, finishing %d step(s) in flight", self.hub.busy
+            "shutting down: refusing new episodes, finishing %d step(s) or start(s) in flight",
+            self.hub.busy,
         )
         loop.call_soon_threadsafe(lambda: self.hub.spawn(self._drain_then_exit()))
 
     async def _drain_then_exit(self) -> None:
         if not await self.hub.wait_idle(DRAIN_WAIT):
-            log.warning("%d step(s) still in flight after %g s", self.hub.busy, DRAIN_WAIT)
+            self.gave_up = True
+            log.warning(
+                "%d step(s) or start(s) still in flight after %g s: they are cancelled",
+                self.hub.busy,
+                DRAIN_WAIT,
+            )
         self.server.should_exit = True
 
 
@@ -560,12 +573,14 @@ def run(
         **_websocket_options(compress, largest),
         log_level=log_level,
         lifespan="on",
-        timeout_graceful_shutdown=30,
+        # The drain has waited for the steps already: what is left is cancelled soon after.
+        timeout_graceful_shutdown=GRACE_AFTER_DRAIN,
         proxy_headers=False,  # the gate keys each connection by its own peer, not XFF
     )
     server = uvicorn.Server(config)
     front.forced = lambda: bool(server.force_exit)
     drain = _Drain(hub, server)
+    front.gave_up = lambda: drain.gave_up
     app.router.on_startup.append(drain.take_signals)
     watch = ServeWatchdog(hub.timeout, lambda: drain.draining)
     app.router.on_startup.append(watch.start)

@@ -276,6 +276,7 @@ class ServedEpisode:
             self.user_turns = 0
             self.done = False
             self.final_score = None
+            hub.busy += 1  # a drain waits for a start in flight as for a step
             try:
                 await session.start(**kwargs)
             except BaseException as exc:
@@ -285,6 +286,8 @@ class ServedEpisode:
                     log.warning("%s", exc)
                     raise ServeError(f"{exc}; no episode was started") from exc
                 raise
+            finally:
+                hub.busy -= 1
         return self.observation()
 
     def _task(

@@ -108,7 +108,7 @@ class Hub:
         self.tracker = SessionTracker()
         #: The rows served through the Task API (none without ``--data``).
         self.tasks = tasks if tasks is not None else Tasks({})
-        #: Steps being judged right now (a drain waits for them).
+        #: Steps being judged and sessions being started right now (a drain waits for them).
         self.busy = 0
         #: False once the server is shutting down: new episodes are refused.
         self.accepting = True
@@ -248,6 +248,8 @@ class Hub:
             "splits": self.tasks.describe(),
             "sessions": {
                 "open": tracker.open,
+                # what --max-sessions counts: the open ones and those still starting
+                "admitted": len(self._open),
                 "started": tracker.started,
                 "finalized": tracker.finalized,
             },

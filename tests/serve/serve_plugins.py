@@ -53,3 +53,15 @@ class SlowStart(Logged):
     async def start_interaction(self, instance_id: str | None = None, **kwargs: Any) -> str:
         await asyncio.sleep(float(self.config.get("start", 1.5)))
         return await super().start_interaction(instance_id, **kwargs)
+
+
+class Spawns(Logged):
+    """Leaves a child process running, as a plugin starting a sandbox or a helper does."""
+
+    async def generate_response(
+        self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
+    ) -> InteractionResult:
+        import subprocess
+
+        subprocess.Popen(["sleep", str(self.config.get("child", 30))], close_fds=False)
+        return await super().generate_response(instance_id, messages, **kwargs)

@@ -365,7 +365,7 @@ def test_sigterm_drains_open_sessions_and_in_flight_steps(tmp_path: Path) -> Non
     assert f"finalize {busy_id}" in events
     assert events.count(f"start {idle_id}") == events.count(f"finalize {idle_id}") == 1
     output = running.output()
-    assert "finishing 1 step(s) in flight" in output, output
+    assert "finishing 1 step(s) or start(s) in flight" in output, output
     assert "2 started, 2 finalized, 0 open" in output, output
     assert "Traceback" not in output, output
 
@@ -442,6 +442,82 @@ def test_a_second_signal_says_why_awaiting_finalizers_were_left(tmp_path: Path) 
     assert "did not return within" not in output, output
     assert "1 session(s) not finalized: the second stop signal cancelled their" in output
     assert "1 started, 0 finalized, 1 open" in output, output
+
+
+def test_one_signal_cancels_what_outlasts_the_drain_without_a_traceback(tmp_path: Path) -> None:
+    """A start longer than the drain: it was not waited for ("finishing 0 step(s)"), uvicorn
+    waited 30 s more, then logged "Exception in ASGI application" with a traceback."""
+    config = CONFIG + "  - name: slowstart\n    class_name: serve_plugins.SlowStart\n"
+    config += '    config: {log: "{events}", start: 75}\n'
+    running = start_server(tmp_path, config)
+    client = GenericEnvClient(base_url=running.url).sync()
+
+    def slow_reset() -> None:
+        with contextlib.suppress(Exception):  # the server ends the connection
+            client.reset(interaction_kwargs={"name": "slowstart"})
+
+    import threading
+
+    threading.Thread(target=slow_reset, daemon=True).start()
+    time.sleep(1.0)  # the start is in flight
+    started = time.monotonic()
+    try:
+        running.stop(signal.SIGTERM, timeout=60)
+    finally:
+        with contextlib.suppress(Exception):
+            client.close()
+    took, output = time.monotonic() - started, running.output()
+    assert running.proc.returncode == 0, output
+    assert "finishing 1 step(s) or start(s) in flight" in output, output
+    assert "still in flight after 30 s: they are cancelled" in output, output
+    assert took < 30 + 12 + 6, (took, output)  # the drain, then 12 s at most: not 30 s more
+    assert "Traceback" not in output and "Exception in ASGI application" not in output, output
+
+
+def test_a_plugins_child_process_never_holds_the_servers_port(tmp_path: Path) -> None:
+    """The listening socket was inheritable: after the server exited, a plugin's child kept
+    the port listening, so clients hung on a server that was gone and none could restart."""
+    import socket
+
+    config = CONFIG + "  - name: spawns\n    class_name: serve_plugins.Spawns\n"
+    config += '    config: {log: "{events}", child: 31.25}\n'
+    running = start_server(tmp_path, config)
+    port = int(running.url.rsplit(":", 1)[1])
+    try:
+        with GenericEnvClient(base_url=running.url).sync() as env:
+            env.reset(interaction_kwargs={"name": "spawns", "ground_truth": "x"})
+            env.step({"content": "x"})
+        assert running.stop() == 0, running.output()
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    finally:
+        subprocess.run(["pkill", "-f", "sleep 31.25"], check=False)
+
+
+def test_interactions_counts_a_starting_session_as_the_capacity_check_does(
+    tmp_path: Path,
+) -> None:
+    """`/interactions` said 0 open while slow starts filled --max-sessions and resets were
+    refused as at capacity."""
+    config = CONFIG + "  - name: slowstart\n    class_name: serve_plugins.SlowStart\n"
+    config += '    config: {log: "{events}", start: 3}\n'
+    running = start_server(tmp_path, config, "--max-sessions", "1")
+    client = GenericEnvClient(base_url=running.url).sync()
+    try:
+        import threading
+
+        reset = threading.Thread(
+            target=lambda: client.reset(interaction_kwargs={"name": "slowstart"}), daemon=True
+        )
+        reset.start()
+        time.sleep(1.0)
+        assert running.sessions() == {"open": 0, "admitted": 1, "started": 0, "finalized": 0}
+        reset.join(timeout=30)
+        assert running.sessions()["admitted"] == running.sessions()["open"] == 1
+    finally:
+        with contextlib.suppress(Exception):
+            client.close()
+        assert running.stop() == 0, running.output()
 
 
 def test_a_bad_config_or_a_busy_port_fails_before_serving(server: Server, tmp_path: Path) -> None:
