@@ -224,23 +224,55 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 _json_stream: Any = None
 
 
+class _FdWriter:
+    """``write`` straight to a file descriptor, unbuffered (nothing left to flush later)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def write(self, text: str) -> None:
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            data = data[os.write(self.fd, data) :]
+
+
 class json_output:
-    """While a ``--json`` command runs, ``sys.stdout`` is standard error.
+    """While a ``--json`` command runs, standard output is standard error, for Python
+    (``sys.stdout``) and for the process (file descriptor 1).
 
     Plugin code imported or called by the command (a ``print`` at import, a
-    chatty hook) then cannot put text before or inside the JSON document, which
-    :func:`print_json` writes to the real standard output.
+    chatty hook, ``os.write(1, ...)``, a child process writing to its inherited
+    output) then cannot put text before or inside the JSON document, which
+    :func:`print_json` writes to the real standard output, kept on a duplicate
+    descriptor. When ``sys.stdout`` is not descriptor 1 (a caller capturing it) or
+    there are no descriptors to duplicate, ``sys.stdout`` alone is swapped.
     """
 
     def __enter__(self) -> None:
         global _json_stream
         self._saved = (_json_stream, sys.stdout)
+        self._fd: int | None = None
         _json_stream = sys.stdout
+        try:
+            sys.stdout.flush()
+            if sys.stdout.fileno() != 1:  # output captured in the process: swapped alone
+                raise ValueError
+            self._fd = os.dup(1)
+            os.dup2(2, 1)
+            _json_stream = _FdWriter(self._fd)
+        except (OSError, ValueError, AttributeError):  # closed or missing descriptors
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
         sys.stdout = sys.stderr
 
     def __exit__(self, *exc_info: object) -> None:
         global _json_stream
         previous, stdout = self._saved
+        if self._fd is not None:
+            sys.stderr.flush()  # what plugins wrote goes before the descriptor is back
+            os.dup2(self._fd, 1)
+            os.close(self._fd)
         if sys.stdout is sys.stderr:
             sys.stdout = stdout
         _json_stream = previous

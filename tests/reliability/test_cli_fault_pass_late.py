@@ -508,3 +508,44 @@ def test_an_exception_whose_str_raises_is_named_as_itself(
     assert code == 1, err
     message = read_lines(out)[0]["errors"][0]["message"]
     assert "raised Unsayable: <no message: its __str__ raised RuntimeError>" in message, message
+
+
+WRITES_FD1 = '''
+import os
+
+from interactions_core import BaseInteraction, InteractionResult
+
+os.write(1, b"AT-IMPORT\\n")
+
+
+class WritesFd1(BaseInteraction):
+    """Writes to the process's standard output below Python, as a child process does."""
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        os.write(1, b"FROM-FD-1\\n")
+        os.system("echo FROM-A-CHILD")
+        return InteractionResult(True, "ok", 1.0)
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return 1.0
+'''
+
+
+def test_json_output_stays_json_when_plugins_write_below_python(tmp_path: Path) -> None:
+    """os.write(1, ...) and a child process's output landed before the `{` (exit 0)."""
+    import os
+    import subprocess
+    import sys
+
+    config = write_plugin(tmp_path, "writes_fd1", WRITES_FD1, "WritesFd1")
+    data = tmp_path / "d.jsonl"
+    write_rows(data, 2)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    command = [sys.executable, "-m", "interactions_core", "run", str(config), "--data", str(data)]
+    done = subprocess.run(
+        [*command, "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["episodes"] == 2, done.stdout[:200]
+    for text in ("AT-IMPORT", "FROM-FD-1", "FROM-A-CHILD"):
+        assert text in done.stderr, done.stderr
