@@ -277,9 +277,12 @@ class Workers:
         self.tasks: list[asyncio.Task[None]] = []
         #: The first fatal error (the iterator's or ``done``'s), re-raised by :meth:`run`.
         self.fatal: list[BaseException] = []
+        #: The task running :meth:`run`: cancelled, the whole run was.
+        self._parent: Any = None
 
     async def run(self, items: Iterator[Item]) -> None:
         """Play every item; return when every worker has ended."""
+        self._parent = asyncio.current_task()
         self._add_workers(items, 1)
         tasks = self.tasks
         try:
@@ -342,11 +345,16 @@ class Workers:
                 if stopping() or isinstance(exc, KeyboardInterrupt):
                     raise
                 if _cancelled_from_outside(exc):
-                    # Not this episode's fault: the run's own tasks were cancelled (code
-                    # inside the run stopped its loop or cancelled its tasks). Like a
-                    # stop, the episode is not recorded, so --resume plays it again.
-                    self._stop()
-                    raise
+                    if _only_this_task(self._parent):
+                        # Code inside the episode cancelled its own task (a plugin's
+                        # home-made deadline): that episode's error, the run goes on.
+                        exc = RuntimeError(_SELF_CANCELLED)
+                    else:
+                        # Not this episode's fault: the run's own tasks were cancelled
+                        # (code inside the run stopped its loop or cancelled its tasks).
+                        # Like a stop, the episode is not recorded: --resume plays it.
+                        self._stop()
+                        raise
                 record = self._lost(exc, index, repeat)
             try:
                 done(record)
@@ -368,6 +376,19 @@ class Workers:
         record = EpisodeRecord(index, index, repeat)
         record.add_error("episode", exc)
         return record
+
+
+_SELF_CANCELLED = (
+    "the episode's task was cancelled from inside it, not by a stop of the run (a plugin "
+    "cancelling its own task, say for a deadline of its own? raise an exception instead)"
+)
+
+
+def _only_this_task(parent: Any) -> bool:
+    """Whether a cancellation reached this worker alone, the run (``parent``) going on:
+    Python 3.10 cannot tell, so there it never did."""
+    cancelling = getattr(parent, "cancelling", None)  # Python 3.11+
+    return cancelling is not None and cancelling() == 0 and not parent.done()
 
 
 def _cancelled_from_outside(exc: BaseException) -> bool:

@@ -549,3 +549,47 @@ def test_json_output_stays_json_when_plugins_write_below_python(tmp_path: Path) 
     assert json.loads(done.stdout)["episodes"] == 2, done.stdout[:200]
     for text in ("AT-IMPORT", "FROM-FD-1", "FROM-A-CHILD"):
         assert text in done.stderr, done.stderr
+
+
+SELF_CANCEL = '''
+import asyncio
+
+from interactions_core import InteractionResult, SessionInteraction
+
+
+class SelfCancel(SessionInteraction):
+    """On q4, a home-made deadline that cancels its own task, uncaught."""
+
+    def new_session(self, **kwargs):
+        return {}
+
+    async def respond(self, state, messages, **kwargs):
+        if messages[0]["content"] == "q4":
+            asyncio.get_running_loop().call_later(0.01, asyncio.current_task().cancel)
+        await asyncio.sleep(0.05)
+        return InteractionResult(True, "ok", 1.0)
+
+    async def score(self, state, **kwargs):
+        return 1.0
+'''
+
+
+@pytest.mark.skipif(
+    not hasattr(__import__("asyncio").Task, "cancelling"), reason="Python 3.10 cannot tell"
+)
+def test_a_plugin_cancelling_its_own_task_costs_its_episode_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run stopped as "interrupted" (exit 130, no signal sent) at 4 of 10 records, and
+    every --resume stopped at the same sample again."""
+    config = plugin_config(tmp_path, monkeypatch, "self_cancel", SELF_CANCEL, "SelfCancel")
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    write_rows(data, 10)
+    command = ["run", str(config), "--data", str(data), "--output", str(out), "--json"]
+    code, stdout, err = run_cli(*command, "--concurrency", "1")
+    summary = json.loads(stdout)
+    assert code == 1 and not summary.get("interrupted"), err
+    assert (summary["episodes"], summary["errors"]) == (10, 1), err
+    errored = [r for r in read_lines(out) if r["errors"]]
+    assert [r["index"] for r in errored] == [4]
+    assert "cancelled from inside it" in errored[0]["errors"][0]["message"]
