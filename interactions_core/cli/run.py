@@ -361,6 +361,7 @@ def _tell_errors(args: argparse.Namespace, summary: Any) -> None:
         at = f" (at {example['at']})" if example.get("at") else ""
         # A resumed record's error may lack 'where' (a hand-made or older file).
         what = ": ".join(str(example[k]) for k in ("where", "message") if k in example)
+        what = what if len(what) <= 1000 else what[:1000] + f" [... {len(what) - 1000:,} more]"
         sys.stderr.write(printable(f"  sample {example.get('sample_id')!r}: {what}{at}") + "\n")
         if example.get("traceback"):  # INTERACTIONS_DEBUG=1
             sys.stderr.write("    " + example["traceback"].replace("\n", "\n    ") + "\n")

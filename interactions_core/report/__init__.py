@@ -48,6 +48,8 @@ MESSAGE_CHARS = 4000
 #: Messages of one conversation shown: the first and the last half of these, and how
 #: many were left out between them (an episode may hold a great many).
 MESSAGES_SHOWN = 40
+#: Errors of one episode shown (each field cut as a message is).
+ERRORS_SHOWN = 20
 #: Characters of a role shown (roles are short words; a record may say otherwise).
 ROLE_CHARS = 40
 #: Unreadable lines described in full.
@@ -65,6 +67,10 @@ def _clip(text: Any) -> str:
         cut = len(text) - MESSAGE_CHARS
         return text[:MESSAGE_CHARS] + f"\n[... {cut:,} more characters not shown]"
     return text
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _count(value: Any) -> int:
@@ -115,8 +121,8 @@ def episode_view(record: Mapping[str, Any]) -> dict[str, Any]:
         "final_score": record.get("final_score"),
         "duration_s": record.get("duration_s"),
         "errors": [
-            {k: entry.get(k) for k in ("where", "type", "message")}
-            for entry in map(error_entry, record.get("errors") or [])
+            {k: _clip(entry.get(k)) for k in ("where", "type", "message")}
+            for entry in map(error_entry, _listed(record.get("errors"))[:ERRORS_SHOWN])
         ],
         "messages": _messages_view(record),
     }

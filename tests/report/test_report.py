@@ -184,6 +184,23 @@ def test_a_cut_conversation_keeps_its_turns_and_scores(tmp_path: Path) -> None:
     assert shown[-1]["label"] == "assistant, turn 30" and shown[-1]["score"] == 30.0
 
 
+def test_errors_shown_are_bounded_and_plain_text(tmp_path: Path) -> None:
+    """A million error entries made a 188 MB page; a NaN message failed the whole report
+    ("unexpected ValueError: Out of range float values")."""
+    row = record(0, [0.0])
+    row["errors"] = [
+        {"where": "x", "type": "T", "message": float("nan")},
+        {"where": "respond", "type": "ValueError", "message": "m" * 10_000},
+    ] + [{"where": "respond", "type": "ValueError", "message": "m" * 100}] * 100_000
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")  # NaN as Python writes it
+    (run,) = read_records([str(path)])
+    errors = run.errored[0]["errors"]
+    assert len(errors) == 20 and errors[0]["message"] == "NaN"
+    assert len(errors[1]["message"]) < 4_100
+    assert len(render([run])) < 1_000_000
+
+
 def test_unreadable_lines_are_counted_and_shown(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(record(0, [1.0])) + "\n{truncated\n[1, 2]\n\n")
