@@ -48,8 +48,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from .. import __version__
 from ..errors import BadActionError, BadResetError, ServeError
-from .episode import ServedEpisode
-from .guard import ServeWatchdog
+from .episode import ServedEpisode, ServeWatchdog
 from .hub import Hub
 from .openenv_app import (
     MAX_TASK_RESPONSES,

@@ -47,13 +47,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import BadActionError, BadResetError, InteractionCallError, ServeError
 from ..runtime.datasets import MAX_NESTING, too_deep
 from ..runtime.session import Session
 from ..runtime.step import judge
+from ..runtime.watchdog import BLOCKING_ADVICE, LoopWatchdog
 from .guard import PASSED_TOKEN
 from .hub import Hub
 
@@ -62,6 +63,8 @@ __all__ = [
     "MAX_NESTING",
     "MAX_ROLE",
     "MIN_MESSAGES",
+    "REPORT_AFTER",
+    "ServeWatchdog",
     "ServedEpisode",
     "check_prompt",
     "message_limit",
@@ -441,3 +444,65 @@ class ServedEpisode:
     def __repr__(self) -> str:
         state = "open" if self.is_open else ("done" if self.done else "idle")
         return f"<ServedEpisode {self.name!r} {self.instance_id!r} turn={self.turn} {state}>"
+
+
+# The server's event-loop watchdog: the guarantees ``interactions run`` gives, for serve.
+# Served episodes share one event loop, so a plugin's synchronous call holds up every
+# client. The same :class:`~interactions_core.runtime.watchdog.LoopWatchdog` logs a block
+# longer than ``REPORT_AFTER`` seconds by the plugin's method name; with ``--timeout S``
+# breaks it after ``S`` seconds (its episode ends with a readable error, its session is
+# finalized); once a stop signal arrived, breaks it after ``REPORT_AFTER`` seconds, so a
+# second signal stops at once. Code that never returns to Python cannot be broken.
+
+
+#: Seconds the loop may be held before the block is logged (and, when stopping, broken).
+REPORT_AFTER = 1.0
+
+
+class ServeWatchdog:
+    """Starts and stops a :class:`LoopWatchdog` with the server and logs what it finds."""
+
+    def __init__(self, timeout: float | None, stopping: Callable[[], bool]) -> None:
+        self.timeout = timeout
+        self.stopping = stopping
+        self.watchdog: LoopWatchdog | None = None
+        self._logged: dict[str, int] = {}
+        self._task: asyncio.Task[Any] | None = None
+
+    async def start(self) -> None:
+        """Lifespan start-up (on the loop, in the main thread, so it can break a block)."""
+        loop = asyncio.get_running_loop()
+        self.watchdog = LoopWatchdog(
+            loop, limit=self.timeout, report_after=REPORT_AFTER, should_break=self.stopping
+        ).start()
+        self._task = loop.create_task(self._report_forever())
+
+    async def stop(self) -> None:
+        """Lifespan shutdown: report the last blocks and stop watching."""
+        if self._task is not None:
+            self._task.cancel()
+        if self.watchdog is not None:
+            self.report()
+            self.watchdog.stop()
+
+    def report(self) -> None:
+        """Log each block not logged yet (the loop is free again when this runs)."""
+        watchdog = self.watchdog
+        if watchdog is None:
+            return
+        for name, (count, longest) in list(watchdog.blocks.items()):
+            if self._logged.get(name, 0) >= count:
+                continue
+            self._logged[name] = count
+            log.warning(
+                "%s blocked the event loop for %.1f s (%d time(s) so far): %s",
+                name,
+                longest,
+                count,
+                BLOCKING_ADVICE,
+            )
+
+    async def _report_forever(self) -> None:
+        while True:
+            await asyncio.sleep(REPORT_AFTER / 2)
+            self.report()

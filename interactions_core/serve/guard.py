@@ -39,7 +39,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from ..runtime.watchdog import BLOCKING_ADVICE, LoopWatchdog
 from .connections import ConnectionGate, Throttled, peer_key
 
 __all__ = [
@@ -48,9 +47,7 @@ __all__ = [
     "MAX_NUMBER_DIGITS",
     "MIN_JSON_VALUES",
     "PASSED_TOKEN",
-    "REPORT_AFTER",
     "Guard",
-    "ServeWatchdog",
     "has_long_number",
     "json_values",
     "max_json_values",
@@ -199,6 +196,8 @@ class Guard:
         #: Those that have not received an observation (no reset passed the token check
         #: yet), oldest first: a new connection beyond the limit closes the oldest.
         self.unproven: dict[asyncio.Future[None], Any] = {}
+        #: The aborts of evicted connections still to come (a token holder's is cancelled).
+        self.aborts: dict[asyncio.Future[None], asyncio.TimerHandle] = {}
         self.evicted = 0
         self._refusals = Throttled()
 
@@ -332,7 +331,8 @@ class Guard:
             del self.unproven[evicted]
             evicted.set_result(None)
             if transport is not None:
-                evicted.get_loop().call_later(EVICT_GRACE, _abort_unless_closing, transport)
+                later = evicted.get_loop().call_later
+                self.aborts[evicted] = later(EVICT_GRACE, _abort_unless_closing, transport)
             self.evicted += 1
             self._refusals.warning(
                 "%d WebSocket connections are open (--max-connections): closed the oldest "
@@ -408,13 +408,25 @@ class _WebSocket:
         guard = self.guard
         guard.unproven[self.evicted] = self.transport
         guard.connections += 1
-        passed = PASSED_TOKEN.set(lambda: guard.unproven.pop(self.evicted, None))
+        passed = PASSED_TOKEN.set(self._token_passed)
         try:
             await guard.app(scope, self.receive, self.send)
         finally:
             PASSED_TOKEN.reset(passed)
             guard.connections -= 1
             guard.unproven.pop(self.evicted, None)
+            guard.aborts.pop(self.evicted, None)
+
+    def _token_passed(self) -> None:
+        """A reset passed the token check: never evicted now, and if a flood evicted it in
+        the same moment (its reset read first), that is undone before its abort comes."""
+        guard = self.guard
+        guard.unproven.pop(self.evicted, None)
+        abort = guard.aborts.pop(self.evicted, None)
+        if abort is not None:
+            abort.cancel()
+            guard.evicted -= 1
+            self.evicted = asyncio.get_running_loop().create_future()
             if self.watch is not None:
                 self.watch.stop()
 
@@ -536,65 +548,3 @@ class _IdleWatch:
             raise
         finally:
             self.waiting = False
-
-
-# The server's event-loop watchdog: the guarantees ``interactions run`` gives, for serve.
-# Served episodes share one event loop, so a plugin's synchronous call holds up every
-# client. The same :class:`~interactions_core.runtime.watchdog.LoopWatchdog` logs a block
-# longer than ``REPORT_AFTER`` seconds by the plugin's method name; with ``--timeout S``
-# breaks it after ``S`` seconds (its episode ends with a readable error, its session is
-# finalized); once a stop signal arrived, breaks it after ``REPORT_AFTER`` seconds, so a
-# second signal stops at once. Code that never returns to Python cannot be broken.
-
-
-#: Seconds the loop may be held before the block is logged (and, when stopping, broken).
-REPORT_AFTER = 1.0
-
-
-class ServeWatchdog:
-    """Starts and stops a :class:`LoopWatchdog` with the server and logs what it finds."""
-
-    def __init__(self, timeout: float | None, stopping: Callable[[], bool]) -> None:
-        self.timeout = timeout
-        self.stopping = stopping
-        self.watchdog: LoopWatchdog | None = None
-        self._logged: dict[str, int] = {}
-        self._task: asyncio.Task[Any] | None = None
-
-    async def start(self) -> None:
-        """Lifespan start-up (on the loop, in the main thread, so it can break a block)."""
-        loop = asyncio.get_running_loop()
-        self.watchdog = LoopWatchdog(
-            loop, limit=self.timeout, report_after=REPORT_AFTER, should_break=self.stopping
-        ).start()
-        self._task = loop.create_task(self._report_forever())
-
-    async def stop(self) -> None:
-        """Lifespan shutdown: report the last blocks and stop watching."""
-        if self._task is not None:
-            self._task.cancel()
-        if self.watchdog is not None:
-            self.report()
-            self.watchdog.stop()
-
-    def report(self) -> None:
-        """Log each block not logged yet (the loop is free again when this runs)."""
-        watchdog = self.watchdog
-        if watchdog is None:
-            return
-        for name, (count, longest) in list(watchdog.blocks.items()):
-            if self._logged.get(name, 0) >= count:
-                continue
-            self._logged[name] = count
-            log.warning(
-                "%s blocked the event loop for %.1f s (%d time(s) so far): %s",
-                name,
-                longest,
-                count,
-                BLOCKING_ADVICE,
-            )
-
-    async def _report_forever(self) -> None:
-        while True:
-            await asyncio.sleep(REPORT_AFTER / 2)
-            self.report()

@@ -146,6 +146,9 @@ class _Transport:
     def abort(self) -> None:
         self.aborted = True
 
+    def is_closing(self) -> bool:
+        return self.aborted
+
 
 def test_a_full_gate_closes_the_connection_that_waited_longest() -> None:
     gate = ConnectionGate(head_timeout=None, max_open=2)
@@ -416,3 +419,62 @@ def test_digit_runs_of_the_limit_are_allowed_however_many() -> None:
     assert not has_long_number("[" + runs + '"' + "9" * 101 + '"]')  # the long one is text
     assert has_long_number("[" + runs + "9" * 101 + "]")
     assert not has_long_number(b"[" + runs.encode() + b"0]")
+
+
+def test_a_reset_passing_the_token_as_a_flood_evicts_its_connection_keeps_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its reset read first, then evicted by a tokenless connection in the same moment: the
+    episode started (an observation sent) and the connection was cut 1 s later."""
+    from interactions_core.serve import guard as guard_module
+
+    monkeypatch.setattr(guard_module, "EVICT_GRACE", 0.05)
+
+    async def scenario() -> tuple[bool, list[Any]]:
+        gate = ConnectionGate(head_timeout=None, max_open=10)
+        guard = Guard(_app, max_connections=1, gate=gate)
+        holder, flood = _Transport(), _Transport()
+        later: list[Any] = []
+        read_reset = asyncio.Event()
+        go_on = asyncio.Event()
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            if scope["name"] == "flood":
+                await asyncio.sleep(3600)
+            await receive()  # the reset
+            read_reset.set()
+            await go_on.wait()  # the flood's connection arrives meanwhile
+            guard_module.PASSED_TOKEN.get()()  # type: ignore[misc]  # the token check passed
+            await send({"type": "websocket.send", "text": '{"type":"observation","data":{}}'})
+            later.append(await receive())
+
+        guard.app = app
+        messages = [{"type": "websocket.receive", "text": "reset"}]
+
+        async def receive() -> Any:
+            if messages:
+                return messages.pop()
+            await asyncio.sleep(0.3)
+            return {"type": "websocket.receive", "text": "step"}
+
+        async def send(message: Any) -> None:
+            pass
+
+        def connect(name: str, port: int, transport: _Transport) -> asyncio.Task[None]:
+            gate.opened(("127.0.0.1", port), transport)
+            scope = {**_scope("websocket", Host="localhost"), "name": name}
+            scope["client"] = ("127.0.0.1", port)
+            return asyncio.ensure_future(guard(scope, receive, send))
+
+        one = connect("holder", 1, holder)
+        await read_reset.wait()
+        two = connect("flood", 2, flood)  # evicts the holder: the oldest without observation
+        await asyncio.sleep(0.01)
+        go_on.set()
+        await asyncio.wait_for(one, 2)
+        two.cancel()
+        return holder.aborted, later
+
+    aborted, later = asyncio.run(scenario())
+    assert not aborted
+    assert later == [{"type": "websocket.receive", "text": "step"}]
