@@ -16,6 +16,7 @@ imports ``enum``).
 from __future__ import annotations
 
 import _signal
+import os
 import sys
 
 TYPE_CHECKING = False
@@ -34,6 +35,17 @@ _NAMES = {_signal.SIGINT: "SIGINT", _signal.SIGTERM: "SIGTERM"}
 def _default(sig: int) -> Any:
     """The handler Python starts with: ``KeyboardInterrupt`` for SIGINT, else ``SIG_DFL``."""
     return _signal.default_int_handler if sig == _signal.SIGINT else _signal.SIG_DFL
+
+
+def _defaults_in_a_child() -> None:
+    """In a child a plugin forks (``multiprocessing``, ``os.fork``): the stop signals'
+    handlers are the program's, not this process's, so they are put back to Python's
+    defaults; the child's ``terminate()`` ended nothing, and its Ctrl-C said the
+    parent was shutting down."""
+    for sig in STOP_SIGNALS:
+        handler = _signal.getsignal(sig)
+        if isinstance(getattr(handler, "__self__", None), StopSignals):
+            _signal.signal(sig, _default(sig))
 
 
 def _stop_now(signum: int) -> None:
@@ -197,3 +209,7 @@ class StopSignals:
         tb: TracebackType | None,
     ) -> None:
         self.restore()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows
+    os.register_at_fork(after_in_child=_defaults_in_a_child)

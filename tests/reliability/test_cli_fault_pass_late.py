@@ -593,3 +593,47 @@ def test_a_plugin_cancelling_its_own_task_costs_its_episode_only(
     errored = [r for r in read_lines(out) if r["errors"]]
     assert [r["index"] for r in errored] == [4]
     assert "cancelled from inside it" in errored[0]["errors"][0]["message"]
+
+
+FORKS = '''
+import multiprocessing
+import time
+
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class Forks(BaseInteraction):
+    """Starts a forked helper process and terminates it, as a process pool does."""
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(30,))
+        child.start()
+        time.sleep(0.3)
+        child.terminate()
+        child.join(5)
+        return InteractionResult(False, f"exitcode {child.exitcode}", 1.0)
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return 1.0
+'''
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork here")
+def test_a_forked_child_of_a_plugin_stops_at_terminate(tmp_path: Path) -> None:
+    """The child inherited the run's stop-signal handlers: terminate() ended nothing (the
+    child was still alive 5 s later) and it printed that the run was interrupted."""
+    import os
+    import subprocess
+    import sys
+
+    config = write_plugin(tmp_path, "forks", FORKS, "Forks")
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    write_rows(data, 1)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    command = [sys.executable, "-m", "interactions_core", "run", str(config), "--data", str(data)]
+    done = subprocess.run(
+        [*command, "--output", str(out)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    feedback = [m["content"] for m in read_lines(out)[0]["messages"] if m["role"] == "user"]
+    assert feedback[-1] == "exitcode -15", feedback
