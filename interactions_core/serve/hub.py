@@ -240,6 +240,8 @@ class Hub:
                 for name, obj in self.interactions.items()
             ],
             "default": self.default,
+            # false once a stop signal started the drain: new episodes are refused
+            "accepting": self.accepting,
             "max_sessions": self.max_sessions,
             "max_turns": self.max_turns,
             "max_user_turns": self.max_user_turns,

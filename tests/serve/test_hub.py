@@ -76,7 +76,9 @@ async def test_capacity_routing_token_and_drain() -> None:
     assert h.open_sessions == 1 and h.tracker.open == 1
     assert await h.drain() == 1
     assert h.open_sessions == 0 and h.tracker.open == 0
+    assert h.describe()["accepting"] is True
     await h.wait_idle(0.1)
+    assert h.describe()["accepting"] is False  # /interactions says what resets will hear
     with pytest.raises(CapacityError, match="shutting down"):
         await b.start(None, {"name": "gsm8k"}, "t")
 
