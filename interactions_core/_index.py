@@ -64,8 +64,7 @@ __all__ = [
 
 INTERACTIONS_GROUP = "interactions_core.interactions"
 PLUGINS_GROUP = "interactions_core.plugins"
-#: Policies (the model side of an episode) are discovered the same way.
-POLICIES_GROUP = "interactions_core.policies"
+POLICIES_GROUP = "interactions_core.policies"  # the model side, discovered the same way
 GROUPS = (INTERACTIONS_GROUP, PLUGINS_GROUP, POLICIES_GROUP)
 
 #: Bump when the payload layout changes; older files are then ignored.
@@ -516,13 +515,10 @@ def _entry_points_one_by_one(seen: dict[Any, Any]) -> list[Any]:
         except Exception as exc:  # not UTF-8, a line without "=", ...
             from .errors import InteractionsWarning, warn
 
-            where = getattr(dist, "_path", None) or key
-            warn(
-                f"the entry points of the distribution at {where} cannot be read "
-                f"({exc.__class__.__name__}: {exc}); it is left out (reinstall it, or save "
-                "its entry_points.txt as UTF-8)",
-                InteractionsWarning,
-            )
+            where, why = getattr(dist, "_path", None) or key, f"{exc.__class__.__name__}: {exc}"
+            text = f"the entry points of the distribution at {where} cannot be read ({why}); "
+            fix = "it is left out (reinstall it, or save its entry_points.txt as UTF-8)"
+            warn(text + fix, InteractionsWarning)
     return found
 
 
