@@ -77,6 +77,10 @@ class _Run:
         self.inputs = inputs
         self.outputs = outputs
         self.stopped = stopped
+        #: The run's stop-signal handlers once it is over, still installed: while the
+        #: outputs close and the summary prints, a signal (a wrapper's second copy of
+        #: the first) is noted, never the end of the command; the caller restores them.
+        self.closing: Any = None
 
 
 class LocalRun(_Run):
@@ -135,10 +139,13 @@ class LocalRun(_Run):
                 # signal.signal rather than the loop's own signal handlers, so even a
                 # plugin call that blocks the event loop is reached
                 signals = StopSignals(stop, _stop_at_once, stopped=self.stopped, exit_after=5.0)
-                with signals:
+                self.closing = signals.install()
+                try:
                     signals.keep(loop)  # a plugin's own handler must not take them
                     source = self.inputs.samples()
                     summary = await runner.run(source, on_record=on_record, skip=skip)
+                finally:  # the run is over: from now on a signal is noted (exit code) only
+                    signals.first = signals.second = _noted
                 return summary, runner.open_sessions
             finally:
                 self.watchdog.stop()
@@ -212,6 +219,11 @@ def _what_broke(exc: BaseException) -> str | None:
         how = f"ended by {type(exc).__name__}: {text if len(text) <= 80 else text[:77] + '...'}"
         where = "outside any plugin call (by plugin code that changed the loop?)"
     return f"the run's event loop was {how} {where}"
+
+
+def _noted(signum: int) -> None:
+    """A stop signal once the run is over: the summary still prints (a second one ends the
+    process 5 s later if it has not ended by then, as during the run)."""
 
 
 def _stop_at_once(signum: int) -> None:

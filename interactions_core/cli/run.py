@@ -144,27 +144,23 @@ def run(args: argparse.Namespace) -> int:
     """Check, open the outputs, play (here or on Ray), close, then report; the exit code."""
     if args.list_policies:
         return list_policies(args.json)
+    from ._run_play import LocalRun, ShardedRun
     from ._run_setup import open_outputs, prepare
 
     inputs = prepare(args)
     outputs = open_outputs(args, inputs)
     stopped = [0]  # 128 + the number of the first stop signal received
+    # Every episode not already in a resumed --output: locally, or sharded with --ray.
+    branch = (LocalRun if args.ray is None else ShardedRun)(args, inputs, outputs, stopped)
     try:
-        played = _play(args, inputs, outputs, stopped)
+        try:
+            played = branch.play(outputs.resume.done if outputs.resume is not None else None)
+        finally:
+            outputs.close()
+        return finish(args, inputs, outputs, played, stopped[0])
     finally:
-        outputs.close()
-    return finish(args, inputs, outputs, played, stopped[0])
-
-
-def _play(
-    args: argparse.Namespace, inputs: RunInputs, outputs: RunOutputs, stopped: list[int]
-) -> Played:
-    """Every episode not already in a resumed ``--output``: locally, or sharded with ``--ray``."""
-    from ._run_play import LocalRun, ShardedRun
-
-    skip = outputs.resume.done if outputs.resume is not None else None
-    branch = LocalRun if args.ray is None else ShardedRun
-    return branch(args, inputs, outputs, stopped).play(skip)
+        if branch.closing is not None:  # the run's stop signals, held until the summary is out
+            branch.closing.restore()
 
 
 def list_policies(as_json: bool) -> int:
