@@ -416,6 +416,8 @@ class _WebSocket:
             guard.connections -= 1
             guard.unproven.pop(self.evicted, None)
             guard.aborts.pop(self.evicted, None)
+            if self.watch is not None:  # its timer would keep the connection alive for ever
+                self.watch.stop()
 
     def _token_passed(self) -> None:
         """A reset passed the token check: never evicted now, and if a flood evicted it in
@@ -427,8 +429,6 @@ class _WebSocket:
             abort.cancel()
             guard.evicted -= 1
             self.evicted = asyncio.get_running_loop().create_future()
-            if self.watch is not None:
-                self.watch.stop()
 
     async def receive(self) -> Any:
         """The next message; one too costly to parse closes the connection (1009)."""
