@@ -226,6 +226,8 @@ def _write_report(args: argparse.Namespace, outputs: RunOutputs) -> str | None:
             write_report([outputs.report], args.report)
     except RecordsError as exc:
         return str(exc)
+    except Exception as exc:  # a fault of the report's own: still after the summary
+        return f"the report could not be made: {exc.__class__.__name__}: {exc} (please report it)"
     return None
 
 

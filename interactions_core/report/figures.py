@@ -127,7 +127,7 @@ def _y_axis(top: float, percent: bool) -> list[str]:
     plot_h = HEIGHT - TOP - BOTTOM
     out = []
     for i in range(5):
-        value = top * i / 4
+        value = top / 4 * i  # not top * i: four times a score near the float limit overflows
         y = TOP + plot_h * (1 - i / 4)
         out.append(
             f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>'

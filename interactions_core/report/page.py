@@ -106,7 +106,9 @@ def _run_sections(i: int, run: RunData, kept: Kept, prefix: str) -> list[str]:
 
 def _embedded(runs: Sequence[RunData], kept: Sequence[Kept]) -> str:
     """The kept conversations as JSON that is safe inside a ``<script>`` element."""
-    data = [{"label": run.label, **k} for run, k in zip(runs, kept, strict=True)]
+    from .._files import json_safe  # a sample id or score holding NaN is shown as null
+
+    data = json_safe([{"label": run.label, **k} for run, k in zip(runs, kept, strict=True)])
     text = json.dumps(data, ensure_ascii=False, default=str, allow_nan=False)
     # inside <script>, "<" could close the element: \u003c is the same JSON string
     return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")

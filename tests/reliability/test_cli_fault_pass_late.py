@@ -697,3 +697,23 @@ def test_a_signal_twice_in_a_moment_keeps_the_summary_and_every_record(
     assert proc.returncode in (128 + number, -number), stderr
     summary = json.loads(stdout)
     assert summary["interrupted"] and summary["episodes"] == len(read_lines(out)), stderr
+
+
+def test_a_report_that_fails_is_told_after_the_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fault of the report's own (a NaN in a sample id, a score near the float limit) ended
+    `run --report` with "unexpected ...Error" and no summary."""
+    import interactions_core.report
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OverflowError("cannot convert float infinity to integer")
+
+    config = plugin_config(tmp_path, monkeypatch, "plays", PLAYS, "Plays")
+    data, out, page = tmp_path / "d.jsonl", tmp_path / "o.jsonl", tmp_path / "r.html"
+    write_rows(data, 2)
+    monkeypatch.setattr(interactions_core.report, "write_report", broken)
+    command = ["run", str(config), "--data", str(data), "--output", str(out)]
+    code, stdout, err = run_cli(*command, "--report", str(page), "--json")
+    assert code == 1 and json.loads(stdout)["episodes"] == 2, err
+    assert "the report could not be made: OverflowError" in err and "unexpected" not in err

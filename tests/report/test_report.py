@@ -201,6 +201,21 @@ def test_errors_shown_are_bounded_and_plain_text(tmp_path: Path) -> None:
     assert len(render([run])) < 1_000_000
 
 
+def test_a_nan_inside_a_sample_id_and_scores_at_the_float_limit_make_a_report(
+    tmp_path: Path,
+) -> None:
+    """Both failed the whole report ("unexpected ValueError: Out of range float values",
+    "unexpected OverflowError" from the y axis); under run --report the summary was lost."""
+    nested = record(0, [1.0])
+    nested["sample_id"] = {"a": float("nan")}
+    huge = record(1, [1e308, 1e308])
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (nested, huge)), encoding="utf-8")
+    (run,) = read_records([str(path)])
+    page = render([run])
+    assert page.rstrip().endswith("</html>") and '"sample_id": {"a": null}' in page
+
+
 def test_unreadable_lines_are_counted_and_shown(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(record(0, [1.0])) + "\n{truncated\n[1, 2]\n\n")
