@@ -51,6 +51,18 @@ def plugin_config(
     return write_plugin(tmp_path, module, source, cls)
 
 
+def child_run(
+    tmp_path: Path, config: Path, data: Path, **env: str
+) -> tuple[list[str], dict[str, str]]:
+    """``interactions run CONFIG --data DATA`` for a child process, and its environment:
+    ``tmp_path`` (where :func:`write_plugin` put the plugin) on its path, plus ``env``."""
+    import os
+    import sys
+
+    command = [sys.executable, "-m", "interactions_core", "run", str(config), "--data", str(data)]
+    return command, {**os.environ, "PYTHONPATH": str(tmp_path), **env}
+
+
 def write_plugin(tmp_path: Path, module: str, source: str, cls: str, extra: str = "") -> Path:
     """``source`` as ``tmp_path/module.py`` and ``c.yaml``, whose default ``p`` plays ``cls``
     (``extra``: more lines of its entry); for a child process, put ``tmp_path`` on its path."""

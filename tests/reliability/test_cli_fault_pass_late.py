@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli_fault_pass import plugin_config, read_lines, run_cli, write_plugin
+from test_cli_fault_pass import child_run, plugin_config, read_lines, run_cli, write_plugin
 
 FAILS_ON_SOME = '''
 from interactions_core import BaseInteraction, InteractionResult
@@ -255,15 +255,13 @@ def test_a_plugins_own_signal_handler_does_not_take_the_stop_signals(
     them in the main thread's mask left a run no signal but SIGKILL could end."""
     import signal
     import subprocess
-    import sys
     import time
 
     extra = f"    config:\n      how: {how}\n"
     config = write_plugin(tmp_path, "takes_signals", TAKES_SIGNALS, "TakesSignals", extra)
     data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
     write_rows(data, 150)
-    command = [sys.executable, "-m", "interactions_core", "run", str(config), "--data", str(data)]
-    env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path)}
+    command, env = child_run(tmp_path, config, data)
     proc = subprocess.Popen(
         [*command, "--output", str(out), "--no-progress", "--concurrency", "1"],
         env=env,
@@ -315,14 +313,12 @@ def test_a_plugin_that_swallows_every_exception_is_told_and_a_second_signal_ends
     nothing said; Ctrl-C twice (or SIGTERM) could not end the process, only SIGKILL."""
     import signal
     import subprocess
-    import sys
     import time
 
     config = write_plugin(tmp_path, "swallows", SWALLOWS, "Swallows")
     data = tmp_path / "d.jsonl"
     write_rows(data, 2)
-    env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path)}
-    command = [sys.executable, "-m", "interactions_core", "run", str(config), "--data", str(data)]
+    command, env = child_run(tmp_path, config, data)
     proc = subprocess.Popen(
         [*command, "--timeout", "1", "--no-progress"],
         env=env,
@@ -428,15 +424,12 @@ def test_a_plugin_holding_the_breaking_signal_costs_one_timed_out_episode(
     """A plugin that reset SIGUSR2 to its default had the watchdog's break kill the whole
     run at 1 s (5 of 10 records, no summary); one with its own handler had its 2.5 s block
     recorded as a good episode past --timeout 1, with nothing said."""
-    import os
     import subprocess
-    import sys
 
     config = write_plugin(tmp_path, "takes_usr2", TAKES_USR2, "TakesUsr2")
     data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
     write_rows(data, 10)
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "TAKES_USR2": how}
-    command = [sys.executable, "-m", "interactions_core", "run", str(config), "--data", str(data)]
+    command, env = child_run(tmp_path, config, data, TAKES_USR2=how)
     done = subprocess.run(
         [*command, "--output", str(out), "--timeout", "1", "--concurrency", "4", "--json"],
         env=env,
@@ -533,15 +526,12 @@ class WritesFd1(BaseInteraction):
 
 def test_json_output_stays_json_when_plugins_write_below_python(tmp_path: Path) -> None:
     """os.write(1, ...) and a child process's output landed before the `{` (exit 0)."""
-    import os
     import subprocess
-    import sys
 
     config = write_plugin(tmp_path, "writes_fd1", WRITES_FD1, "WritesFd1")
     data = tmp_path / "d.jsonl"
     write_rows(data, 2)
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    command = [sys.executable, "-m", "interactions_core", "run", str(config), "--data", str(data)]
+    command, env = child_run(tmp_path, config, data)
     done = subprocess.run(
         [*command, "--json"], env=env, capture_output=True, text=True, timeout=120
     )
@@ -622,15 +612,12 @@ class Forks(BaseInteraction):
 def test_a_forked_child_of_a_plugin_stops_at_terminate(tmp_path: Path) -> None:
     """The child inherited the run's stop-signal handlers: terminate() ended nothing (the
     child was still alive 5 s later) and it printed that the run was interrupted."""
-    import os
     import subprocess
-    import sys
 
     config = write_plugin(tmp_path, "forks", FORKS, "Forks")
     data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
     write_rows(data, 1)
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    command = [sys.executable, "-m", "interactions_core", "run", str(config), "--data", str(data)]
+    command, env = child_run(tmp_path, config, data)
     done = subprocess.run(
         [*command, "--output", str(out)], env=env, capture_output=True, text=True, timeout=120
     )
@@ -662,17 +649,14 @@ def test_a_signal_twice_in_a_moment_keeps_the_summary_and_every_record(
     """GNU timeout delivers one signal twice within a millisecond: the second fell after the
     run's handlers were gone, so SIGTERM killed the process before its last records were
     flushed (24 of 28) and SIGINT printed only "error: interrupted", no summary."""
-    import os
     import signal
     import subprocess
-    import sys
     import time
 
     config = write_plugin(tmp_path, "slow_turns", SLOW_TURNS, "SlowTurns")
     data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
     write_rows(data, 60)
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    command = [sys.executable, "-m", "interactions_core", "run", str(config), "--data", str(data)]
+    command, env = child_run(tmp_path, config, data)
     proc = subprocess.Popen(
         [*command, "--output", str(out), "--concurrency", "8", "--json", "--no-progress"],
         env=env,
