@@ -190,11 +190,20 @@ class StopSignals:
             self._timer = loop.call_later(every, check)
         return self
 
-    def restore(self) -> None:
-        """Put the previous handlers back (and stop :meth:`keep`)."""
+    def stop_keeping(self) -> None:
+        """Stop :meth:`keep`'s checks, leaving the handlers as they are.
+
+        For a program whose handlers someone else puts back as it ends (uvicorn
+        restores the ones from before its run): a check after that would take
+        them for a plugin's and say so.
+        """
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+    def restore(self) -> None:
+        """Put the previous handlers back (and stop :meth:`keep`)."""
+        self.stop_keeping()
         for sig, previous in self.previous.items():
             _signal.signal(sig, previous)
         self.previous = {}

@@ -40,7 +40,7 @@ import logging
 import socket
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openenv.core.env_server import Action, Environment, Observation, State
 from openenv.core.env_server.types import EnvironmentMetadata
@@ -49,7 +49,7 @@ from pydantic import Field, ValidationError, model_validator
 from .. import __version__
 from ..errors import BadActionError, BadResetError, ServeError
 from .episode import ServedEpisode, ServeWatchdog
-from .hub import Hub
+from .hub import FINALIZE_WAIT, Hub
 from .openenv_app import (
     MAX_TASK_RESPONSES,
     TASK_API_ENV,
@@ -60,6 +60,9 @@ from .openenv_app import (
     serves_task_api,
     task_api_options,
 )
+
+if TYPE_CHECKING:
+    from .._stop_signals import StopSignals
 
 __all__ = [
     "InteractionAction",
@@ -76,8 +79,6 @@ log = logging.getLogger("interactions_core.serve")
 #: less than uvicorn's graceful shutdown (30 s), so a hung ``finalize_interaction`` at
 #: shutdown is logged as a warning instead of uvicorn cancelling the connection.
 CLOSE_WAIT = 10.0
-#: Seconds the shutdown gives each session still open to be finalized.
-FINALIZE_WAIT = 10.0
 
 
 class InteractionAction(Action):
@@ -326,29 +327,8 @@ def create_app(hub: Hub, **guard: Any) -> Any:
             log.info("Task API at /%s/splits, /%s/task, ...", TASK_API_ENV, TASK_API_ENV)
 
     app.router.on_startup.append(started)
-    app.router.on_shutdown.append(functools.partial(_finalize_at_shutdown, hub))
+    app.router.on_shutdown.append(hub.shut_down)
     return app
-
-
-async def _finalize_at_shutdown(hub: Hub) -> None:
-    """Finalize the sessions still open (each within ``FINALIZE_WAIT``) and say how it went."""
-    drained = await hub.drain(FINALIZE_WAIT) - len(hub.unfinalized)
-    tracker = hub.tracker
-    if hub.unfinalized:
-        why = (
-            "the second stop signal cancelled their finalize_interaction"
-            if hub.forced
-            else f"finalize_interaction did not return within {FINALIZE_WAIT:g} s"
-        )
-        log.warning("%d session(s) not finalized: %s", len(hub.unfinalized), why)
-    log.info(
-        "shut down: %d session%s finalized at shutdown; %d started, %d finalized, %d open",
-        drained,
-        "" if drained == 1 else "s",
-        tracker.started,
-        tracker.finalized,
-        tracker.open,
-    )
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -458,19 +438,28 @@ class _Drain:
         self.server = server
         self.loop: asyncio.AbstractEventLoop | None = None
         self.draining = False
+        self.signals: StopSignals | None = None
         #: Set when the drain's ``DRAIN_WAIT`` ran out with work still in flight.
         self.gave_up = False
 
     async def take_signals(self) -> None:
         """Lifespan start-up: from now on the stop signals drain (see :func:`_on_stop_signals`)."""
         self.loop = asyncio.get_running_loop()
-        _on_stop_signals(self.stop)
+        self.signals = _on_stop_signals(self.stop)
+
+    async def let_go(self) -> None:
+        """Lifespan shutdown, last: stop reclaiming the handlers uvicorn is about to restore."""
+        if self.signals is not None:
+            self.signals.stop_keeping()
 
     def stop(self) -> None:
         """A stop signal arrived (called in the main thread, between two bytecodes)."""
         loop = self.loop
         if self.draining or loop is None:
-            self.server.force_exit = self.hub.forced = self.draining
+            self.hub.exiting(forced=self.draining)
+            self.server.force_exit = self.draining
+            if self.draining and self.signals is not None:  # the end: see let_go
+                self.signals.stop_keeping()
             self.server.should_exit = True
             return
         self.draining = True
@@ -488,13 +477,14 @@ class _Drain:
                 self.hub.busy,
                 DRAIN_WAIT,
             )
+        self.hub.exiting()
         self.server.should_exit = True
 
 
 # -- stop signals ------------------------------------------------------------
 
 
-def _on_stop_signals(stop: Callable[[], None]) -> None:
+def _on_stop_signals(stop: Callable[[], None]) -> StopSignals:
     """Call ``stop()`` on SIGINT and SIGTERM, through the one stop-signal handler.
 
     Installed once the server has started, so these handlers take over from the
@@ -505,7 +495,7 @@ def _on_stop_signals(stop: Callable[[], None]) -> None:
     from .._stop_signals import StopSignals
 
     signals = StopSignals(lambda signum: stop(), lambda signum: stop(), exit_after=5.0).install()
-    signals.keep(asyncio.get_running_loop())  # a plugin's own handler must not take them
+    return signals.keep(asyncio.get_running_loop())  # a plugin's handler must not take them
 
 
 # ---------------------------------------------------------------------------
@@ -581,6 +571,7 @@ def run(
     drain = _Drain(hub, server)
     front.gave_up = lambda: drain.gave_up
     app.router.on_startup.append(drain.take_signals)
+    app.router.on_shutdown.append(drain.let_go)
     watch = ServeWatchdog(hub.timeout, lambda: drain.draining)
     app.router.on_startup.append(watch.start)
     app.router.on_shutdown.insert(0, watch.stop)

@@ -426,12 +426,19 @@ class ServedEpisode:
         return self.final_score if self.done and self.final_score is not None else 0.0
 
     async def end(self) -> None:
-        """End the episode in progress, if any, finalizing its session; never raises."""
-        session = self.session
-        if session is None or not session.is_open:
+        """End the episode in progress, if any, finalizing its session; never raises.
+
+        Returns only once no finalize of this episode is under way: a step that
+        failed (or was cancelled by a shutdown) finalizes its session under the
+        lock, and a shutdown that counted the sessions left unfinalized before that
+        finished would report a finalize that in fact completed as not done.
+        """
+        if self.session is None:
             return
         async with self._lock:
-            await self._close(session)
+            session = self.session
+            if session is not None and session.is_open:
+                await self._close(session)
 
     async def _close(self, session: Session) -> None:
         try:

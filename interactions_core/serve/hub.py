@@ -20,8 +20,10 @@ import bisect
 import hmac
 import itertools
 import json
+import logging
 import os
 import re
+import time
 import uuid
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -32,7 +34,18 @@ from ..runtime.session import SessionTracker
 if TYPE_CHECKING:
     from .episode import ServedEpisode
 
-__all__ = ["REWARD_MODES", "Hub", "Tasks", "parse_data_argument"]
+__all__ = ["FINALIZE_WAIT", "FORCED_WAIT", "REWARD_MODES", "Hub", "Tasks", "parse_data_argument"]
+
+log = logging.getLogger("interactions_core.serve")
+
+#: Seconds the shutdown gives the sessions still open to be finalized.
+FINALIZE_WAIT = 10.0
+#: The same after a second stop signal, which ends the process 5 s later in any case.
+FORCED_WAIT = 3.0
+#: Both count from the moment the server began to close its connections (whose
+#: sessions are finalized as they close); a session the shutdown itself finalizes
+#: gets at least this long.
+LAST_WAIT = 0.5
 
 #: What a step's ``reward`` carries: ``turn``, the turn's score (the default);
 #: ``final``, 0 until the last step, which carries ``calculate_score``, so a
@@ -114,6 +127,8 @@ class Hub:
         self.accepting = True
         #: True once a second stop signal cut the shutdown short: what runs is cancelled.
         self.forced = False
+        #: When the server began to close its connections (``time.monotonic()``).
+        self.exiting_since: float | None = None
         self._open: set[ServedEpisode] = set()
         #: Episodes a drain could not finalize (their plugin's finalize hung).
         self.unfinalized: list[ServedEpisode] = []
@@ -211,23 +226,67 @@ class Hub:
     async def drain(self, wait: float | None = None) -> int:
         """End every episode still open (finalizing its session); return how many there were.
 
-        With ``wait``, each end is given at most ``wait`` seconds: a plugin whose
-        ``finalize_interaction`` hangs must not hold the shutdown. The episodes
-        whose session was not finalized are left in :attr:`unfinalized`.
+        With ``wait``, the whole drain takes at most about ``wait`` seconds: a plugin
+        whose ``finalize_interaction`` hangs must not hold the shutdown, and the
+        episodes are ended together, so one that hangs delays none of the others.
+        The episodes whose session was not finalized are left in :attr:`unfinalized`.
         """
+        loop = asyncio.get_running_loop()
+        deadline = None if wait is None else loop.time() + wait
         if wait is None:
             while self._tasks:
                 await asyncio.gather(*list(self._tasks), return_exceptions=True)
         elif self._tasks:
             await asyncio.wait(list(self._tasks), timeout=wait)
         still_open = list(self._open)
-        for episode in still_open:
-            try:
-                await asyncio.wait_for(episode.end(), wait)
-            except asyncio.TimeoutError:
-                pass
+        if still_open:
+            ends = [loop.create_task(episode.end()) for episode in still_open]
+            left = None if deadline is None else max(0.0, deadline - loop.time())
+            _, late = await asyncio.wait(ends, timeout=left)
+            for task in late:
+                task.cancel()
+            if late:  # let the cancellations land (a plugin may swallow them: bounded)
+                await asyncio.wait(late, timeout=1.0)
         self.unfinalized = [episode for episode in still_open if episode in self._open]
         return len(still_open)
+
+    def exiting(self, forced: bool = False) -> None:
+        """The server begins to close its connections; ``forced``: a second stop signal
+        cut the shutdown short. :meth:`shut_down`'s wait counts from the last call."""
+        self.forced = self.forced or forced
+        if forced or self.exiting_since is None:
+            self.exiting_since = time.monotonic()
+
+    async def shut_down(self) -> None:
+        """Lifespan shutdown: finalize the sessions still open and log how it went.
+
+        They get ``FINALIZE_WAIT`` from the moment the connections began to close,
+        or ``FORCED_WAIT`` after a second stop signal: the process ends by itself
+        5 s after that signal, and the log must be written before. Waiting for a
+        finalize already under way (a closing connection's) is what makes the
+        count true: one still running when it was taken was counted as not done.
+        """
+        budget = FORCED_WAIT if self.forced else FINALIZE_WAIT
+        since = self.exiting_since
+        spent = 0.0 if since is None else time.monotonic() - since
+        drained = await self.drain(max(LAST_WAIT, budget - spent)) - len(self.unfinalized)
+        tracker = self.tracker
+        if self.unfinalized:
+            log.warning(
+                "%d session(s) not finalized: finalize_interaction did not return within %g s "
+                "of the %s",
+                len(self.unfinalized),
+                budget,
+                "second stop signal" if self.forced else "shutdown",
+            )
+        log.info(
+            "shut down: %d session%s finalized at shutdown; %d started, %d finalized, %d open",
+            drained,
+            "" if drained == 1 else "s",
+            tracker.started,
+            tracker.finalized,
+            tracker.open,
+        )
 
     # -- description ---------------------------------------------------------------
 

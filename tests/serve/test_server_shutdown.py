@@ -3,6 +3,7 @@ counters that do not claim the session was finalized."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from openenv.core import GenericEnvClient
@@ -28,3 +29,25 @@ def test_a_hung_finalize_at_shutdown_is_reported_truthfully(tmp_path: Path) -> N
     assert "Exception in ASGI application" not in output, output
     assert "1 session(s) not finalized: finalize_interaction did not return" in output, output
     assert "shut down: 0 sessions finalized at shutdown; 1 started, 0 finalized, 1 open" in output
+
+
+def test_hung_finalizes_hold_the_shutdown_10_s_in_all(tmp_path: Path) -> None:
+    """Two sessions whose finalize hangs: each closing connection waits 10 s for its own,
+    and the shutdown's count, which waits for finalizes under way, counts from the moment
+    the connections began to close (counting afresh made it 20 s)."""
+    server = start_server(tmp_path, CONFIG)
+    clients = [GenericEnvClient(base_url=server.url).sync() for _ in range(2)]
+    for client in clients:
+        client.connect()
+        client.reset(prompt=[{"role": "user", "content": "hi"}])
+    assert server.sessions()["open"] == 2
+    started = time.monotonic()
+    assert server.stop(timeout=60) == 0, server.output()
+    took = time.monotonic() - started
+    for client in clients:
+        client.close()
+    output = server.output()
+    assert took < 16, (took, output)
+    told = "2 session(s) not finalized: finalize_interaction did not return within 10 s of the"
+    assert f"{told} shutdown" in output, output
+    assert "2 started, 0 finalized, 2 open" in output, output
