@@ -65,18 +65,49 @@ async def _bounded(call: Any, seconds: float) -> Any:
     3.12, ``asyncio.wait_for`` wraps it in a task of its own, which costs more than
     a judge's turn and doubled the time of runs whose episodes never wait.
 
-    A call that returns after its deadline is timed out too: its timer could not
-    fire while the call held the event loop (a blocking call the watchdog could
-    not break), and its late result is not taken.
+    The time another plugin call held the event loop is not counted (on 3.11+,
+    under a :class:`~interactions_core.runtime.watchdog.LoopWatchdog`): a plugin
+    blocking the loop for a second made every call waiting beside it time out,
+    and only the blocking call must fail. A call that returns after its deadline
+    is timed out too: its timer could not fire while the call itself held the
+    loop (a block the watchdog could not break), and its late result is not taken.
     """
+    from .watchdog import watching
+
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    if _timeout is None:
-        result = await asyncio.wait_for(call, seconds)
-    else:
-        async with _timeout(seconds):
+    start = loop.time()
+    watch = watching(loop)
+    if _timeout is None or watch is None:
+        if _timeout is None:
+            result = await asyncio.wait_for(call, seconds)
+        else:
+            async with _timeout(seconds):
+                result = await call
+        if loop.time() > start + seconds:
+            raise asyncio.TimeoutError
+        return result
+    task = asyncio.current_task()
+    mark = watch.held_elsewhere(task)
+
+    def deadline() -> float:
+        return start + seconds + watch.held_elsewhere(task) - mark
+
+    async with _timeout(None) as scope:
+        timer: list[asyncio.TimerHandle] = []
+
+        def check() -> None:
+            end = deadline()
+            if loop.time() >= end:
+                scope.reschedule(end)  # in the past: the scope times out now
+            else:  # other calls held the loop meanwhile: the deadline moved
+                timer[0] = loop.call_at(end, check)
+
+        timer.append(loop.call_at(start + seconds, check))
+        try:
             result = await call
-    if loop.time() > deadline:
+        finally:
+            timer[0].cancel()
+    if loop.time() > deadline():
         raise asyncio.TimeoutError
     return result
 

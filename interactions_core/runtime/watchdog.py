@@ -24,14 +24,16 @@ it is still reported.
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["BLOCKING_ADVICE", "LoopBlocked", "LoopWatchdog"]
+__all__ = ["BLOCKING_ADVICE", "LoopBlocked", "LoopWatchdog", "watching"]
 
 #: What to tell the author of a plugin that blocks the loop.
 BLOCKING_ADVICE = (
@@ -67,6 +69,18 @@ def keep_signals_off_this_thread() -> None:
 
 class LoopBlocked(BaseException):
     """Raised inside a call that held the event loop past the allowed time."""
+
+
+#: The watchdogs started and not stopped yet (one per watched loop).
+_WATCHING: list[LoopWatchdog] = []
+
+
+def watching(loop: Any) -> LoopWatchdog | None:
+    """The watchdog watching ``loop``, or ``None``."""
+    for watchdog in _WATCHING:
+        if watchdog.loop is loop:
+            return watchdog
+    return None
 
 
 #: Top-level packages whose frames are the runtime's own (with the standard library):
@@ -143,6 +157,13 @@ class LoopWatchdog:
         self._told_stuck: set[str] = set()
         self._told_unbreakable = False
         self._told_reclaimed = False
+        # The time plugin calls held the loop, by the task that ran them: what
+        # --timeout does not count against the other calls (see held_elsewhere).
+        self._lock = threading.Lock()
+        self._held_total = 0.0
+        self._held_by: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+        #: The block in progress, seen from the thread: ``(task, since)``.
+        self._block: tuple[Any, float] | None = None
 
     def start(self) -> LoopWatchdog:
         self._beat = time.monotonic()
@@ -158,9 +179,12 @@ class LoopWatchdog:
             target=self._watch, name="interactions-watchdog", daemon=True
         )
         self._thread.start()
+        _WATCHING.append(self)
         return self
 
     def stop(self) -> None:
+        if self in _WATCHING:
+            _WATCHING.remove(self)
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
@@ -177,8 +201,31 @@ class LoopWatchdog:
             for name, (count, longest) in sorted(self.blocks.items())
         ]
 
+    def held_elsewhere(self, task: Any) -> float:
+        """Seconds calls run by tasks other than ``task`` have held the loop since the
+        watch began: each block of one plugin call from its start, the one in
+        progress up to now.
+
+        A call's ``--timeout`` does not count this time (``Session``): a plugin
+        that blocks the loop for a second must not make every episode waiting
+        beside it time out; its own call is broken, and only it fails.
+        """
+        with self._lock:
+            held = self._held_total - self._held_by.get(task, 0.0)
+            block = self._block
+            if block is not None and block[0] is not task:
+                held += time.monotonic() - block[1]
+        return held
+
     def _heartbeat(self) -> None:
         self._beat = time.monotonic()
+        if self._block is not None:  # the loop turns again: the block is over
+            with self._lock:
+                task, since = self._block
+                self._held_total += self._beat - since
+                if task is not None:
+                    self._held_by[task] = self._held_by.get(task, 0.0) + self._beat - since
+                self._block = None
         if self._can_break and signal.getsignal(_SIGNAL) != self._on_signal:  # type: ignore[arg-type]
             self._reclaim()
         if not self._stop.is_set():
@@ -211,6 +258,13 @@ class LoopWatchdog:
                 self._fresh = False
                 continue
             held = now - self._held_since
+            if self._block is None:  # one call has held the loop twice in a row: a block
+                try:
+                    task = asyncio.current_task(self.loop)
+                except Exception:  # a loop that cannot say: the block is no task's
+                    task = None
+                with self._lock:
+                    self._block = (task, self._held_since)
             if held < self.report_after:
                 continue
             if self._current is None:

@@ -701,3 +701,50 @@ def test_a_report_that_fails_is_told_after_the_summary(
     code, stdout, err = run_cli(*command, "--report", str(page), "--json")
     assert code == 1 and json.loads(stdout)["episodes"] == 2, err
     assert "the report could not be made: OverflowError" in err and "unexpected" not in err
+
+
+BLOCKS_ONE = '''
+import asyncio
+import time
+
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class BlocksOne(BaseInteraction):
+    """Every call awaits 0.05 s, but q8's blocks the event loop for 5 s."""
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        if messages[0]["content"] == "q8":
+            time.sleep(5)
+        await asyncio.sleep(0.05)
+        return InteractionResult(True, "ok", 1.0)
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return 1.0
+'''
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGUSR2"), reason="no SIGUSR2 here")
+@pytest.mark.skipif(__import__("sys").version_info < (3, 11), reason="3.10 counts the time")
+def test_a_plugin_blocking_the_loop_times_out_its_own_call_only(tmp_path: Path) -> None:
+    """One call blocking the loop under --timeout 1: the 8 episodes awaiting 0.05 s beside it
+    were recorded as "timed out after 1 s" too (their timers fired as the loop came back)."""
+    import subprocess
+
+    config = write_plugin(tmp_path, "blocks_one", BLOCKS_ONE, "BlocksOne")
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    write_rows(data, 16)
+    command, env = child_run(tmp_path, config, data)
+    done = subprocess.run(
+        [*command, "--output", str(out), "--timeout", "1", "--concurrency", "16", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["episodes"], summary["errors"]) == (16, 1), done.stderr
+    errored = [r for r in read_lines(out) if r["errors"]]
+    assert [r["index"] for r in errored] == [8], errored
+    assert "blocked the event loop" in json.dumps(errored[0]["errors"])
