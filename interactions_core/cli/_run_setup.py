@@ -131,12 +131,15 @@ def check_paths(args: argparse.Namespace) -> None:
 
 
 def _refuse_existing_outputs(args: argparse.Namespace) -> None:
-    """An existing output needs ``--overwrite``; ``--resume`` appends to records and trace."""
+    """An existing output needs ``--overwrite``. ``--resume`` appends to records and trace,
+    and replaces the report, which it draws whole again from every record, earlier ones too
+    (refusing it made "the same command with --resume" fail after any run with --report)."""
     from ..runtime.records import refuse_existing
 
-    resuming = args.resume or args.retry_errors
+    if args.resume or args.retry_errors:
+        return
     for path in (args.output, args.trace, args.report):
-        if path and not (resuming and path != args.report):
+        if path:
             refuse_existing(path, args.overwrite)
 
 

@@ -748,3 +748,20 @@ def test_a_plugin_blocking_the_loop_times_out_its_own_call_only(tmp_path: Path) 
     errored = [r for r in read_lines(out) if r["errors"]]
     assert [r["index"] for r in errored] == [8], errored
     assert "blocked the event loop" in json.dumps(errored[0]["errors"])
+
+
+def test_the_same_command_with_resume_replaces_the_report(tmp_path: Path) -> None:
+    """A stopped run with --report said "continue with the same command and --resume", which
+    then refused the report ("already exists"), and --overwrite was refused with --resume."""
+    data, out, page = tmp_path / "d.jsonl", tmp_path / "o.jsonl", tmp_path / "r.html"
+    write_rows(data, 6)
+    base = ["run", "--data", str(data), "--output", str(out), "--report", str(page)]
+    code, _, err = run_cli(*base, "--limit", "2")
+    assert code == 0, err
+    first = page.read_text(encoding="utf-8")
+    code, _, err = run_cli(*base, "--resume")
+    assert code == 0, err
+    assert len(read_lines(out)) == 6
+    assert page.read_text(encoding="utf-8") != first  # drawn again, from all 6 records
+    code, _, err = run_cli(*base, "--retry-errors")
+    assert code == 0, err
