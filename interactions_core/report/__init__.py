@@ -34,6 +34,7 @@ from .._files import write_atomically
 from ..errors import InteractionsError
 from ..runtime.record import error_entry, record_problem
 from ..runtime.records import BadLine, is_special_file, iter_records
+from ..runtime.stats import GroupStats
 from ..runtime.summary import SummaryStats
 from .page import render
 
@@ -54,6 +55,11 @@ ERRORS_SHOWN = 20
 ROLE_CHARS = 40
 #: Unreadable lines described in full.
 BAD_LINES_SHOWN = 5
+#: Characters of a sample id, an interaction name or an end reason shown.
+NAME_CHARS = 200
+#: Interactions (rows and curves) and error kinds shown per run: those with the most
+#: episodes; the others are in the totals, and a note says how many there are.
+GROUPS_SHOWN = 50
 
 
 class RecordsError(InteractionsError, ValueError):
@@ -67,6 +73,21 @@ def _clip(text: Any) -> str:
         cut = len(text) - MESSAGE_CHARS
         return text[:MESSAGE_CHARS] + f"\n[... {cut:,} more characters not shown]"
     return text
+
+
+def _short(value: Any) -> Any:
+    """``value`` itself when its text is short (an id keeps its JSON type), else that text
+    cut to ``NAME_CHARS``: one record's 200 KB id made 200 KB of page per view."""
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        except (ValueError, TypeError, RecursionError):  # an int past Python's digit limit
+            return "<a value too large to show>"
+    if len(text) <= NAME_CHARS:
+        return value
+    return text[:NAME_CHARS] + f"[... {len(text) - NAME_CHARS:,} more characters not shown]"
 
 
 def _listed(value: Any) -> list[Any]:
@@ -111,13 +132,12 @@ def _messages_view(record: Mapping[str, Any]) -> list[dict[str, Any]]:
 def episode_view(record: Mapping[str, Any]) -> dict[str, Any]:
     """The part of a record the report shows, with long messages and conversations cut."""
     return {
-        "index": record.get("index"),
-        "sample_id": record.get("sample_id"),
-        "interaction": record.get("interaction"),
-        "end_reason": record.get("end_reason"),
+        "index": _short(record.get("index")),
+        "sample_id": _short(record.get("sample_id")),
+        "interaction": _short(record.get("interaction")),
+        "end_reason": _short(record.get("end_reason")),
         "turns": record.get("turns"),
         "user_turns": record.get("user_turns"),
-        "scores": record.get("scores") or [],
         "final_score": record.get("final_score"),
         "duration_s": record.get("duration_s"),
         "errors": [
@@ -220,6 +240,26 @@ class RunData:
     def sample(self) -> list[dict[str, Any]]:
         """A uniform sample of the episodes without error, in file order."""
         return [view for _, view in sorted(self._sample, key=lambda t: t[0])]
+
+    def shown_groups(self) -> tuple[list[tuple[str, GroupStats]], int]:
+        """The interactions the page shows, by name (cut when long), and how many more.
+
+        At most ``GROUPS_SHOWN``, those with the most episodes: records naming
+        40,000 interactions made a table row and a curve each (a 29 MB page).
+        """
+        groups = self.stats.groups
+        names = list(groups)
+        if len(names) > GROUPS_SHOWN:
+            names = heapq.nsmallest(GROUPS_SHOWN, names, key=lambda n: (-groups[n].episodes, n))
+        names.sort()
+        return [(_short(name), groups[name]) for name in names], len(groups) - len(names)
+
+    def shown_error_kinds(self) -> tuple[list[tuple[str, int]], int]:
+        """The error kinds the page shows (at most ``GROUPS_SHOWN``, the most frequent
+        first) and how many more there are."""
+        kinds = self.stats.total.errors_by_kind
+        shown = heapq.nsmallest(GROUPS_SHOWN, kinds.items(), key=lambda kv: (-kv[1], kv[0]))
+        return [(_short(kind), n) for kind, n in shown], len(kinds) - len(shown)
 
 
 def _label(path: str, taken: set[str]) -> str:

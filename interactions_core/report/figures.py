@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ..runtime.record import END_REASONS
 
 if TYPE_CHECKING:
+    from ..runtime.stats import GroupStats
     from . import RunData
 
 __all__ = ["PALETTE", "bar_chart", "charts", "line_chart", "num", "pct", "seconds", "table"]
@@ -81,6 +82,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], cls: str = "") 
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "#000000")
 
 WIDTH, HEIGHT = 520, 250
+#: The most x values (turns) a line chart draws; see :func:`line_chart`.
+POINTS_DRAWN = 200
 LEFT, RIGHT, TOP, BOTTOM = 52, 12, 14, 42
 
 Series = tuple[str, str, Mapping[int, float]]
@@ -146,8 +149,16 @@ def line_chart(
     percent: bool = False,
     y_top: float | None = None,
 ) -> str:
-    """Lines with markers over integer x values (turns); one line per series."""
+    """Lines with markers over integer x values (turns); one line per series.
+
+    At most ``POINTS_DRAWN`` x values are drawn, evenly spread and the last one
+    kept: a record may list 100,000 turn scores, and each point is a marker.
+    """
     xs = sorted({x for _, _, values in series for x in values})
+    if len(xs) > POINTS_DRAWN:
+        drawn = {*xs[:: math.ceil(len(xs) / POINTS_DRAWN)], xs[-1]}
+        series = [(n, c, {x: y for x, y in v.items() if x in drawn}) for n, c, v in series]
+        xs = sorted(drawn)
     if not xs:
         return _frame(
             title, x_label, y_label, ['<text class="empty" x="50%" y="50%">no data</text>']
@@ -268,29 +279,22 @@ def _figure(key: str, caption: str, svg: str, legend: str) -> str:
 # -- curves: one line per interaction of each run ------------------------------
 
 
-def _series_names(runs: Sequence[RunData]) -> list[tuple[int, str, str]]:
-    """(run index, interaction, legend label) for every run x interaction pair."""
+def _series(runs: Sequence[RunData]) -> list[tuple[str, GroupStats]]:
+    """(legend label, figures) for every run x interaction pair the table shows."""
     out = []
-    for i, run in enumerate(runs):
-        for name in sorted(run.stats.groups):
-            label = name if len(runs) == 1 else f"{run.label} · {name}"
-            out.append((i, name, label))
+    for run in runs:
+        for name, group in run.shown_groups()[0]:
+            out.append((name if len(runs) == 1 else f"{run.label} · {name}", group))
     return out
 
 
 def _curve_charts(runs: Sequence[RunData]) -> list[str]:
     """Solved by turn k and mean score by turn, one line per interaction of each run."""
-    names = _series_names(runs)
-    colours = [PALETTE[k % len(PALETTE)] for k in range(len(names))]
-    legend = _legend([label for _, _, label in names])
-    solved = [
-        (label, colours[k], runs[i].stats.groups[name].solved_by_turn())
-        for k, (i, name, label) in enumerate(names)
-    ]
-    by_turn = [
-        (label, colours[k], runs[i].stats.groups[name].score_by_turn())
-        for k, (i, name, label) in enumerate(names)
-    ]
+    series = _series(runs)
+    colours = [PALETTE[k % len(PALETTE)] for k in range(len(series))]
+    legend = _legend([label for label, _ in series])
+    solved = [(label, colours[k], g.solved_by_turn()) for k, (label, g) in enumerate(series)]
+    by_turn = [(label, colours[k], g.score_by_turn()) for k, (label, g) in enumerate(series)]
     return [
         _figure(
             "solved",

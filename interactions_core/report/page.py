@@ -186,13 +186,24 @@ def _summary_rows(runs: Sequence[RunData]) -> list[list[str]]:
 def interaction_table(runs: Sequence[RunData]) -> str:
     """The figures of each interaction (of each run, with a run column when several)."""
     headers = ([] if len(runs) == 1 else ["run"]) + _INTERACTION_HEADERS
-    return table(headers, _interaction_rows(runs), cls="by-interaction")
+    return table(headers, _interaction_rows(runs), cls="by-interaction") + _not_shown(
+        [(run.label, run.shown_groups()[1]) for run in runs], "interactions with fewer episodes"
+    )
+
+
+def _not_shown(hidden: Sequence[tuple[str, int]], what: str) -> str:
+    """A note of the rows a table leaves out (each run's count), or nothing."""
+    counts = [(label, n) for label, n in hidden if n]
+    if not counts:
+        return ""
+    said = ", ".join(f"{n:,}" + (f" ({label})" if len(hidden) > 1 else "") for label, n in counts)
+    return f'<p class="note">{escape(said)} more {what}, not shown; the totals count them</p>'
 
 
 def _interaction_rows(runs: Sequence[RunData]) -> list[list[str]]:
     rows = []
     for run in runs:
-        for name, g in sorted(run.stats.groups.items()):
+        for name, g in run.shown_groups()[0]:
             final = g.final_score()
             solved = g.solved_by_turn()
             ci = "-" if final["ci95"] is None else "{:.4f} to {:.4f}".format(*final["ci95"])
@@ -214,14 +225,14 @@ def _interaction_rows(runs: Sequence[RunData]) -> list[list[str]]:
 
 def errors_by_kind_table(runs: Sequence[RunData]) -> str | None:
     """Errors counted by where and type for each run; ``None`` when no episode errored."""
-    kinds = [(r.label, k, n) for r in runs for k, n in r.stats.total.errors_by_kind.items()]
+    kinds = [(r.label, k, n) for r in runs for k, n in r.shown_error_kinds()[0]]
     if not kinds:
         return None
     return table(
         ["run", "where: type", "errors"],
         [[escape(lbl), escape(k), num(n)] for lbl, k, n in kinds],
         cls="errors-by-kind",
-    )
+    ) + _not_shown([(r.label, r.shown_error_kinds()[1]) for r in runs], "rarer kinds of error")
 
 
 def episode_table(run_index: int, kind: str, episodes: Sequence[dict[str, Any]]) -> str:
