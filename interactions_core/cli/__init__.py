@@ -133,14 +133,22 @@ def _raise_interrupted(signum: int) -> None:
 
 def _dispatch(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run a subcommand, turning every failure into a message and an exit code."""
+    from ._command import checked_stdout
+
     try:
-        with _user_interrupts():
+        with _user_interrupts(), checked_stdout():
             if getattr(args, "json", False):
                 from ._command import json_output
 
                 with json_output():
-                    return int(run(args) or 0)
-            return int(run(args) or 0)
+                    code = int(run(args) or 0)
+            else:
+                code = int(run(args) or 0)
+            try:  # a full disk is told here, not by Python's flush at exit
+                sys.stdout.flush()
+            except ValueError:  # closed by plugin code: the command has said so
+                pass
+            return code
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
     except BrokenPipeError:
@@ -153,6 +161,11 @@ def _dispatch(run: Callable[[argparse.Namespace], int], args: argparse.Namespace
 
         if isinstance(exc, InteractionsError):
             return _fail(str(exc), 1)
+        from ._command import stdout_unwritable
+
+        unwritable = stdout_unwritable(exc)
+        if unwritable is not None:
+            return _fail(unwritable, 1)
         if isinstance(exc, Warning):  # a warning turned into an error with -W error
             return _fail(f"{exc} (a warning, raised as an error by the -W option)", 1)
         # A bug, ours or a plugin's: say so, briefly.

@@ -296,7 +296,66 @@ def print_json(data: Any) -> None:
     import json
 
     text = json.dumps(_finite(data), indent=2, default=str, allow_nan=False)
-    (_json_stream or sys.stdout).write(text + "\n")
+    try:
+        (_json_stream or sys.stdout).write(text + "\n")
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise StdoutError(exc.errno, exc.strerror) from exc
+
+
+class StdoutError(OSError):
+    """Standard output refused what was written (``> /dev/full``, a full disk)."""
+
+
+def stdout_unwritable(exc: BaseException) -> str | None:
+    """What to say when ``exc`` is standard output refusing what is written to it, else
+    ``None``; what is still printed then goes nowhere, so the flush at exit does not
+    fail again. A full disk under ``> out.txt`` read as a bug ("unexpected OSError")."""
+    if not isinstance(exc, StdoutError):
+        return None
+    stdout_reader_gone()
+    return f"cannot write standard output: {exc.strerror or exc}"
+
+
+class checked_stdout:
+    """While a command runs, ``sys.stdout`` raises :class:`StdoutError` for what it
+    cannot write, so the command's caller can tell a full disk from a bug."""
+
+    def __enter__(self) -> None:
+        self._stream = sys.stdout
+        sys.stdout = _Checked(self._stream)  # type: ignore[assignment]
+
+    def __exit__(self, *exc_info: object) -> None:
+        if isinstance(sys.stdout, _Checked):  # not replaced by plugin code meanwhile
+            sys.stdout = self._stream
+
+
+class _Checked:
+    """A text stream's ``write`` and ``flush``, with write errors as :class:`StdoutError`;
+    everything else is the stream's own."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise StdoutError(exc.errno, exc.strerror) from exc
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise StdoutError(exc.errno, exc.strerror) from exc
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def _finite(data: Any) -> Any:

@@ -201,11 +201,12 @@ def finish(
         _complete_resumed(args, outputs, summary)
     summary.skipped_rows = inputs.reader.skipped
     unwritten = _write_report(args, outputs)
-    _print_summary(args, summary, played.watchdog)
+    unprinted = _print_summary(args, summary, played.watchdog)
     code = _tell(args, inputs, played, stopped)
-    if unwritten is not None:  # told last, the summary and the rest above it
-        sys.stderr.write(f"interactions: error: {unwritten}\n")
-        return code or 1
+    for problem in (unprinted, unwritten):  # told last, the summary and the rest above it
+        if problem is not None:
+            sys.stderr.write(f"interactions: error: {problem}\n")
+            code = code or 1
     return code
 
 
@@ -276,18 +277,27 @@ def _complete_resumed(args: argparse.Namespace, outputs: RunOutputs, summary: An
         )
 
 
-def _print_summary(args: argparse.Namespace, summary: Any, watchdog: Any) -> None:
+def _print_summary(args: argparse.Namespace, summary: Any, watchdog: Any) -> str | None:
     """The summary on standard output; a reader gone (``| head``) still gets stderr's part.
 
     What follows the summary (errored episodes, bad rows, an unwritten report) and
-    the exit code do not depend on anyone reading it.
+    the exit code do not depend on anyone reading it. Standard output that refuses
+    the summary (a full disk) has it printed on stderr; why is returned, to be told.
     """
+    from ._command import StdoutError, stdout_reader_gone, stdout_unwritable
+
     try:
         _summary_to_stdout(args, summary, watchdog)
     except BrokenPipeError:
-        from ._command import stdout_reader_gone
-
         stdout_reader_gone()
+    except StdoutError as exc:
+        if args.json:  # the text summary is on stderr already
+            import json
+
+            sys.stderr.write("the summary, which standard output refused:\n")
+            sys.stderr.write(json.dumps(summary.as_dict(), indent=2, default=str) + "\n")
+        return stdout_unwritable(exc)
+    return None
 
 
 def _summary_to_stdout(args: argparse.Namespace, summary: Any, watchdog: Any) -> None:
@@ -295,9 +305,18 @@ def _summary_to_stdout(args: argparse.Namespace, summary: Any, watchdog: Any) ->
         text = summary.format()
         try:
             print(text)
+            sys.stdout.flush()
         except BrokenPipeError:
             raise
-        except (ValueError, OSError):  # closed by plugin code (sys.stdout.close(), os.close(1))
+        except (ValueError, OSError) as exc:
+            import errno
+
+            from ._command import StdoutError
+
+            if isinstance(exc, OSError) and exc.errno != errno.EBADF:  # a full disk
+                sys.stderr.write(f"the summary, which standard output refused:\n{text}\n")
+                raise StdoutError(exc.errno, exc.strerror) from exc
+            # closed by plugin code (sys.stdout.close(), os.close(1))
             sys.stderr.write(
                 "interactions: warning: standard output was closed during the run (by plugin "
                 f"code?); the summary is printed here instead\n{text}\n"

@@ -765,3 +765,34 @@ def test_the_same_command_with_resume_replaces_the_report(tmp_path: Path) -> Non
     assert page.read_text(encoding="utf-8") != first  # drawn again, from all 6 records
     code, _, err = run_cli(*base, "--retry-errors")
     assert code == 0, err
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+@pytest.mark.parametrize("unbuffered", ["1", ""])
+def test_standard_output_on_a_full_disk_is_told_as_such(tmp_path: Path, unbuffered: str) -> None:
+    """`> /dev/full` read as a bug ("unexpected OSError ... please report it"); `run`'s text
+    summary was blamed on plugin code closing standard output, with exit 0."""
+    import os
+    import subprocess
+    import sys
+
+    data = tmp_path / "d.jsonl"
+    write_rows(data, 3)
+    env = {**os.environ, "PYTHONUNBUFFERED": unbuffered}
+    run = ["run", "--data", str(data)]
+    for args in (["list"], ["list", "--json"], run, [*run, "--json"]):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run(
+                [sys.executable, "-m", "interactions_core", *args],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+                timeout=120,
+            )
+        assert done.returncode == 1, (args, done.stderr)
+        assert "cannot write standard output: No space left on device" in done.stderr, args
+        assert "unexpected" not in done.stderr and "Exception ignored" not in done.stderr
+        if args[0] == "run":
+            assert "the summary, which standard output refused" in done.stderr
+            assert "closed during the run" not in done.stderr
