@@ -378,9 +378,11 @@ class Workers:
         return record
 
 
+#: Python does not say who cancelled a task: maybe this episode's plugin, maybe another's.
 _SELF_CANCELLED = (
-    "the episode's task was cancelled from inside it, not by a stop of the run (a plugin "
-    "cancelling its own task, say for a deadline of its own? raise an exception instead)"
+    "the episode's task was cancelled by code inside the run, not by a stop of the run (a "
+    "plugin cancelling its own task, say for a deadline of its own, or another episode's "
+    "task? raise an exception instead)"
 )
 
 

@@ -582,7 +582,7 @@ def test_a_plugin_cancelling_its_own_task_costs_its_episode_only(
     assert (summary["episodes"], summary["errors"]) == (10, 1), err
     errored = [r for r in read_lines(out) if r["errors"]]
     assert [r["index"] for r in errored] == [4]
-    assert "cancelled from inside it" in errored[0]["errors"][0]["message"]
+    assert "cancelled by code inside the run" in errored[0]["errors"][0]["message"]
 
 
 FORKS = '''
