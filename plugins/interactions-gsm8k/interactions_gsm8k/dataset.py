@@ -121,6 +121,10 @@ def _path_option(name: str, value: Any) -> str:
     path = os.fspath(value)
     if os.path.isdir(path):
         raise ValueError(f"--{name} {path} is a directory; give the JSONL file")
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise ValueError(
+            f"--{name} {path} is not a regular file (a device or a pipe?); give the JSONL file"
+        )
     if not os.path.isfile(path):
         raise ValueError(f"{name} file not found: {path}")
     return path

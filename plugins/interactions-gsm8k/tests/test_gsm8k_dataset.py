@@ -209,6 +209,13 @@ def test_a_directory_is_not_an_input_file(tmp_path: Path) -> None:
         build_gsm8k(input=str(tmp_path))
 
 
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero here")
+def test_a_device_is_not_an_input_file() -> None:
+    """It was told "input file not found: /dev/zero"."""
+    with pytest.raises(ValueError, match="is not a regular file"):
+        build_gsm8k(input="/dev/zero")
+
+
 def test_missing_solutions_file(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [problem()])
     with pytest.raises(ValueError, match=r"solutions file not found: .*sol\.jsonl"):
