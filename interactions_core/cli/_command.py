@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 # third of a bare interpreter start (docs/performance.md).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Protocol, TypeVar
+    from typing import Any, Protocol, TextIO, TypeVar
 
     N = TypeVar("N", int, float)
 
@@ -39,8 +39,12 @@ if TYPE_CHECKING:
 __all__ = [
     "Arg",
     "Command",
+    "Progress",
+    "StdoutError",
+    "checked_stdout",
     "config_file",
     "default_interaction",
+    "duration",
     "finite_number",
     "flag",
     "leave_strays",
@@ -49,6 +53,7 @@ __all__ = [
     "positive_seconds",
     "printable",
     "stdout_reader_gone",
+    "stdout_unwritable",
     "timeout",
     "wait_seconds",
 ]
@@ -453,3 +458,52 @@ def leave_strays(code: int) -> None:
         except (OSError, ValueError):
             pass
     os._exit(code)
+
+
+# -- the progress bar ----------------------------------------------------------
+
+
+def duration(seconds: float) -> str:
+    """``42s``, ``3m05s`` or ``2h07m``: an estimate, so no finer than it needs to be."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s // 60 % 60:02d}m"
+
+
+class Progress:
+    """A one-line progress bar on a terminal stream, redrawn at most 10 times a second."""
+
+    def __init__(self, stream: TextIO, total: int | None) -> None:
+        import time
+
+        self.stream = stream
+        self.total = total
+        self.clock = time.monotonic
+        self.started = self.clock()
+        self.next_draw = 0.0
+
+    def update(self, done: int, errors: int, force: bool = False) -> None:
+        now = self.clock()
+        if not force and now < self.next_draw:
+            return
+        self.next_draw = now + 0.1
+        elapsed = max(now - self.started, 1e-9)
+        rate = done / elapsed
+        if self.total:
+            frac = min(done / self.total, 1.0)
+            filled = int(frac * 24)
+            bar = f"[{'#' * filled}{'.' * (24 - filled)}] {done}/{self.total}"
+        else:
+            bar = f"{done} episodes"
+        eta = ""
+        if self.total and done and self.total > done:
+            eta = f"  ETA {duration((self.total - done) / rate)}"
+        self.stream.write(f"\r{bar}  {rate:,.0f}/s  errors {errors}{eta}\x1b[K")
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("\r\x1b[K")
+        self.stream.flush()

@@ -38,10 +38,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Iterable, Iterator
-    from typing import Any, TextIO
+    from typing import Any
+
+    from ._command import Progress
 
 __all__ = [
-    "Progress",
     "RecordHandler",
     "RecordSink",
     "Resume",
@@ -49,7 +50,6 @@ __all__ = [
     "RunOutputs",
     "RunTrace",
     "check_paths",
-    "duration",
     "open_outputs",
     "policy_options",
     "prepare",
@@ -242,15 +242,16 @@ def _warn_without_limit(policy_cls: Any, args: argparse.Namespace) -> None:
 class RecordSink:
     """Each finished record: stamped for ``--resume``, to ``--output`` and to ``--report``."""
 
-    def __init__(self, output: Any, report: Any, stamp: dict[str, Any]) -> None:
+    def __init__(self, output: Any, report: Any, stamp: dict[str, Any], track: bool) -> None:
         self.output = output
         self.report = report
         self.stamp = stamp
-        #: The ``(index, repeat)`` of every record written: what this run played.
-        self.played: set[tuple[int, int]] = set()
+        #: With ``track`` (``--resume``), the ``(index, repeat)`` of every record written.
+        self.played: set[tuple[int, int]] | None = set() if track else None
 
     def write(self, record: dict[str, Any]) -> None:
-        self.played.add(record_key(record))
+        if self.played is not None:  # a plain run keeps nothing per episode
+            self.played.add(record_key(record))
         if self.stamp:
             record.update(self.stamp)
         if self.output is not None:
@@ -348,7 +349,9 @@ def open_outputs(args: argparse.Namespace, inputs: RunInputs) -> RunOutputs:
 
         report = RunData(os.path.basename(args.output or args.data))
     stamp = resume.stamp if resume is not None else {}
-    sink = RecordSink(output, report, stamp) if output is not None or report is not None else None
+    sink = None
+    if output is not None or report is not None:
+        sink = RecordSink(output, report, stamp, track=bool(args.resume))
     return RunOutputs(progress, resume, output, trace, report, sink)
 
 
@@ -437,7 +440,7 @@ class Resume:
         if self.state is None:
             return
         played = summary.episodes
-        again = outputs.sink.played if outputs.sink is not None else set()
+        again = (outputs.sink.played if outputs.sink is not None else None) or set()
         earlier = self.state.done(retry_errors=False) - again
         for record in self.state.episodes(earlier):
             summary.add(record)
@@ -543,52 +546,6 @@ def _refuse_other_repeats(args: argparse.Namespace, state: Any) -> None:
 # -- the progress bar ----------------------------------------------------------
 
 
-def duration(seconds: float) -> str:
-    """``42s``, ``3m05s`` or ``2h07m``: an estimate, so no finer than it needs to be."""
-    s = round(seconds)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s // 60 % 60:02d}m"
-
-
-class Progress:
-    """A one-line progress bar on a terminal stream, redrawn at most 10 times a second."""
-
-    def __init__(self, stream: TextIO, total: int | None) -> None:
-        import time
-
-        self.stream = stream
-        self.total = total
-        self.clock = time.monotonic
-        self.started = self.clock()
-        self.next_draw = 0.0
-
-    def update(self, done: int, errors: int, force: bool = False) -> None:
-        now = self.clock()
-        if not force and now < self.next_draw:
-            return
-        self.next_draw = now + 0.1
-        elapsed = max(now - self.started, 1e-9)
-        rate = done / elapsed
-        if self.total:
-            frac = min(done / self.total, 1.0)
-            filled = int(frac * 24)
-            bar = f"[{'#' * filled}{'.' * (24 - filled)}] {done}/{self.total}"
-        else:
-            bar = f"{done} episodes"
-        eta = ""
-        if self.total and done and self.total > done:
-            eta = f"  ETA {duration((self.total - done) / rate)}"
-        self.stream.write(f"\r{bar}  {rate:,.0f}/s  errors {errors}{eta}\x1b[K")
-        self.stream.flush()
-
-    def close(self) -> None:
-        self.stream.write("\r\x1b[K")
-        self.stream.flush()
-
-
 def progress_bar(args: argparse.Namespace, reader: Any, policy: Any) -> Progress | None:
     """The bar for this run, or ``None`` when it is not to be shown.
 
@@ -597,6 +554,8 @@ def progress_bar(args: argparse.Namespace, reader: Any, policy: Any) -> Progress
     """
     if args.no_progress or getattr(policy, "interactive", False) or not sys.stderr.isatty():
         return None
+    from ._command import Progress
+
     total = reader.count()
     samples_total = min(total, args.limit) if args.limit else total
     return Progress(sys.stderr, samples_total * args.repeat)

@@ -48,7 +48,7 @@ class Bar:
 
 def test_each_record_is_stamped_written_reported_counted_and_shown() -> None:
     output, report, bar = Collected(), Collected(), Bar()
-    handler = RecordHandler(RecordSink(output, report, {"config_hash": "c"}), bar)  # type: ignore[arg-type]
+    handler = RecordHandler(RecordSink(output, report, {"config_hash": "c"}, track=True), bar)  # type: ignore[arg-type]
     for record in (Record("a", [], 0), Record("b", ["boom"], 1), Record("c", [], 2)):
         handler(record)
     assert [r["sample_id"] for r in output.items] == ["a", "b", "c"]
@@ -67,7 +67,7 @@ def test_without_sink_or_bar_records_are_only_counted() -> None:
 
 def test_an_unstamped_sink_leaves_records_as_they_are() -> None:
     output = Collected()
-    RecordSink(output, None, {}).write({"index": 3, "sample_id": "a"})
+    RecordSink(output, None, {}, track=False).write({"index": 3, "sample_id": "a"})
     assert output.items == [{"index": 3, "sample_id": "a"}]
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from interactions_core.cli import main
-from interactions_core.cli._run_setup import Progress, duration
+from interactions_core.cli._command import Progress, duration
 from interactions_core.runtime.summary import NO_INTERACTION, SummaryStats
 
 ROOT = Path(__file__).resolve().parents[2]
