@@ -249,9 +249,6 @@ class ServedEpisode:
         await self.end()
         hub = self.hub
         hub.check_token(token)
-        passed = PASSED_TOKEN.get()
-        if passed is not None:  # this connection is a token holder's: never evicted now
-            passed()
         if split is not None or index is not None:
             prompt, interaction_kwargs = self._task(split, index, prompt, interaction_kwargs)
         if too_deep(interaction_kwargs):
@@ -264,6 +261,12 @@ class ServedEpisode:
         _bounded_kwargs(interaction_kwargs, chars, hub.max_episode_chars)
         async with self._lock:
             hub.admit(self)
+            # This connection took a session: never evicted now, even while the start
+            # is slow. Not before: a reset refused (a wrong name, the server full) took
+            # nothing, and without a token every reset passes the token check.
+            passed = PASSED_TOKEN.get()
+            if passed is not None:
+                passed()
             session = Session(
                 interaction,
                 name=name,

@@ -15,8 +15,8 @@ connection rather than any one endpoint:
 * **Connections**: WebSockets are limited (``--max-connections``) apart from
   sessions, taken only by a reset that passed the token check, so unauthenticated
   connections never keep a token holder out. At the limit, a new connection closes
-  the oldest one no reset of which has passed the token check (:data:`PASSED_TOKEN`);
-  only when every open one has is the new one refused.
+  the oldest one no reset of which has taken a session (passed the token check and
+  found room: :data:`PASSED_TOKEN`); only when every open one has is the new one refused.
 * **Idle connections**: a WebSocket whose client sends or reads nothing for
   ``idle_timeout`` seconds is gone: its episode is finalized, its slot free.
 * **What a message costs to parse**: a WebSocket message or HTTP body holding
@@ -384,14 +384,15 @@ def _limited(receive: Any, timeout: float | None, gone: str) -> Any:
 
 
 #: While a WebSocket's application runs: what makes it no longer evictable, called when
-#: a reset on it passes the token check (its ``start_interaction`` may then take long).
+#: a reset on it has passed the token check and taken a session (its ``start_interaction``
+#: may then take long); a reset refused takes nothing, and leaves it evictable.
 PASSED_TOKEN: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
     "interactions_passed_token", default=None
 )
 
 
 class _WebSocket:
-    """One WebSocket behind the guard: evictable until a reset passes the token check, and
+    """One WebSocket behind the guard: evictable until a reset takes a session, and
     watched for idleness (:class:`_IdleWatch`) from its first observation on."""
 
     def __init__(self, guard: Guard, receive: Any, send: Any, transport: Any) -> None:

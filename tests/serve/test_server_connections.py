@@ -186,6 +186,35 @@ def test_websockets_that_never_reset_make_room_for_one_that_does(tmp_path: Path)
     assert code == 0, server.output()
 
 
+def test_websockets_whose_resets_were_refused_make_room_for_one_that_plays(
+    tmp_path: Path,
+) -> None:
+    """Without a token every reset passes the token check: connections whose resets were
+    refused (an interaction not served) were no longer evictable, so four of them, holding
+    no session, kept every new client out (403) for as long as they kept talking."""
+    server = start_server(tmp_path, CONFIG, "--max-connections", "2", "--max-sessions", "2")
+    try:
+        refused = []
+        for _ in range(2):
+            client = GenericEnvClient(base_url=server.url).sync()
+            client.connect()
+            with pytest.raises(Exception, match="not served here"):
+                client.reset(prompt="hi", interaction_kwargs={"name": "nope"})
+            refused.append(client)
+        assert server.get("/interactions")["sessions"]["admitted"] == 0
+        client = GenericEnvClient(base_url=server.url).sync()
+        client.connect()  # closes the oldest of the two: it never took a session
+        client.reset(prompt="2+2?", interaction_kwargs={"ground_truth": "4"})
+        assert client.step({"content": "#### 4"}).reward == 1.0
+        client.close()
+        for old in refused:
+            with contextlib.suppress(Exception):
+                old.close()
+    finally:
+        code = server.stop()
+    assert code == 0, server.output()
+
+
 @pytest.mark.parametrize("compress", [False, True])
 def test_websocket_compression_is_off_unless_asked_for(tmp_path: Path, compress: bool) -> None:
     args = ("--ws-compression",) if compress else ()
