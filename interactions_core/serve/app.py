@@ -519,7 +519,7 @@ def _websocket_options(compress: bool, largest: int) -> dict[str, Any]:
 
 
 async def _quiet_accept_errors() -> None:
-    from .connections import quiet_accept_errors
+    from .guard import quiet_accept_errors
 
     quiet_accept_errors(asyncio.get_running_loop())
 

@@ -33,6 +33,7 @@ __all__ = [
     "EXPANSION_FLOOR",
     "FD_RESERVE",
     "FEED_BYTES",
+    "FEED_FRAMES",
     "FRAME_ALLOWANCE",
     "LOG_EVERY",
     "ConnectionGate",
@@ -41,7 +42,6 @@ __all__ = [
     "http_connection_cap",
     "max_body",
     "peer_key",
-    "quiet_accept_errors",
     "quiet_bad_text",
     "websocket_protocol",
 ]
@@ -343,7 +343,8 @@ def gated_h11(gate: ConnectionGate) -> type:
 #
 # * **Pongs wait for a client that reads**: pings sent with nothing read made the
 #   server hold 195 MB of pongs in 12 s. When the write buffer is full reading stops.
-# * **A read is parsed ``FEED_BYTES`` per turn of the loop**, stopping while a
+# * **A read is parsed ``FEED_BYTES`` per turn of the loop** (fewer when its frames
+#   are small: ``FEED_FRAMES``), stopping while a
 #   message waits for the application (uvicorn's own backpressure). uvicorn parses
 #   a whole read (256 KiB) at once: a few compressed frames of zeros cost 230 MB,
 #   and a read of empty pongs (43,000 frames) held the loop 0.35 s, every read.
@@ -368,6 +369,10 @@ EXPANSION_FLOOR = 1 << 20
 #: Bytes of a WebSocket stream parsed per turn of the loop: deflate expands a byte
 #: to at most about 1,032, and 4 KiB of the smallest frames is about 680 of them.
 FEED_BYTES = 4096
+#: Frames parsed per turn that make the next piece smaller, in proportion: a frame
+#: costs about the same however small, and compressed ones are small (22 bytes for
+#: 128 of text), so 4 KiB of them cost several times what 4 KiB of plain text does.
+FEED_FRAMES = 32
 #: Frames that complete no message a connection may send in a burst: a ping, a
 #: pong, a fragment; one more is allowed each second and for each 64 bytes a frame
 #: carries, and a message the application takes restores the whole allowance.
@@ -396,14 +401,27 @@ class _BoundedReads:
         self.parse_next: Any = None
         #: Frames that complete no message still allowed, as of ``allowance_at``.
         self.allowance, self.allowance_at = float(FRAME_ALLOWANCE), time.monotonic()
+        #: Bytes parsed per turn (``FEED_BYTES``, less after a piece of many frames).
+        self.feed = FEED_BYTES
+        self.piece_frames = 0
 
     def data_received(self, data: bytes) -> None:
-        if self.unparsed or self.read_paused or self.pongs_held or len(data) > FEED_BYTES:
+        if self.unparsed or self.read_paused or self.pongs_held or len(data) > self.feed:
             self.unparsed += data
             self._parse()
         else:  # the usual read: one piece, nothing held back
-            self.wire += len(data)
-            super().data_received(data)  # type: ignore[misc]
+            self._feed(data)
+
+    def _feed(self, piece: bytes) -> None:
+        """Parse ``piece``; size the next one so that it holds about ``FEED_FRAMES`` frames."""
+        self.wire += len(piece)
+        self.piece_frames = 0
+        super().data_received(piece)  # type: ignore[misc]
+        frames = self.piece_frames
+        if frames > FEED_FRAMES:
+            self.feed = max(64, len(piece) * FEED_FRAMES // frames)
+        elif self.feed < FEED_BYTES and frames * 2 <= FEED_FRAMES:  # larger frames again
+            self.feed = min(FEED_BYTES, self.feed * 2)
 
     def handle_text(self, event: Any) -> None:
         self.expanded = 0
@@ -420,6 +438,7 @@ class _BoundedReads:
             super().handle_cont(event)  # type: ignore[misc]
 
     def handle_pong(self, event: Any) -> None:
+        self.piece_frames += 1
         if self._spend(len(event.data)):
             super().handle_pong(event)  # type: ignore[misc]
 
@@ -448,6 +467,7 @@ class _BoundedReads:
     def _keep(self, event: Any) -> bool:
         """Whether a data frame may be kept: within the expansion bound (else close 1009)
         and, unless it ends a message, within the allowance (:meth:`_spend`)."""
+        self.piece_frames += 1
         if self.close_sent:
             return False  # closing: uvicorn discards such frames too
         self.expanded += len(event.data)
@@ -472,10 +492,9 @@ class _BoundedReads:
             if self.transport.is_closing():
                 unparsed.clear()
                 return
-            piece = bytes(unparsed[:FEED_BYTES])
-            del unparsed[:FEED_BYTES]
-            self.wire += len(piece)
-            super().data_received(piece)  # type: ignore[misc]
+            piece = bytes(unparsed[: self.feed])
+            del unparsed[: self.feed]
+            self._feed(piece)
             if unparsed and not (self.read_paused or self.pongs_held):
                 self.parse_next = self.loop.call_soon(self._parse_next)  # type: ignore[attr-defined]
         if unparsed and not self.transport.is_closing():
@@ -488,6 +507,7 @@ class _BoundedReads:
             self.transport.resume_reading()
 
     def handle_ping(self) -> None:
+        self.piece_frames += 1
         if self._spend(0):
             super().handle_ping()  # type: ignore[misc]
         if not self.writable.is_set():  # the client reads none of what is written
@@ -575,25 +595,3 @@ def websocket_protocol() -> type:
             "interactions serve needs uvicorn 0.35 or later: pip install -U uvicorn"
         ) from exc
     return type("BoundedWebSocket", (_BoundedReads, WebSocketsSansIOProtocol), {})
-
-
-def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
-    """Log asyncio's "out of system resource" accept errors at most once per ``LOG_EVERY``.
-
-    When file descriptors run out (other open files, a low ``ulimit -n``) asyncio
-    reports every failed accept with a traceback, thousands a second; one line
-    says the same. Every other error goes to the loop's default handler.
-    """
-    throttled = Throttled()
-
-    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        message = str(context.get("message", ""))
-        if message.startswith("socket.accept() out of system resource"):
-            throttled.warning(
-                "cannot accept connections: %s (raise the open-file limit, ulimit -n)",
-                context.get("exception"),
-            )
-            return
-        loop.default_exception_handler(context)
-
-    loop.set_exception_handler(handle)

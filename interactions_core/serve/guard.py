@@ -51,6 +51,7 @@ __all__ = [
     "has_long_number",
     "json_values",
     "max_json_values",
+    "quiet_accept_errors",
 ]
 
 log = logging.getLogger("interactions_core.serve")
@@ -549,3 +550,25 @@ class _IdleWatch:
             raise
         finally:
             self.waiting = False
+
+
+def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
+    """Log asyncio's "out of system resource" accept errors at most once per ``LOG_EVERY``.
+
+    When file descriptors run out (other open files, a low ``ulimit -n``) asyncio
+    reports every failed accept with a traceback, thousands a second; one line
+    says the same. Every other error goes to the loop's default handler.
+    """
+    throttled = Throttled()
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        message = str(context.get("message", ""))
+        if message.startswith("socket.accept() out of system resource"):
+            throttled.warning(
+                "cannot accept connections: %s (raise the open-file limit, ulimit -n)",
+                context.get("exception"),
+            )
+            return
+        loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handle)

@@ -20,12 +20,15 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from openenv.core import GenericEnvClient
 from server_harness import Server, start_server, ws_connection, ws_next
 from websockets.client import ClientProtocol
 from websockets.frames import Close
+from websockets.protocol import State
+from websockets.uri import parse_uri
 
 CONFIG = """\
 default: gsm8k
@@ -132,3 +135,74 @@ def test_other_clients_are_served_while_frames_flood(server: Server) -> None:
     assert len(steps) >= 10, steps
     slowest, median = max(steps), statistics.median(steps)
     assert slowest < 0.6, f"a step took {slowest:.2f} s (median {median:.3f} s)"
+
+
+class _Loop:
+    """What the protocol asks of its loop: ``call_soon``, run here one turn at a time."""
+
+    def __init__(self) -> None:
+        self.soon: list[Any] = []
+
+    def call_soon(self, callback: Any) -> Any:
+        self.soon.append(callback)
+        return self
+
+    def cancel(self) -> None:
+        pass
+
+
+class _Transport:
+    def is_closing(self) -> bool:
+        return False
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+class _FrameCounter:
+    """A stand-in for uvicorn's protocol below the bounds: websockets parses what it is fed,
+    each frame goes to its ``handle_*`` and the frames of every feed are counted."""
+
+    def __init__(self) -> None:
+        from websockets.protocol import Protocol, Side
+
+        self.conn = Protocol(Side.SERVER, state=State.OPEN)
+        self.read_paused = self.close_sent = False
+        self.frames: list[bytes] = []
+        self.transport = _Transport()
+        self.loop = _Loop()
+        self.per_feed: list[int] = []
+
+    def data_received(self, data: bytes) -> None:
+        self.conn.receive_data(data)
+        events = self.conn.events_received()
+        for event in events:
+            self.handle_cont(event)  # type: ignore[attr-defined]
+        self.per_feed.append(len(events))
+
+    def handle_cont(self, event: Any) -> None:
+        pass
+
+
+def test_a_turn_of_the_loop_parses_a_bounded_number_of_frames() -> None:
+    """A piece was 4 KiB however many frames it held; a frame costs about the same however
+    small, and compressed ones are small (22 bytes for 128 of text): 120 connections sending
+    them held the loop 0.58 s a turn. The next piece now holds about FEED_FRAMES frames."""
+    from interactions_core.serve.connections import FEED_FRAMES, websocket_protocol
+
+    bounded = websocket_protocol().__mro__[1]  # the bounds, mixed above uvicorn's protocol
+    protocol = type("Counted", (bounded, _FrameCounter), {})()
+    client = ClientProtocol(parse_uri("ws://127.0.0.1/ws"))
+    client.state = State.OPEN
+    client.send_text(b"x" * 64, fin=False)
+    for _ in range(2_000):  # 64 bytes each: they earn their own allowance
+        client.send_continuation(b"x" * 64, fin=False)
+    protocol.data_received(b"".join(client.data_to_send()))
+    while protocol.loop.soon:  # one turn of the loop each
+        protocol.loop.soon.pop(0)()
+    assert sum(protocol.per_feed) == 2_001
+    assert protocol.per_feed[0] > FEED_FRAMES  # the first piece is 4 KiB of them
+    assert max(protocol.per_feed[1:]) <= FEED_FRAMES + 1, protocol.per_feed[:10]
