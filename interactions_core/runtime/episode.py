@@ -54,6 +54,7 @@ from .stats import PASS_SCORE
 from .step import CANCELLED, ERROR, EXHAUSTED, SINGLE_TURN, conclude_turn, copy_messages
 
 __all__ = [
+    "PARTIAL_RECORD",
     "EpisodeLoop",
     "RunOptions",
     "check_positive_int",
@@ -166,6 +167,13 @@ def _takes_repeat(start: Callable[..., Any]) -> bool:
     except (TypeError, ValueError):
         return False
     return "repeat" in parameters or any(p.kind == p.VAR_KEYWORD for p in parameters.values())
+
+
+#: The attribute of the exception (a cancellation) that stopped an episode holding its
+#: record as far as it got, finalized and closed: when the cancellation reached that
+#: episode alone, this record is the one to keep (``runner.Workers``), not a stand-in.
+#: The exception itself is re-raised unchanged, as ``asyncio.timeout`` needs it.
+PARTIAL_RECORD = "episode_record"
 
 
 class EpisodeLoop:
@@ -296,6 +304,7 @@ class EpisodeLoop:
             if stops_the_run(exc, self.stopping):
                 record.end_reason = CANCELLED
                 record.add_error(record.stage, RuntimeError("the episode was cancelled"))
+                setattr(exc, PARTIAL_RECORD, record)  # the runner may keep it: see there
                 raise
             error = self._failed(record, session, exc)
         finally:

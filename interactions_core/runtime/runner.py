@@ -39,7 +39,7 @@ import time
 from collections.abc import Awaitable, Callable, Container, Iterable, Iterator, Mapping
 from typing import Any
 
-from .episode import EpisodeLoop, RunOptions
+from .episode import PARTIAL_RECORD, EpisodeLoop, RunOptions
 from .observers import Observers
 from .record import EpisodeRecord
 from .session import SessionTracker
@@ -344,17 +344,14 @@ class Workers:
             except BaseException as exc:
                 if stopping() or isinstance(exc, KeyboardInterrupt):
                     raise
-                if _cancelled_from_outside(exc):
-                    if _only_this_task(self._parent):
-                        # Code inside the episode cancelled its own task (a plugin's
-                        # home-made deadline): that episode's error, the run goes on.
-                        exc = RuntimeError(_SELF_CANCELLED)
-                    else:
-                        # Not this episode's fault: the run's own tasks were cancelled
-                        # (code inside the run stopped its loop or cancelled its tasks).
-                        # Like a stop, the episode is not recorded: --resume plays it.
-                        self._stop()
-                        raise
+                if _cancelled_from_outside(exc) and not _only_this_task(self._parent):
+                    # Not this episode's fault: the run's own tasks were cancelled
+                    # (code inside the run stopped its loop or cancelled its tasks).
+                    # Like a stop, the episode is not recorded: --resume plays it.
+                    self._stop()
+                    raise
+                # Anything else is this episode's error and the run goes on, such as its
+                # task cancelled alone by code inside the run (a plugin's own deadline).
                 record = self._lost(exc, index, repeat)
             try:
                 done(record)
@@ -366,14 +363,22 @@ class Workers:
     def _lost(exc: BaseException, index: int, repeat: int) -> EpisodeRecord:
         """The record of an episode whose play raised (the loop records its own faults).
 
-        A last resort, so that no sample can vanish from the summary.
+        A cancelled episode's own record, as far as it got, when it carries one (its
+        sample id, interaction, turns and start); else a stand-in, a last resort so
+        that no sample can vanish from the summary.
         """
         task: Any = asyncio.current_task()
         uncancel = getattr(task, "uncancel", None)  # Python 3.11+
         if uncancel is not None:
             while task.cancelling():
                 uncancel()
-        record = EpisodeRecord(index, index, repeat)
+        record = getattr(exc, PARTIAL_RECORD, None)
+        if isinstance(exc, asyncio.CancelledError):  # this episode's task alone
+            exc = RuntimeError(_SELF_CANCELLED)
+        if isinstance(record, EpisodeRecord) and record.errors:
+            record.errors.pop()  # "the episode was cancelled": said better here
+        else:
+            record = EpisodeRecord(index, index, repeat)
         record.add_error("episode", exc)
         return record
 

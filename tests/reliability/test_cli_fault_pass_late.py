@@ -575,6 +575,8 @@ def test_a_plugin_cancelling_its_own_task_costs_its_episode_only(
     config = plugin_config(tmp_path, monkeypatch, "self_cancel", SELF_CANCEL, "SelfCancel")
     data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
     write_rows(data, 10)
+    rows = [{**json.loads(line), "id": f"s{i}"} for i, line in enumerate(data.open())]
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     command = ["run", str(config), "--data", str(data), "--output", str(out), "--json"]
     code, stdout, err = run_cli(*command, "--concurrency", "1")
     summary = json.loads(stdout)
@@ -583,6 +585,14 @@ def test_a_plugin_cancelling_its_own_task_costs_its_episode_only(
     errored = [r for r in read_lines(out) if r["errors"]]
     assert [r["index"] for r in errored] == [4]
     assert "cancelled by code inside the run" in errored[0]["errors"][0]["message"]
+    # The episode's own record, as far as it got: it was a stand-in with the index for its
+    # sample id, no interaction (counted under "(none)"), no turns and a start of 0.
+    (record,) = errored
+    others = [r for r in read_lines(out) if not r["errors"]]
+    assert record["sample_id"] == "s4" and record["interaction"] == others[0]["interaction"]
+    assert record["instance_id"] and record["messages"][0]["content"] == "q4"
+    assert abs(record["started_at"] - others[0]["started_at"]) < 60
+    assert list(summary["by_interaction"]) == [others[0]["interaction"]], summary
 
 
 FORKS = '''
