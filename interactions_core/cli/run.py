@@ -18,6 +18,7 @@ The exit code is 0, 1 when any episode errored or every row was bad, or 130 /
 
 from __future__ import annotations
 
+import os
 import sys
 
 from ._command import (
@@ -147,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
     from ._run_play import LocalRun, ShardedRun
     from ._run_setup import open_outputs, prepare
 
+    args.umask = os.umask(0o022)  # read before plugin code runs, which may change it
+    os.umask(args.umask)
     inputs = prepare(args)
     outputs = open_outputs(args, inputs)
     stopped = [0]  # 128 + the number of the first stop signal received
@@ -220,11 +223,17 @@ def _write_report(args: argparse.Namespace, outputs: RunOutputs) -> str | None:
         return None
     from .._files import telling_a_wait
     from ..report import RecordsError, write_report
+    from ..runtime.records import is_special_file
     from ._command import pipe_note
 
     try:
         with telling_a_wait(args.report, pipe_note(args.report, "--report")):
             write_report([outputs.report], args.report)
+        if not is_special_file(args.report):  # the umask the run began with, not a plugin's
+            try:
+                os.chmod(args.report, 0o666 & ~args.umask)
+            except OSError:  # written all the same, readable as the folder allows
+                pass
     except RecordsError as exc:
         return str(exc)
     except Exception as exc:  # a fault of the report's own: still after the summary

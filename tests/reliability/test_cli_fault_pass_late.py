@@ -806,3 +806,45 @@ def test_standard_output_on_a_full_disk_is_told_as_such(tmp_path: Path, unbuffer
         if args[0] == "run":
             assert "the summary, which standard output refused" in done.stderr
             assert "closed during the run" not in done.stderr
+
+
+SETS_UMASK = """
+import os
+
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class SetsUmask(BaseInteraction):
+    async def generate_response(self, instance_id, messages, **kwargs):
+        os.umask(0o777)
+        return InteractionResult(True, "ok", 1.0)
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return 1.0
+"""
+
+
+def test_a_plugins_umask_does_not_decide_the_reports_permissions(tmp_path: Path) -> None:
+    """The page is written at the end of the run: a plugin that set the umask to 0o777 left
+    it mode 000 (`----------`), unreadable to its owner."""
+    import os
+    import stat
+    import subprocess
+
+    config = write_plugin(tmp_path, "sets_umask", SETS_UMASK, "SetsUmask")
+    data, out, page = tmp_path / "d.jsonl", tmp_path / "o.jsonl", tmp_path / "r.html"
+    write_rows(data, 2)
+    command, env = child_run(tmp_path, config, data)
+    old = os.umask(0o022)
+    try:
+        done = subprocess.run(
+            [*command, "--output", str(out), "--report", str(page)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.umask(old)
+    assert done.returncode == 0, done.stderr
+    assert stat.S_IMODE(page.stat().st_mode) == 0o644
