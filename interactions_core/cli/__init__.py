@@ -101,10 +101,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = [*(sys.argv[1:] if argv is None else argv)]
     compact_warnings()
     parser = build_parser(args_list)
-    args = parser.parse_args(args_list)
-    if not getattr(args, "command", None):
-        parser.print_help()
-        return 2
+    from ._command import checked_stdout, stdout_unwritable
+
+    with checked_stdout() as out:
+        try:  # --help and --version print, then raise SystemExit(0)
+            args = parser.parse_args(args_list)
+            if not getattr(args, "command", None):
+                parser.print_help()
+                sys.stdout.flush()
+                if out.failed is None:
+                    return 2
+                raise out.failed
+        except (SystemExit, OSError):
+            try:
+                sys.stdout.flush()
+            except OSError:
+                pass
+            if out.failed is not None:  # argparse keeps quiet about it
+                return _fail(stdout_unwritable(out.failed) or "", 1)
+            raise
     code = _dispatch(args.run, args)
     if argv is None and "threading" in sys.modules:  # the process's own command line
         from ._command import leave_strays

@@ -327,9 +327,11 @@ class checked_stdout:
     """While a command runs, ``sys.stdout`` raises :class:`StdoutError` for what it
     cannot write, so the command's caller can tell a full disk from a bug."""
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> _Checked:
         self._stream = sys.stdout
-        sys.stdout = _Checked(self._stream)  # type: ignore[assignment]
+        checked = _Checked(self._stream)
+        sys.stdout = checked  # type: ignore[assignment]
+        return checked
 
     def __exit__(self, *exc_info: object) -> None:
         if isinstance(sys.stdout, _Checked):  # not replaced by plugin code meanwhile
@@ -342,6 +344,8 @@ class _Checked:
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
+        #: The first write error, kept: argparse swallows what its ``--help`` raises.
+        self.failed: StdoutError | None = None
 
     def write(self, text: str) -> int:
         try:
@@ -349,7 +353,7 @@ class _Checked:
         except BrokenPipeError:
             raise
         except OSError as exc:
-            raise StdoutError(exc.errno, exc.strerror) from exc
+            raise self._failed(exc) from exc
 
     def flush(self) -> None:
         try:
@@ -357,7 +361,13 @@ class _Checked:
         except BrokenPipeError:
             raise
         except OSError as exc:
-            raise StdoutError(exc.errno, exc.strerror) from exc
+            raise self._failed(exc) from exc
+
+    def _failed(self, exc: OSError) -> StdoutError:
+        error = StdoutError(exc.errno, exc.strerror)
+        if self.failed is None:
+            self.failed = error
+        return error
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)

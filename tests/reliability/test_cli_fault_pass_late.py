@@ -790,7 +790,8 @@ def test_standard_output_on_a_full_disk_is_told_as_such(tmp_path: Path, unbuffer
     write_rows(data, 3)
     env = {**os.environ, "PYTHONUNBUFFERED": unbuffered}
     run = ["run", "--data", str(data)]
-    for args in (["list"], ["list", "--json"], run, [*run, "--json"]):
+    # argparse keeps quiet when --help and --version cannot be printed: they exited 0
+    for args in (["list"], ["list", "--json"], run, [*run, "--json"], ["--help"], ["--version"]):
         with open("/dev/full", "w") as full:
             done = subprocess.run(
                 [sys.executable, "-m", "interactions_core", *args],
