@@ -134,13 +134,14 @@ def _refuse_existing_outputs(args: argparse.Namespace) -> None:
     """An existing output needs ``--overwrite``. ``--resume`` appends to records and trace,
     and replaces the report, which it draws whole again from every record, earlier ones too
     (refusing it made "the same command with --resume" fail after any run with --report)."""
-    from ..runtime.records import refuse_existing
+    from ..runtime.records import is_special_file, refuse_existing, refuse_link
 
-    if args.resume or args.retry_errors:
-        return
+    resuming = args.resume or args.retry_errors
     for path in (args.output, args.trace, args.report):
-        if path:
+        if path and not resuming:
             refuse_existing(path, args.overwrite)
+        if path and (resuming or args.overwrite) and not is_special_file(path):
+            refuse_link(path)  # as --output refuses one: never replaced or written through
 
 
 def _interactions(args: argparse.Namespace, registry: Any) -> tuple[dict[str, Any] | None, Any]:

@@ -60,6 +60,7 @@ __all__ = [
     "read_records",
     "record_key",
     "refuse_existing",
+    "refuse_link",
     "same_file",
 ]
 
@@ -125,11 +126,8 @@ class LineWriter:
                 raise DatasetError(f"cannot write {path}: {exc.strerror or exc}") from None
         if not append:
             refuse_existing(path, overwrite)
-        if (overwrite or append) and os.path.islink(path):
-            raise DatasetError(
-                f"{path} is a symbolic link (to {os.path.realpath(path)}); refusing to write "
-                "through it: name the file itself, or remove the link"
-            )
+        if overwrite or append:
+            refuse_link(path)
         nofollow = getattr(os, "O_NOFOLLOW", 0)
         if append:
             flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | nofollow  # read: the last line
@@ -353,6 +351,16 @@ def refuse_existing(
         raise DatasetError(
             f"{os.fspath(path)} already exists; refusing to overwrite it "
             f"(choose another file, or pass {flag})"
+        )
+
+
+def refuse_link(path: str | os.PathLike[str]) -> None:
+    """Raise :class:`DatasetError` when ``path`` is a symbolic link: an output replaced or
+    continued is never written through one (nor is the link replaced by a file)."""
+    if os.path.islink(path):
+        raise DatasetError(
+            f"{os.fspath(path)} is a symbolic link (to {os.path.realpath(path)}); refusing to "
+            "write through it: name the file itself, or remove the link"
         )
 
 

@@ -849,3 +849,17 @@ def test_a_plugins_umask_does_not_decide_the_reports_permissions(tmp_path: Path)
         os.umask(old)
     assert done.returncode == 0, done.stderr
     assert stat.S_IMODE(page.stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize("flag", ["--trace", "--report"])
+def test_every_output_refuses_to_replace_a_symbolic_link(tmp_path: Path, flag: str) -> None:
+    """--output refused a symbolic link with --overwrite; --trace and --report replaced the
+    link itself with a file."""
+    data, out, link = tmp_path / "d.jsonl", tmp_path / "o.jsonl", tmp_path / "l.out"
+    write_rows(data, 2)
+    link.symlink_to(tmp_path / "missing")
+    code, _, err = run_cli(
+        "run", "--data", str(data), "--output", str(out), flag, str(link), "--overwrite"
+    )
+    assert code == 1 and "is a symbolic link" in err, err
+    assert link.is_symlink() and not out.exists()
