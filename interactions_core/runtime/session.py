@@ -66,11 +66,14 @@ async def _bounded(call: Any, seconds: float) -> Any:
     a judge's turn and doubled the time of runs whose episodes never wait.
 
     The time another plugin call held the event loop is not counted (on 3.11+,
-    under a :class:`~interactions_core.runtime.watchdog.LoopWatchdog`): a plugin
-    blocking the loop for a second made every call waiting beside it time out,
-    and only the blocking call must fail. A call that returns after its deadline
-    is timed out too: its timer could not fire while the call itself held the
-    loop (a block the watchdog could not break), and its late result is not taken.
+    under a :class:`~interactions_core.runtime.watchdog.LoopWatchdog`), up to
+    ``seconds`` more: a plugin blocking the loop for a second made every call
+    waiting beside it time out, and only the blocking call must fail. The bound
+    keeps a call that blocks in tasks of its own (``asyncio.gather``), which the
+    watchdog cannot tell from another call's, within twice its timeout. A call
+    that returns after its deadline is timed out too: its timer could not fire
+    while the call itself held the loop (a block the watchdog could not break),
+    and its late result is not taken.
     """
     from .watchdog import watching
 
@@ -89,8 +92,8 @@ async def _bounded(call: Any, seconds: float) -> Any:
     task = asyncio.current_task()
     mark = watch.held_elsewhere(task)
 
-    def deadline() -> float:
-        return start + seconds + watch.held_elsewhere(task) - mark
+    def deadline() -> float:  # never past twice the time: see the docstring
+        return start + seconds + min(seconds, watch.held_elsewhere(task) - mark)
 
     async with _timeout(None) as scope:
         timer: list[asyncio.TimerHandle] = []
@@ -161,7 +164,8 @@ class SessionTracker:
     """Counts sessions started, finalized and still open (shared by a run's sessions).
 
     A session counts as started before its ``start_interaction`` call and as
-    finalized once its ``finalize_interaction`` call is over, whatever happened.
+    finalized once its ``finalize_interaction`` call returned or failed; one that a
+    stop (a cancellation) cut short stays open: the plugin did not finish it.
     """
 
     __slots__ = ("finalized", "started")
@@ -360,6 +364,7 @@ class Session:
         self._state = _CLOSED
         tracker = self.tracker
         interaction = self.interaction
+        ended = True  # the call returned or failed, rather than a stop cutting it short
         try:
             takes_id = _TAKES_ID.get(getattr(interaction.__class__, "finalize_interaction", None))
             if takes_id is None:
@@ -373,9 +378,10 @@ class Session:
             else:
                 await _bounded(call, self.timeout)
         except BaseException as exc:
+            ended = not stops_the_run(exc, self.stopping)
             return self._error("finalize_interaction", exc)
         finally:
-            if tracker is not None:
+            if tracker is not None and ended:
                 tracker.finalized += 1
         return None
 

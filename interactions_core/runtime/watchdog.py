@@ -217,15 +217,22 @@ class LoopWatchdog:
                 held += time.monotonic() - block[1]
         return held
 
+    def _end_block(self, until: float) -> None:
+        """Charge the block in progress, up to ``until``, to the task that ran it."""
+        with self._lock:
+            if self._block is None:
+                return
+            task, since = self._block
+            held = max(0.0, until - since)
+            self._held_total += held
+            if task is not None:
+                self._held_by[task] = self._held_by.get(task, 0.0) + held
+            self._block = None
+
     def _heartbeat(self) -> None:
         self._beat = time.monotonic()
         if self._block is not None:  # the loop turns again: the block is over
-            with self._lock:
-                task, since = self._block
-                self._held_total += self._beat - since
-                if task is not None:
-                    self._held_by[task] = self._held_by.get(task, 0.0) + self._beat - since
-                self._block = None
+            self._end_block(self._beat)
         if self._can_break and signal.getsignal(_SIGNAL) != self._on_signal:  # type: ignore[arg-type]
             self._reclaim()
         if not self._stop.is_set():
@@ -253,6 +260,8 @@ class LoopWatchdog:
             if frame is None or frame is not self._held:
                 # Another call (or the runtime's own work): timed afresh from here,
                 # or from the last heartbeat when it is the first look at this stop.
+                # The block before it, another call's in the same turn, ends here.
+                self._end_block(now)
                 self._held, self._current, self._sent = frame, None, False
                 self._held_since = self._beat if self._fresh else now
                 self._fresh = False

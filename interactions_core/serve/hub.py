@@ -127,8 +127,10 @@ class Hub:
         self.accepting = True
         #: True once a second stop signal cut the shutdown short: what runs is cancelled.
         self.forced = False
-        #: When the server began to close its connections (``time.monotonic()``).
+        #: When the server began to close its connections (``time.monotonic()``), and
+        #: how many sessions had been finalized by then.
         self.exiting_since: float | None = None
+        self.finalized_before = 0
         self._open: set[ServedEpisode] = set()
         #: Episodes a drain could not finalize (their plugin's finalize hung).
         self.unfinalized: list[ServedEpisode] = []
@@ -254,6 +256,8 @@ class Hub:
         """The server begins to close its connections; ``forced``: a second stop signal
         cut the shutdown short. :meth:`shut_down`'s wait counts from the last call."""
         self.forced = self.forced or forced
+        if self.exiting_since is None:
+            self.finalized_before = self.tracker.finalized
         if forced or self.exiting_since is None:
             self.exiting_since = time.monotonic()
 
@@ -265,20 +269,24 @@ class Hub:
         5 s after that signal, and the log must be written before. Waiting for a
         finalize already under way (a closing connection's) is what makes the
         count true: one still running when it was taken was counted as not done.
+        The counts are the tracker's: a finalize the forced stop cancelled (a closing
+        connection's) did not finish, and its session is still open.
         """
-        budget = FORCED_WAIT if self.forced else FINALIZE_WAIT
-        since = self.exiting_since
-        spent = 0.0 if since is None else time.monotonic() - since
-        drained = await self.drain(max(LAST_WAIT, budget - spent)) - len(self.unfinalized)
         tracker = self.tracker
-        if self.unfinalized:
-            log.warning(
-                "%d session(s) not finalized: finalize_interaction did not return within %g s "
-                "of the %s",
-                len(self.unfinalized),
-                budget,
-                "second stop signal" if self.forced else "shutdown",
+        since = self.exiting_since
+        if since is None:
+            self.finalized_before = tracker.finalized
+        budget = FORCED_WAIT if self.forced else FINALIZE_WAIT
+        spent = 0.0 if since is None else time.monotonic() - since
+        await self.drain(max(LAST_WAIT, budget - spent))
+        drained = tracker.finalized - self.finalized_before
+        if tracker.open:
+            why = (
+                f"the second stop signal ended them (a finalize gets at most {budget:g} s then)"
+                if self.forced
+                else f"finalize_interaction did not return within {budget:g} s of the shutdown"
             )
+            log.warning("%d session(s) not finalized: %s", tracker.open, why)
         log.info(
             "shut down: %d session%s finalized at shutdown; %d started, %d finalized, %d open",
             drained,

@@ -214,3 +214,41 @@ def test_many_short_calls_in_a_row_are_not_one_block() -> None:
     namespace: dict[str, Any] = {"__name__": "acme_judge.helpers"}
     exec(compile(HELD, "<acme_judge.helpers>", "exec"), namespace)
     assert asyncio.run(namespace["main"](LoopWatchdog, 0.6, True)) == {}
+
+
+TWO_BLOCKERS = """
+import asyncio
+import time
+
+
+async def work(pieces):
+    for _ in range(pieces):
+        time.sleep(0.3)
+        await asyncio.sleep(0)
+
+
+async def main(watchdog_class):
+    watchdog = watchdog_class(asyncio.get_running_loop(), report_after=10).start()
+    try:
+        a = asyncio.create_task(work(4))
+        b = asyncio.create_task(work(4))
+        await asyncio.gather(a, b)
+        await asyncio.sleep(0.2)  # the heartbeat ends the last block
+        return watchdog.held_elsewhere(a), watchdog.held_elsewhere(b)
+    finally:
+        watchdog.stop()
+"""
+
+
+def test_each_block_is_charged_to_the_call_that_ran_it() -> None:
+    """Two calls blocking in turn, in the same turns of the loop: every block was charged to
+    the first (A 2.4 s, B 0 s), so B's own blocking pushed back B's own --timeout."""
+    import asyncio
+
+    from interactions_core.runtime.watchdog import LoopWatchdog
+
+    namespace: dict[str, Any] = {"__name__": "acme_judge.helpers"}
+    exec(compile(TWO_BLOCKERS, "<acme_judge.helpers>", "exec"), namespace)
+    elsewhere_a, elsewhere_b = asyncio.run(namespace["main"](LoopWatchdog))
+    # Each blocked 1.2 s: what the other held, within a poll or two of the watchdog.
+    assert 0.8 < elsewhere_a < 1.6 and 0.8 < elsewhere_b < 1.6, (elsewhere_a, elsewhere_b)

@@ -863,3 +863,53 @@ def test_every_output_refuses_to_replace_a_symbolic_link(tmp_path: Path, flag: s
     )
     assert code == 1 and "is a symbolic link" in err, err
     assert link.is_symlink() and not out.exists()
+
+
+BLOCKS_IN_A_TASK = """
+import asyncio
+import time
+
+from interactions_core import BaseInteraction, InteractionResult
+
+
+async def chunks():
+    for _ in range(50):
+        time.sleep(0.2)
+        await asyncio.sleep(0)
+
+
+class BlocksInATask(BaseInteraction):
+    async def generate_response(self, instance_id, messages, **kwargs):
+        await asyncio.gather(chunks())  # its own blocks, in a task of its own: 10 s
+        return InteractionResult(True, "ok", 1.0)
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return 1.0
+"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGUSR2"), reason="no SIGUSR2 here")
+def test_a_call_blocking_in_tasks_of_its_own_times_out_within_twice_its_timeout(
+    tmp_path: Path,
+) -> None:
+    """Its blocks ran in another task, so they counted as another call's and pushed its
+    deadline back for ever: under --timeout 1 it ran its 10 s and was recorded as good."""
+    import subprocess
+    import time
+
+    config = write_plugin(tmp_path, "blocks_in_a_task", BLOCKS_IN_A_TASK, "BlocksInATask")
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    write_rows(data, 1)
+    command, env = child_run(tmp_path, config, data)
+    started = time.monotonic()
+    done = subprocess.run(
+        [*command, "--output", str(out), "--timeout", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    assert time.monotonic() - started < 8, done.stderr  # not the plugin's 10 s
+    (record,) = read_lines(out)
+    assert "timed out after 1 s" in json.dumps(record["errors"])

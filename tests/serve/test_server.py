@@ -466,8 +466,8 @@ def test_a_second_signal_names_a_finalize_that_hangs_before_the_hard_exit(
     assert time.monotonic() - started < 20, output
     assert f"finalize {instance_id}" not in running.event_lines(), output
     assert (
-        "1 session(s) not finalized: finalize_interaction did not return within 3 s of the "
-        "second stop signal" in output
+        "1 session(s) not finalized: the second stop signal ended them (a finalize gets at "
+        "most 3 s then)" in output
     ), output
     assert "1 started, 0 finalized, 1 open" in output, output
 

@@ -51,3 +51,35 @@ def test_hung_finalizes_hold_the_shutdown_10_s_in_all(tmp_path: Path) -> None:
     told = "2 session(s) not finalized: finalize_interaction did not return within 10 s of the"
     assert f"{told} shutdown" in output, output
     assert "2 started, 0 finalized, 2 open" in output, output
+
+
+SLOW_FINALIZE = """\
+default: logged
+interaction:
+  - name: logged
+    class_name: serve_plugins.Logged
+    config: {log: "{events}", finalize_wait: 8}
+"""
+
+
+def test_a_second_signal_during_finalizes_counts_them_as_not_finalized(tmp_path: Path) -> None:
+    """Three sessions finalizing (8 s each) at a second SIGTERM: the forced stop cancelled
+    the closing connections' finalizes, and the log said "3 sessions finalized at shutdown;
+    3 started, 3 finalized, 0 open", though no finalize_interaction returned."""
+    import os
+    import signal
+
+    server = start_server(tmp_path, SLOW_FINALIZE)
+    clients = [GenericEnvClient(base_url=server.url).sync() for _ in range(3)]
+    for client in clients:
+        client.connect()
+        client.reset(prompt=[{"role": "user", "content": "hi"}])
+    os.kill(server.pid, signal.SIGTERM)
+    time.sleep(2)  # the connections are closing: their finalizes await
+    server.stop(signal.SIGTERM, timeout=30)
+    for client in clients:
+        client.close()
+    output = server.output()
+    assert not [line for line in server.event_lines() if line.startswith("finalize")]
+    assert "3 session(s) not finalized: the second stop signal ended them" in output, output
+    assert "3 started, 0 finalized, 3 open" in output, output
