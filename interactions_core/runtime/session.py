@@ -66,14 +66,12 @@ async def _bounded(call: Any, seconds: float) -> Any:
     a judge's turn and doubled the time of runs whose episodes never wait.
 
     The time another plugin call held the event loop is not counted (on 3.11+,
-    under a :class:`~interactions_core.runtime.watchdog.LoopWatchdog`), up to
-    ``seconds`` more: a plugin blocking the loop for a second made every call
-    waiting beside it time out, and only the blocking call must fail. The bound
-    keeps a call that blocks in tasks of its own (``asyncio.gather``), which the
-    watchdog cannot tell from another call's, within twice its timeout. A call
-    that returns after its deadline is timed out too: its timer could not fire
-    while the call itself held the loop (a block the watchdog could not break),
-    and its late result is not taken.
+    under a :class:`~interactions_core.runtime.watchdog.LoopWatchdog`, which
+    charges each block to the call whose coroutines ran it): a plugin blocking
+    the loop for a second made every call waiting beside it time out, and only
+    the blocking call must fail. A call that returns after its deadline is timed
+    out too: its timer could not fire while the call itself held the loop (a
+    block the watchdog could not break), and its late result is not taken.
     """
     from .watchdog import watching
 
@@ -89,11 +87,14 @@ async def _bounded(call: Any, seconds: float) -> Any:
         if loop.time() > start + seconds:
             raise asyncio.TimeoutError
         return result
-    task = asyncio.current_task()
-    mark = watch.held_elsewhere(task)
+    import inspect  # already imported by asyncio
 
-    def deadline() -> float:  # never past twice the time: see the docstring
-        return start + seconds + min(seconds, watch.held_elsewhere(task) - mark)
+    frame = inspect.currentframe()  # this coroutine's: the call's, seen from the watchdog
+    me = watch.begin_call(frame)
+    mark = watch.held_elsewhere(me)
+
+    def deadline() -> float:
+        return start + seconds + watch.held_elsewhere(me) - mark
 
     async with _timeout(None) as scope:
         timer: list[asyncio.TimerHandle] = []
@@ -110,6 +111,7 @@ async def _bounded(call: Any, seconds: float) -> Any:
             result = await call
         finally:
             timer[0].cancel()
+            watch.end_call(frame)
     if loop.time() > deadline():
         raise asyncio.TimeoutError
     return result

@@ -24,16 +24,14 @@ it is still reported.
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import sys
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["BLOCKING_ADVICE", "LoopBlocked", "LoopWatchdog", "watching"]
+__all__ = ["BLOCKING_ADVICE", "Call", "LoopBlocked", "LoopWatchdog", "watching"]
 
 #: What to tell the author of a plugin that blocks the loop.
 BLOCKING_ADVICE = (
@@ -69,6 +67,16 @@ def keep_signals_off_this_thread() -> None:
 
 class LoopBlocked(BaseException):
     """Raised inside a call that held the event loop past the allowed time."""
+
+
+class Call:
+    """One plugin call under a timeout, as the watchdog knows it: how long its own blocks
+    (in its own coroutines, not in tasks it starts) have held the loop."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        self.held = 0.0
 
 
 #: The watchdogs started and not stopped yet (one per watched loop).
@@ -157,13 +165,14 @@ class LoopWatchdog:
         self._told_stuck: set[str] = set()
         self._told_unbreakable = False
         self._told_reclaimed = False
-        # The time plugin calls held the loop, by the task that ran them: what
-        # --timeout does not count against the other calls (see held_elsewhere).
+        # The time plugin calls held the loop, by call: what --timeout does not count
+        # against the other calls (see held_elsewhere). A call is known by the frame
+        # of the coroutine that bounds it (id -> Call, while it runs).
         self._lock = threading.Lock()
         self._held_total = 0.0
-        self._held_by: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
-        #: The block in progress, seen from the thread: ``(task, since)``.
-        self._block: tuple[Any, float] | None = None
+        self._calls: dict[int, Call] = {}
+        #: The block in progress, seen from the thread: ``(call, since)``.
+        self._block: tuple[Call, float] | None = None
 
     def start(self) -> LoopWatchdog:
         self._beat = time.monotonic()
@@ -201,33 +210,51 @@ class LoopWatchdog:
             for name, (count, longest) in sorted(self.blocks.items())
         ]
 
-    def held_elsewhere(self, task: Any) -> float:
-        """Seconds calls run by tasks other than ``task`` have held the loop since the
-        watch began: each block of one plugin call from its start, the one in
-        progress up to now.
+    def begin_call(self, frame: Any) -> Call:
+        """Track the plugin call bounded in ``frame`` (its coroutine's) until :meth:`end_call`."""
+        call = self._calls[id(frame)] = Call()
+        return call
+
+    def end_call(self, frame: Any) -> None:
+        self._calls.pop(id(frame), None)
+
+    def held_elsewhere(self, call: Call) -> float:
+        """Seconds other plugin calls have held the loop since the watch began: each
+        block of one call from its start, the one in progress up to now.
 
         A call's ``--timeout`` does not count this time (``Session``): a plugin
         that blocks the loop for a second must not make every episode waiting
-        beside it time out; its own call is broken, and only it fails.
+        beside it time out; its own call is broken, and only it fails. A block is
+        charged to the call whose coroutines ran it; one in a task a call started
+        (``asyncio.gather``) is no call's, so it is not forgiven to anyone.
         """
         with self._lock:
-            held = self._held_total - self._held_by.get(task, 0.0)
+            held = self._held_total - call.held
             block = self._block
-            if block is not None and block[0] is not task:
+            if block is not None and block[0] is not call:
                 held += time.monotonic() - block[1]
         return held
 
     def _end_block(self, until: float) -> None:
-        """Charge the block in progress, up to ``until``, to the task that ran it."""
+        """Charge the block in progress, up to ``until``, to the call that ran it."""
         with self._lock:
             if self._block is None:
                 return
-            task, since = self._block
+            call, since = self._block
             held = max(0.0, until - since)
             self._held_total += held
-            if task is not None:
-                self._held_by[task] = self._held_by.get(task, 0.0) + held
+            call.held += held
             self._block = None
+
+    def _call_of(self, frame: Any) -> Call | None:
+        """The tracked call whose coroutine is on ``frame``'s stack, if any."""
+        calls = self._calls
+        while frame is not None:
+            call = calls.get(id(frame))
+            if call is not None:
+                return call
+            frame = frame.f_back
+        return None
 
     def _heartbeat(self) -> None:
         self._beat = time.monotonic()
@@ -267,13 +294,11 @@ class LoopWatchdog:
                 self._fresh = False
                 continue
             held = now - self._held_since
-            if self._block is None:  # one call has held the loop twice in a row: a block
-                try:
-                    task = asyncio.current_task(self.loop)
-                except Exception:  # a loop that cannot say: the block is no task's
-                    task = None
-                with self._lock:
-                    self._block = (task, self._held_since)
+            if self._block is None and self._calls:  # one call held it twice in a row
+                call = self._call_of(frame)
+                if call is not None:
+                    with self._lock:
+                        self._block = (call, self._held_since)
             if held < self.report_after:
                 continue
             if self._current is None:

@@ -218,10 +218,12 @@ def test_many_short_calls_in_a_row_are_not_one_block() -> None:
 
 TWO_BLOCKERS = """
 import asyncio
+import inspect
 import time
 
 
-async def work(pieces):
+async def work(watchdog, calls, pieces):
+    calls.append(watchdog.begin_call(inspect.currentframe()))  # as Session does
     for _ in range(pieces):
         time.sleep(0.3)
         await asyncio.sleep(0)
@@ -230,11 +232,10 @@ async def work(pieces):
 async def main(watchdog_class):
     watchdog = watchdog_class(asyncio.get_running_loop(), report_after=10).start()
     try:
-        a = asyncio.create_task(work(4))
-        b = asyncio.create_task(work(4))
-        await asyncio.gather(a, b)
+        a, b = [], []
+        await asyncio.gather(work(watchdog, a, 4), work(watchdog, b, 4))
         await asyncio.sleep(0.2)  # the heartbeat ends the last block
-        return watchdog.held_elsewhere(a), watchdog.held_elsewhere(b)
+        return watchdog.held_elsewhere(a[0]), watchdog.held_elsewhere(b[0])
     finally:
         watchdog.stop()
 """
