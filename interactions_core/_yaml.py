@@ -40,6 +40,8 @@ _PLAIN_TAGS = {
 _MAP_TAG = "tag:yaml.org,2002:map"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
+#: Tags whose plain scalars YAML 1.1 may write in base 60 (``1:30``).
+_NUMBER_TAGS = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float"}
 
 Lines = dict[tuple[Any, ...], int]
 
@@ -122,6 +124,14 @@ class _Converter:
             return seq
         if node.tag not in _PLAIN_TAGS:
             raise _refuse_tag(self.where(node), node.tag)
+        if node.tag in _NUMBER_TAGS and ":" in node.value and len(node.value) > 64:
+            # YAML 1.1's base 60 (1:30 is 90): PyYAML's cost grows with the square of it
+            raise ConfigError(
+                [
+                    f"{self.where(node)}: a base-60 number of {len(node.value):,} characters "
+                    "(YAML reads 1:30:00 as 5400); quote it if it is text"
+                ]
+            )
         try:
             value = self.constructor.construct_object(node)
         except (yaml.YAMLError, ValueError, TypeError) as exc:
