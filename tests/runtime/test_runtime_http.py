@@ -465,3 +465,39 @@ def test_a_proxy_the_client_cannot_use_fails_when_the_policy_is_built(
     monkeypatch.delenv("no_proxy", raising=False)
     with pytest.raises(ValueError, match=r"only http:// proxies are supported"):
         OpenAIPolicy(model="m", base_url="https://example.invalid/v1")
+
+
+@pytest.mark.parametrize("size", [b"-5", b"0x5", b"+5"])
+async def test_a_chunk_size_that_is_not_hex_digits_is_a_protocol_error(
+    serve: Callable[[Handler], RawServer], size: bytes
+) -> None:
+    """int(..., 16) takes a sign and a 0x prefix: "-5" reached readexactly and failed as a
+    bare ValueError naming neither the server nor the framing."""
+
+    def handler(conn: socket.socket, _: int) -> None:
+        while read_request(conn):
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + size + b"\r\nhello\r\n"
+            )
+
+    server = serve(handler)
+    with pytest.raises(PolicyError, match=r"ProtocolError: bad chunk size line"):
+        await ask(server.url, retries=0)
+
+
+async def test_content_parts_without_text_strings_are_a_malformed_response(
+    serve: Callable[[Handler], RawServer],
+) -> None:
+    """A part whose text is a number failed as "sequence item 0: expected str instance"."""
+    reply = {
+        "choices": [{"message": {"role": "assistant", "content": [{"type": "text", "text": 5}]}}]
+    }
+
+    def handler(conn: socket.socket, _: int) -> None:
+        while read_request(conn):
+            data = json.dumps(reply).encode()
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data))
+
+    server = serve(handler)
+    with pytest.raises(PolicyError, match=r"malformed chat-completions response from .*no text"):
+        await ask(server.url, retries=0)

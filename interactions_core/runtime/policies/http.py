@@ -404,10 +404,10 @@ async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
     total = 0
     while True:
         line = await reader.readuntil(b"\r\n")
-        try:
-            size = int(line.split(b";", 1)[0].strip(), 16)
-        except ValueError:
-            raise ProtocolError(f"bad chunk size line {line[:40]!r}") from None
+        field = line.split(b";", 1)[0].strip()
+        if not field or field.strip(b"0123456789abcdefABCDEF"):  # int() takes "-5", "0x5"
+            raise ProtocolError(f"bad chunk size line {line[:40]!r}")
+        size = int(field, 16)
         if size == 0:
             while await reader.readuntil(b"\r\n") != b"\r\n":
                 pass  # trailer fields, then the final empty line

@@ -204,8 +204,13 @@ def parse_reply(url: str, status: int, data: bytes) -> tuple[str, Any]:
     if content is None:
         return "", usage  # e.g. a tool-calling turn with no text
     if isinstance(content, list):
-        text = "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
-        return text, usage
+        texts = [p.get("text", "") if isinstance(p, dict) else p for p in content]
+        if all(isinstance(t, str) for t in texts):
+            return "".join(texts), usage
+        raise PolicyError(
+            f"openai: malformed chat-completions response from {url}: a part of "
+            f"choices[0].message.content has no text string: {snippet(data)!r}"
+        )
     raise PolicyError(
         f"openai: choices[0].message.content from {url} is a "
         f"{type(content).__name__}, expected a string"
