@@ -40,7 +40,18 @@ BLOCKING_ADVICE = (
     "`await asyncio.to_thread(...)`"
 )
 _METHODS = frozenset(
-    ("start_interaction", "generate_response", "calculate_score", "finalize_interaction", "reply")
+    (
+        "start_interaction",
+        "generate_response",
+        "calculate_score",
+        "finalize_interaction",
+        "reply",  # a policy's
+        # A SessionInteraction's: its lifecycle methods are the base class's, in the runtime
+        "new_session",
+        "respond",
+        "score",
+        "end_session",
+    )
 )
 _SIGNAL = getattr(signal, "SIGUSR2", None)
 _SIGNAL_NAME = "SIGUSR2"
@@ -107,8 +118,10 @@ def _blocker(frame: Any) -> Any:
     """The frame of the plugin or policy call holding the loop, or ``None``.
 
     The innermost lifecycle method of a plugin or policy on ``frame``'s stack;
-    failing that, the innermost frame of code that is neither the runtime's nor
-    the standard library's (a plugin's helper, a dataset builder). ``None`` when
+    failing that, the outermost frame of code that is neither the runtime's nor
+    the standard library's (a plugin's coroutine in a task of its own, a dataset
+    builder): the same frame for as long as the call holds the loop, whatever
+    helpers it calls, each a new frame, so the block is timed as one. ``None`` when
     the callback the loop is running holds neither: the runtime itself playing
     episodes that never wait, which is no plugin's doing. The walk stops at the
     loop's own frame (``Handle._run``); what lies outside is the loop's caller.
@@ -122,7 +135,7 @@ def _blocker(frame: Any) -> Any:
         top = module.partition(".")[0]
         if code.co_name in _METHODS and top != "interactions_core":
             return frame
-        if foreign is None and top not in _RUNTIME and top not in _STDLIB:
+        if top not in _RUNTIME and top not in _STDLIB:
             foreign = frame
         frame = frame.f_back
     return foreign

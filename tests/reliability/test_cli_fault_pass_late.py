@@ -955,3 +955,64 @@ def test_blocks_shorter_than_the_timeout_time_out_no_one(tmp_path: Path) -> None
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["errors"] == 0, done.stderr
+
+
+HELPERS_IN_A_SESSION = '''
+import asyncio
+import time
+
+from interactions_core import InteractionResult, SessionInteraction
+
+
+def helper(x):  # a new frame at every call
+    return sum(i * x for i in range(200))
+
+
+class HelpersInASession(SessionInteraction):
+    """q8 computes for 5 s through many helper calls; the others await 0.05 s."""
+
+    def new_session(self, **kwargs):
+        return {}
+
+    async def respond(self, state, messages, **kwargs):
+        if messages[0]["content"] == "q8":
+            end = time.monotonic() + 5
+            while time.monotonic() < end:
+                helper(1)
+        await asyncio.sleep(0.05)
+        return InteractionResult(True, "ok", 1.0)
+
+    def score(self, state, **kwargs):
+        return 1.0
+'''
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGUSR2"), reason="no SIGUSR2 here")
+@pytest.mark.skipif(__import__("sys").version_info < (3, 11), reason="3.10 counts the time")
+def test_a_session_interaction_blocking_through_helpers_is_broken_and_alone(
+    tmp_path: Path,
+) -> None:
+    """The watchdog timed each helper call as a block of its own (a new frame each time, and
+    a SessionInteraction's respond was not a method it knew): 5 s held, nothing named or
+    broken, and the episodes beside it failed as timed out."""
+    import subprocess
+    import time
+
+    config = write_plugin(tmp_path, "helpers_session", HELPERS_IN_A_SESSION, "HelpersInASession")
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    write_rows(data, 16)
+    command, env = child_run(tmp_path, config, data)
+    started = time.monotonic()
+    done = subprocess.run(
+        [*command, "--output", str(out), "--timeout", "1", "--concurrency", "16", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert time.monotonic() - started < 4.5, done.stderr  # not the plugin's 5 s
+    summary = json.loads(done.stdout)
+    assert (summary["episodes"], summary["errors"]) == (16, 1), done.stderr
+    errored = [r for r in read_lines(out) if r["errors"]]
+    assert [r["index"] for r in errored] == [8]
+    assert "blocked the event loop" in json.dumps(errored[0]["errors"])
