@@ -149,3 +149,15 @@ def test_data_split_separates_its_options_from_the_builders() -> None:
     )
     assert rest == ["--split", "train", "--json=1"]
     assert (args.output, args.limit, args.json, args.agent_name) == ("rows.jsonl", 3, True, "a")
+
+
+@pytest.mark.parametrize("token", ["abc\n", " abc", "abc "])
+def test_serve_refuses_a_token_with_whitespace_at_its_ends(
+    token: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A secret file's last newline: HTTP strips a header value's ends, so every Task API
+    request was refused (401) while a WebSocket reset had to send the newline."""
+    monkeypatch.setenv("INTERACTIONS_SERVE_TOKEN", token)
+    assert main(["serve", "examples/config.yaml"]) == 1
+    err = capsys.readouterr().err
+    assert "INTERACTIONS_SERVE_TOKEN begins or ends with whitespace" in err, err

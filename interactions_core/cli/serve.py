@@ -197,10 +197,16 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:
         raise InteractionsError(f"--port must be between 0 and 65535, not {args.port}")
+    token = os.environ.get(TOKEN_VAR) or None
+    if token is not None and token != token.strip():
+        # HTTP strips a header value's ends: no client could send it to the Task API
+        raise InteractionsError(
+            f"{TOKEN_VAR} begins or ends with whitespace (a secret file's last newline?); "
+            f"no HTTP client can send it: set it without, e.g. {TOKEN_VAR}=$(cat FILE)"
+        )
     _require_openenv()
     from ..serve.hub import MAX_EPISODE_CHARS, Hub, Tasks
 
-    token = os.environ.get(TOKEN_VAR) or None
     hub = Hub.from_config(
         args.config,
         default=args.default_interaction,
