@@ -114,14 +114,26 @@ def _name(frame: Any) -> str:
     return f"{module}.{getattr(code, 'co_qualname', code.co_name)}"
 
 
+def _called_by_us(frame: Any) -> bool:
+    """Whether ``frame`` was called by the runtime: a lifecycle method, not a plugin's own
+    helper that happens to be named ``score`` (a new frame at every call, which would
+    have the block timed piece by piece, never named nor broken)."""
+    caller = frame.f_back
+    return caller is not None and caller.f_globals.get("__name__", "").startswith(
+        "interactions_core."
+    )
+
+
 def _blocker(frame: Any) -> Any:
     """The frame of the plugin or policy call holding the loop, or ``None``.
 
-    The innermost lifecycle method of a plugin or policy on ``frame``'s stack;
+    The innermost lifecycle method of a plugin or policy on ``frame``'s stack (one
+    the runtime called);
     failing that, the outermost frame of code that is neither the runtime's nor
-    the standard library's (a plugin's coroutine in a task of its own, a dataset
-    builder): the same frame for as long as the call holds the loop, whatever
-    helpers it calls, each a new frame, so the block is timed as one. ``None`` when
+    the standard library's below the runtime frame that called it (a plugin's
+    coroutine in a task of its own, a score's ``__float__``; never the web server
+    around the runtime): the same frame for as long as the call holds the loop,
+    whatever helpers it calls, each a new frame, so the block is timed as one. ``None`` when
     the callback the loop is running holds neither: the runtime itself playing
     episodes that never wait, which is no plugin's doing. The walk stops at the
     loop's own frame (``Handle._run``); what lies outside is the loop's caller.
@@ -133,8 +145,10 @@ def _blocker(frame: Any) -> Any:
         if code.co_name == "_run" and module == "asyncio.events":
             break
         top = module.partition(".")[0]
-        if code.co_name in _METHODS and top != "interactions_core":
+        if code.co_name in _METHODS and top != "interactions_core" and _called_by_us(frame):
             return frame
+        if top in _RUNTIME and foreign is not None:
+            break  # the runtime called the plugin code below: what called it is not theirs
         if top not in _RUNTIME and top not in _STDLIB:
             foreign = frame
         frame = frame.f_back

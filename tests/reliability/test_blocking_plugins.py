@@ -258,3 +258,23 @@ def test_each_block_is_charged_to_the_call_that_ran_it() -> None:
     elsewhere_a, elsewhere_b = asyncio.run(namespace["main"](LoopWatchdog))
     # Each blocked 1.2 s: what the other held, within a poll or two of the watchdog.
     assert 0.8 < elsewhere_a < 1.6 and 0.8 < elsewhere_b < 1.6, (elsewhere_a, elsewhere_b)
+
+
+def test_the_block_is_named_below_the_runtime_never_in_the_server_around_it() -> None:
+    """Under `serve` the stack runs inside uvicorn and Starlette: timing the outermost plugin
+    frame named uvicorn's run_asgi for every block, charged none to the plugin's call, and
+    warned falsely that it "caught the exception" at the next block on the connection."""
+    import asyncio
+
+    from interactions_core.runtime.watchdog import LoopWatchdog
+
+    web: dict[str, Any] = {"__name__": "uvicorn.protocols.fake"}  # the server around
+    exec(compile(HELD, "<uvicorn.protocols.fake>", "exec"), web)
+    runtime: dict[str, Any] = {"__name__": "interactions_core.runtime.fake"}
+    exec("def call(seconds):\n    return plugin_busy(seconds)\n", runtime)
+    plugin: dict[str, Any] = {"__name__": "acme_judge.helpers"}
+    exec(compile(HELD, "<acme_judge.helpers>", "exec"), plugin)
+    runtime["plugin_busy"] = plugin["busy"]
+    web["busy"] = runtime["call"]  # uvicorn -> the runtime -> the plugin's busy()
+    blocks = asyncio.run(web["main"](LoopWatchdog, 0.4))
+    assert list(blocks) == ["acme_judge.helpers.busy"], blocks

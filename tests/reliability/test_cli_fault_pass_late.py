@@ -1016,3 +1016,51 @@ def test_a_session_interaction_blocking_through_helpers_is_broken_and_alone(
     errored = [r for r in read_lines(out) if r["errors"]]
     assert [r["index"] for r in errored] == [8]
     assert "blocked the event loop" in json.dumps(errored[0]["errors"])
+
+
+HELPER_NAMED_SCORE = """
+import asyncio
+import time
+
+from interactions_core import BaseInteraction, InteractionResult
+
+
+def score(x):  # a helper that happens to bear a lifecycle method's name
+    return sum(i * x for i in range(200))
+
+
+class HelperNamedScore(BaseInteraction):
+    async def generate_response(self, instance_id, messages, **kwargs):
+        if messages[0]["content"] == "q8":
+            end = time.monotonic() + 5
+            while time.monotonic() < end:
+                score(1)
+        await asyncio.sleep(0.05)
+        return InteractionResult(True, "ok", 1.0)
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return 1.0
+"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGUSR2"), reason="no SIGUSR2 here")
+@pytest.mark.skipif(__import__("sys").version_info < (3, 11), reason="3.10 counts the time")
+def test_a_helper_named_like_a_lifecycle_method_does_not_hide_a_block(tmp_path: Path) -> None:
+    """A helper called `score` was taken for a SessionInteraction's method: each call a
+    new frame, the 5 s block was never named nor broken and 8 episodes beside it timed out."""
+    import subprocess
+
+    config = write_plugin(tmp_path, "helper_score", HELPER_NAMED_SCORE, "HelperNamedScore")
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    write_rows(data, 16)
+    command, env = child_run(tmp_path, config, data)
+    done = subprocess.run(
+        [*command, "--output", str(out), "--timeout", "1", "--concurrency", "16", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    summary = json.loads(done.stdout)
+    assert (summary["episodes"], summary["errors"]) == (16, 1), done.stderr
+    assert "HelperNamedScore.generate_response blocked the event loop" in done.stderr
