@@ -139,7 +139,8 @@ def _blocker(frame: Any) -> Any:
     loop's own frame (``Handle._run``); what lies outside is the loop's caller.
     """
     foreign = None
-    while frame is not None:
+    settled = False  # a runtime frame called the plugin code below: the fallback is fixed
+    while frame is not None:  # the whole stack: a lifecycle method may be above a library
         code = frame.f_code
         module = frame.f_globals.get("__name__", "?")
         if code.co_name == "_run" and module == "asyncio.events":
@@ -147,10 +148,10 @@ def _blocker(frame: Any) -> Any:
         top = module.partition(".")[0]
         if code.co_name in _METHODS and top != "interactions_core" and _called_by_us(frame):
             return frame
-        if top in _RUNTIME and foreign is not None:
-            break  # the runtime called the plugin code below: what called it is not theirs
-        if top not in _RUNTIME and top not in _STDLIB:
-            foreign = frame
+        if top == "interactions_core":  # not yaml or attrs, which call plugin code back
+            settled = settled or foreign is not None
+        elif top not in _RUNTIME and top not in _STDLIB and not settled:
+            foreign = frame  # what called the runtime (the web server around it) is not
         frame = frame.f_back
     return foreign
 

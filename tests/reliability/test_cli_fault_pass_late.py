@@ -1064,3 +1064,59 @@ def test_a_helper_named_like_a_lifecycle_method_does_not_hide_a_block(tmp_path: 
     summary = json.loads(done.stdout)
     assert (summary["episodes"], summary["errors"]) == (16, 1), done.stderr
     assert "HelperNamedScore.generate_response blocked the event loop" in done.stderr
+
+
+YAML_CALLBACKS = '''
+import asyncio
+import time
+
+import yaml
+
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class Loader(yaml.SafeLoader):
+    pass
+
+
+Loader.add_constructor("!x", lambda loader, node: sum(range(100_000)))
+
+
+class YamlCallbacks(BaseInteraction):
+    """q8 spends 5 s in its own YAML constructor, which yaml calls back, again and again."""
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        if messages[0]["content"] == "q8":
+            end = time.monotonic() + 5
+            while time.monotonic() < end:
+                yaml.load("[!x 1, !x 2, !x 3]", Loader=Loader)
+        await asyncio.sleep(0.05)
+        return InteractionResult(True, "ok", 1.0)
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return 1.0
+'''
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGUSR2"), reason="no SIGUSR2 here")
+@pytest.mark.skipif(__import__("sys").version_info < (3, 11), reason="3.10 counts the time")
+def test_a_block_in_callbacks_a_library_makes_is_named_and_broken(tmp_path: Path) -> None:
+    """The search for the method holding the loop stopped at the first yaml (or attrs) frame,
+    which the runtime also uses: the plugin's constructor, a new frame at every call, was
+    timed piece by piece, so 5 s passed unnamed and unbroken and 8 episodes timed out."""
+    import subprocess
+
+    config = write_plugin(tmp_path, "yaml_callbacks", YAML_CALLBACKS, "YamlCallbacks")
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    write_rows(data, 16)
+    command, env = child_run(tmp_path, config, data)
+    done = subprocess.run(
+        [*command, "--output", str(out), "--timeout", "1", "--concurrency", "16", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    summary = json.loads(done.stdout)
+    assert (summary["episodes"], summary["errors"]) == (16, 1), done.stderr
+    assert "YamlCallbacks.generate_response blocked the event loop" in done.stderr
