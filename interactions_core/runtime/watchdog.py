@@ -106,6 +106,11 @@ def watching(loop: Any) -> LoopWatchdog | None:
 #: a loop held by them alone is the runtime playing episodes that never wait.
 _RUNTIME = frozenset({"interactions_core", "pluggy", "attr", "attrs", "yaml", "packaging"})
 _STDLIB = getattr(sys, "stdlib_module_names", frozenset({"asyncio", "json", "selectors"}))
+#: The web server ``interactions serve`` runs in, between the runtime's own frames (its
+#: ASGI wrappers outside, the environment inside): never a plugin's code.
+_SERVER = frozenset(
+    {"uvicorn", "starlette", "fastapi", "openenv", "anyio", "websockets", "h11", "pydantic"}
+)
 
 
 def _name(frame: Any) -> str:
@@ -128,19 +133,19 @@ def _blocker(frame: Any) -> Any:
     """The frame of the plugin or policy call holding the loop, or ``None``.
 
     The innermost lifecycle method of a plugin or policy on ``frame``'s stack (one
-    the runtime called);
-    failing that, the outermost frame of code that is neither the runtime's nor
-    the standard library's below the runtime frame that called it (a plugin's
-    coroutine in a task of its own, a score's ``__float__``; never the web server
-    around the runtime): the same frame for as long as the call holds the loop,
-    whatever helpers it calls, each a new frame, so the block is timed as one. ``None`` when
+    the runtime called); failing that, the first frame of code that is neither the
+    runtime's nor the standard library's inside the outermost runtime frame (a
+    decorated method's wrapper, a score's ``__float__``; never the web server
+    around the runtime), or without one the outermost such frame (a plugin's
+    coroutine in a task of its own). That frame stays the same for as long as the
+    call holds the loop, whatever helpers and callbacks (yaml's, attrs') it runs,
+    each a new frame, so the block is timed as one. ``None`` when
     the callback the loop is running holds neither: the runtime itself playing
     episodes that never wait, which is no plugin's doing. The walk stops at the
     loop's own frame (``Handle._run``); what lies outside is the loop's caller.
     """
-    foreign = None
-    settled = False  # a runtime frame called the plugin code below: the fallback is fixed
-    while frame is not None:  # the whole stack: a lifecycle method may be above a library
+    stack = []  # from the innermost frame to the loop's own
+    while frame is not None:
         code = frame.f_code
         module = frame.f_globals.get("__name__", "?")
         if code.co_name == "_run" and module == "asyncio.events":
@@ -148,12 +153,15 @@ def _blocker(frame: Any) -> Any:
         top = module.partition(".")[0]
         if code.co_name in _METHODS and top != "interactions_core" and _called_by_us(frame):
             return frame
-        if top == "interactions_core":  # not yaml or attrs, which call plugin code back
-            settled = settled or foreign is not None
-        elif top not in _RUNTIME and top not in _STDLIB and not settled:
-            foreign = frame  # what called the runtime (the web server around it) is not
+        stack.append((frame, top))
         frame = frame.f_back
-    return foreign
+    # The first plugin frame inside the outermost runtime frame: what lies outside it is
+    # the web server around the runtime; without one, the outermost plugin frame.
+    ours = [i for i, (_, top) in enumerate(stack) if top == "interactions_core"]
+    for f, top in reversed(stack[: ours[-1]] if ours else stack):
+        if top not in _RUNTIME and top not in _STDLIB and top not in _SERVER:
+            return f
+    return None
 
 
 class LoopWatchdog:

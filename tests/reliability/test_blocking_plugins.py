@@ -278,3 +278,33 @@ def test_the_block_is_named_below_the_runtime_never_in_the_server_around_it() ->
     web["busy"] = runtime["call"]  # uvicorn -> the runtime -> the plugin's busy()
     blocks = asyncio.run(web["main"](LoopWatchdog, 0.4))
     assert list(blocks) == ["acme_judge.helpers.busy"], blocks
+
+
+def test_a_block_through_runtime_helpers_calling_plugin_code_back_is_one_block() -> None:
+    """A decorated method (no lifecycle name the runtime called) looping over a runtime
+    helper that calls the plugin back (as_score calling a score's __float__): the search
+    stopped at the helper, so each callback was a block of its own, never named."""
+    import asyncio
+
+    from interactions_core.runtime.watchdog import LoopWatchdog
+
+    plugin: dict[str, Any] = {"__name__": "acme_judge.helpers"}
+    exec(
+        "import time\n"
+        "def piece():\n"
+        "    end = time.monotonic() + 0.02\n"
+        "    while time.monotonic() < end:\n"
+        "        pass\n"
+        "def wrapper(seconds):\n"
+        "    end = time.monotonic() + seconds\n"
+        "    while time.monotonic() < end:\n"
+        "        check(piece)\n",
+        plugin,
+    )
+    runtime: dict[str, Any] = {"__name__": "interactions_core.runtime.fake"}
+    exec(compile(HELD, "<interactions_core.runtime.fake>", "exec"), runtime)
+    exec("def check(callback):\n    return callback()\n", runtime)
+    plugin["check"] = runtime["check"]  # the plugin -> a runtime helper -> the plugin again
+    runtime["busy"] = plugin["wrapper"]  # the runtime calls the plugin
+    blocks = asyncio.run(runtime["main"](LoopWatchdog, 0.4))
+    assert list(blocks) == ["acme_judge.helpers.wrapper"], blocks
