@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_cli_fault_pass import child_run, plugin_config, read_lines, run_cli, write_plugin
@@ -713,6 +714,27 @@ def test_a_report_that_fails_is_told_after_the_summary(
     assert "the report could not be made: OverflowError" in err and "unexpected" not in err
 
 
+def _sixteen_under_timeout_1(
+    tmp_path: Path, module: str, source: str, cls: str
+) -> tuple[Any, Path]:
+    """Play 16 one-turn rows (``q0`` to ``q15``) of ``cls`` at once in a child process under
+    ``--timeout 1`` with ``--json``: the finished process and its records file."""
+    import subprocess
+
+    config = write_plugin(tmp_path, module, source, cls)
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    write_rows(data, 16)
+    command, env = child_run(tmp_path, config, data)
+    done = subprocess.run(
+        [*command, "--output", str(out), "--timeout", "1", "--concurrency", "16", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return done, out
+
+
 BLOCKS_ONE = '''
 import asyncio
 import time
@@ -739,19 +761,7 @@ class BlocksOne(BaseInteraction):
 def test_a_plugin_blocking_the_loop_times_out_its_own_call_only(tmp_path: Path) -> None:
     """One call blocking the loop under --timeout 1: the 8 episodes awaiting 0.05 s beside it
     were recorded as "timed out after 1 s" too (their timers fired as the loop came back)."""
-    import subprocess
-
-    config = write_plugin(tmp_path, "blocks_one", BLOCKS_ONE, "BlocksOne")
-    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
-    write_rows(data, 16)
-    command, env = child_run(tmp_path, config, data)
-    done = subprocess.run(
-        [*command, "--output", str(out), "--timeout", "1", "--concurrency", "16", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done, out = _sixteen_under_timeout_1(tmp_path, "blocks_one", BLOCKS_ONE, "BlocksOne")
     assert done.returncode == 1, done.stderr
     summary = json.loads(done.stdout)
     assert (summary["episodes"], summary["errors"]) == (16, 1), done.stderr
@@ -940,18 +950,8 @@ class BlocksBriefly(BaseInteraction):
 def test_blocks_shorter_than_the_timeout_time_out_no_one(tmp_path: Path) -> None:
     """Four calls blocking 0.6 s each under --timeout 1, none past its timeout: once the
     time forgiven was capped at the timeout, the calls waiting beside them timed out."""
-    import subprocess
-
-    config = write_plugin(tmp_path, "blocks_briefly", BLOCKS_BRIEFLY, "BlocksBriefly")
-    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
-    write_rows(data, 16)
-    command, env = child_run(tmp_path, config, data)
-    done = subprocess.run(
-        [*command, "--output", str(out), "--timeout", "1", "--concurrency", "16", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done, _out = _sixteen_under_timeout_1(
+        tmp_path, "blocks_briefly", BLOCKS_BRIEFLY, "BlocksBriefly"
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["errors"] == 0, done.stderr
@@ -995,20 +995,11 @@ def test_a_session_interaction_blocking_through_helpers_is_broken_and_alone(
     """The watchdog timed each helper call as a block of its own (a new frame each time, and
     a SessionInteraction's respond was not a method it knew): 5 s held, nothing named or
     broken, and the episodes beside it failed as timed out."""
-    import subprocess
     import time
 
-    config = write_plugin(tmp_path, "helpers_session", HELPERS_IN_A_SESSION, "HelpersInASession")
-    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
-    write_rows(data, 16)
-    command, env = child_run(tmp_path, config, data)
     started = time.monotonic()
-    done = subprocess.run(
-        [*command, "--output", str(out), "--timeout", "1", "--concurrency", "16", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done, out = _sixteen_under_timeout_1(
+        tmp_path, "helpers_session", HELPERS_IN_A_SESSION, "HelpersInASession"
     )
     assert time.monotonic() - started < 4.5, done.stderr  # not the plugin's 5 s
     summary = json.loads(done.stdout)
@@ -1048,18 +1039,8 @@ class HelperNamedScore(BaseInteraction):
 def test_a_helper_named_like_a_lifecycle_method_does_not_hide_a_block(tmp_path: Path) -> None:
     """A helper called `score` was taken for a SessionInteraction's method: each call a
     new frame, the 5 s block was never named nor broken and 8 episodes beside it timed out."""
-    import subprocess
-
-    config = write_plugin(tmp_path, "helper_score", HELPER_NAMED_SCORE, "HelperNamedScore")
-    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
-    write_rows(data, 16)
-    command, env = child_run(tmp_path, config, data)
-    done = subprocess.run(
-        [*command, "--output", str(out), "--timeout", "1", "--concurrency", "16", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done, _out = _sixteen_under_timeout_1(
+        tmp_path, "helper_score", HELPER_NAMED_SCORE, "HelperNamedScore"
     )
     summary = json.loads(done.stdout)
     assert (summary["episodes"], summary["errors"]) == (16, 1), done.stderr
@@ -1104,18 +1085,8 @@ def test_a_block_in_callbacks_a_library_makes_is_named_and_broken(tmp_path: Path
     """The search for the method holding the loop stopped at the first yaml (or attrs) frame,
     which the runtime also uses: the plugin's constructor, a new frame at every call, was
     timed piece by piece, so 5 s passed unnamed and unbroken and 8 episodes timed out."""
-    import subprocess
-
-    config = write_plugin(tmp_path, "yaml_callbacks", YAML_CALLBACKS, "YamlCallbacks")
-    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
-    write_rows(data, 16)
-    command, env = child_run(tmp_path, config, data)
-    done = subprocess.run(
-        [*command, "--output", str(out), "--timeout", "1", "--concurrency", "16", "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done, _out = _sixteen_under_timeout_1(
+        tmp_path, "yaml_callbacks", YAML_CALLBACKS, "YamlCallbacks"
     )
     summary = json.loads(done.stdout)
     assert (summary["episodes"], summary["errors"]) == (16, 1), done.stderr
