@@ -132,8 +132,6 @@ class Hub:
         self.exiting_since: float | None = None
         self.finalized_before = 0
         self._open: set[ServedEpisode] = set()
-        #: Episodes a drain could not finalize (their plugin's finalize hung).
-        self.unfinalized: list[ServedEpisode] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self._ids = itertools.count()
         self._prefix = "serve-" + uuid.uuid4().hex[:8] + "-"
@@ -231,7 +229,7 @@ class Hub:
         With ``wait``, the whole drain takes at most about ``wait`` seconds: a plugin
         whose ``finalize_interaction`` hangs must not hold the shutdown, and the
         episodes are ended together, so one that hangs delays none of the others.
-        The episodes whose session was not finalized are left in :attr:`unfinalized`.
+        What was finalized is the tracker's to count (:meth:`shut_down`).
         """
         loop = asyncio.get_running_loop()
         deadline = None if wait is None else loop.time() + wait
@@ -249,7 +247,6 @@ class Hub:
                 task.cancel()
             if late:  # let the cancellations land (a plugin may swallow them: bounded)
                 await asyncio.wait(late, timeout=1.0)
-        self.unfinalized = [episode for episode in still_open if episode in self._open]
         return len(still_open)
 
     def exiting(self, forced: bool = False) -> None:
