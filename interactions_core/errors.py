@@ -24,13 +24,57 @@ def warn(message: str, category: type[Warning], stacklevel: int = 1) -> None:
     warnings.warn(message, category, stacklevel=stacklevel + 1)
 
 
+#: Where :func:`keep_text` leaves an exception's message and its class's name (in its
+#: ``__dict__``).
+_TEXT, _KIND = "__interactions_text__", "__interactions_kind__"
+
+
+def _kept(exc: BaseException, key: str) -> str | None:
+    try:
+        kept = object.__getattribute__(exc, "__dict__").get(key)
+    except Exception:
+        return None
+    return kept if kept.__class__ is str else None
+
+
+def exception_kind(exc: BaseException) -> str:
+    """The name of ``exc``'s class (``type``'s, never the exception's own ``__class__``);
+    the one :func:`keep_text` read earlier, when it did."""
+    kept = _kept(exc, _KIND)
+    if kept is not None:
+        return kept
+    try:
+        return str(type(exc).__name__)
+    except Exception:
+        return "?"
+
+
 def exception_text(exc: BaseException) -> str:
     """``str(exc)``, or a note when a plugin's exception cannot tell its own message (its
-    ``__str__`` raises): messages then still name the exception, not the ``__str__``'s."""
+    ``__str__`` raises): messages then still name the exception, not the ``__str__``'s.
+    The message :func:`keep_text` read earlier, when it did."""
+    kept = _kept(exc, _TEXT)
+    if kept is not None:
+        return kept
     try:
         return str(exc)
     except Exception as inner:
         return f"<no message: its __str__ raised {inner.__class__.__name__}>"
+
+
+def keep_text(exc: BaseException) -> None:
+    """Read ``exc``'s message now, for :func:`exception_text` to give later.
+
+    A plugin's ``__str__`` (and its class's ``__name__``, which a metaclass may
+    compute) is plugin code: the runtime reads them while the call that raised is
+    still timed as that call (a slow one is then that call's block).
+    """
+    text, kind = exception_text(exc), exception_kind(exc)
+    try:
+        kept = object.__getattribute__(exc, "__dict__")
+        kept[_TEXT], kept[_KIND] = text, kind
+    except Exception:
+        pass
 
 
 class InteractionsError(Exception):

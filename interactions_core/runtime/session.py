@@ -35,12 +35,19 @@ test suite) can check that a run left none behind.
 from __future__ import annotations
 
 import asyncio
+import traceback
 from collections.abc import Callable, Mapping
 from math import isfinite
 from typing import Any
 
 from .._interaction import InteractionResult, as_score
-from ..errors import InteractionCallError, Interrupted, exception_text
+from ..errors import (
+    InteractionCallError,
+    Interrupted,
+    exception_kind,
+    exception_text,
+    keep_text,
+)
 
 __all__ = ["Session", "SessionTracker", "call_error", "stops_the_run"]
 
@@ -58,8 +65,17 @@ _NO_KWARGS: Mapping[str, Any] = {}
 _timeout = getattr(asyncio, "timeout", None)
 
 
-async def _bounded(call: Any, seconds: float) -> Any:
-    """``await call``, for at most ``seconds``: ``TimeoutError`` after that.
+async def _bounded(
+    make: Callable[[], Any], seconds: float, check: Callable[[Any], Any] | None
+) -> Any:
+    """``check(await make())``, for at most ``seconds``: ``TimeoutError`` after that.
+
+    ``make`` looks the plugin's method up and calls it for its coroutine, and
+    ``check`` (``None``: none) turns what the plugin returned into what the runtime
+    keeps. Both run inside the bounds because both may run the plugin's code (its
+    ``__getattribute__``; a ``str`` or ``tuple`` subclass's methods, a score's
+    ``__float__``), as does reading the message of what it raised: time spent
+    holding the loop there is this call's, and not forgiven to the calls beside it.
 
     ``asyncio.timeout`` (Python 3.11+) runs the call in the caller's task; before
     3.12, ``asyncio.wait_for`` wraps it in a task of its own, which costs more than
@@ -80,10 +96,12 @@ async def _bounded(call: Any, seconds: float) -> Any:
     watch = watching(loop)
     if _timeout is None or watch is None:
         if _timeout is None:
-            result = await asyncio.wait_for(call, seconds)
+            result = await asyncio.wait_for(make(), seconds)
         else:
             async with _timeout(seconds):
-                result = await call
+                result = await make()
+        if check is not None:
+            result = check(result)
         if loop.time() > start + seconds:
             raise asyncio.TimeoutError
         return result
@@ -99,22 +117,66 @@ async def _bounded(call: Any, seconds: float) -> Any:
     async with _timeout(None) as scope:
         timer: list[asyncio.TimerHandle] = []
 
-        def check() -> None:
+        def expire() -> None:
             end = deadline()
             if loop.time() >= end:
                 scope.reschedule(end)  # in the past: the scope times out now
             else:  # other calls held the loop meanwhile: the deadline moved
-                timer[0] = loop.call_at(end, check)
+                timer[0] = loop.call_at(end, expire)
 
-        timer.append(loop.call_at(start + seconds, check))
+        timer.append(loop.call_at(start + seconds, expire))
         try:
-            result = await call
+            result = await make()
+            if check is not None:
+                result = check(result)
+        except BaseException as exc:
+            # Its message and its class's name are plugin code too, and so is the __del__
+            # of what its frames hold: all while the call is still timed as this call.
+            keep_text(exc)
+            traceback.clear_frames(exc.__traceback__)
+            raise
         finally:
             timer[0].cancel()
             watch.end_call(frame)
     if loop.time() > deadline():
         raise asyncio.TimeoutError
     return result
+
+
+def _plain_id(returned: Any) -> str | type:
+    """What ``start_interaction`` returned: a ``str`` (a subclass's made plain), else its
+    type, for the error message.
+
+    Nothing of the plugin's is kept past the call: the session hashes, compares and
+    prints the id for as long as it lives, and an object's ``__del__`` would run
+    when it is dropped; either is plugin code, which must run while the call is
+    timed.
+    """
+    return str.__str__(returned) if isinstance(returned, str) else type(returned)
+
+
+def _checked_result(result: Any) -> InteractionResult:
+    """``generate_response``'s result as an :class:`InteractionResult` of plain types."""
+    if result.__class__ is not InteractionResult:
+        return InteractionResult.coerce(result)
+    # Built by the plugin: a float or str subclass may do anything (its extra is a
+    # dict already, made one when the result was built).
+    done, content, score, _ = result
+    if (
+        done.__class__ is not bool
+        or content.__class__ is not str
+        or score.__class__ is not float
+        or not isfinite(score)
+    ):
+        return InteractionResult.coerce(tuple(result))
+    return result
+
+
+def _checked_score(value: Any) -> float:
+    """``calculate_score``'s value as a finite ``float``."""
+    if value.__class__ is float and isfinite(value):
+        return value  # type: ignore[no-any-return]
+    return as_score(value, "the returned score")
 
 
 def _takes_instance_id(interaction: Any, method: str) -> bool:
@@ -148,9 +210,10 @@ def stops_the_run(exc: BaseException, stopping: Callable[[], bool] | None = None
     a real Ctrl-C reaches a run as a cancellation (``asyncio.run`` and the CLI
     turn the signal into one), never as an exception inside a plugin call.
     """
-    if isinstance(exc, Interrupted):  # a real signal (RunInterrupted: the second Ctrl-C)
+    kind = type(exc)  # not isinstance: it reads a plugin exception's own __class__
+    if issubclass(kind, Interrupted):  # a real signal (RunInterrupted: the second Ctrl-C)
         return True
-    if isinstance(exc, asyncio.CancelledError):
+    if issubclass(kind, asyncio.CancelledError):
         if stopping is not None and stopping():
             return True
         task = asyncio.current_task()
@@ -189,12 +252,13 @@ def call_error(
     name: str, instance_id: str, method: str, exc: BaseException, timeout: float | None = None
 ) -> InteractionCallError:
     """The :class:`InteractionCallError` describing ``exc`` raised by ``method``."""
-    if isinstance(exc, InteractionCallError):
-        return exc
-    if isinstance(exc, asyncio.TimeoutError):
+    kind = type(exc)  # not isinstance: it reads a plugin exception's own __class__
+    if issubclass(kind, InteractionCallError):
+        return exc  # type: ignore[return-value]
+    if issubclass(kind, asyncio.TimeoutError):
         problem = f"timed out after {timeout:g} s" if timeout else "timed out"
     else:
-        problem = f"raised {exc.__class__.__name__}: {exception_text(exc)}".rstrip(": ")
+        problem = f"raised {exception_kind(exc)}: {exception_text(exc)}".rstrip(": ")
     error = InteractionCallError(name, instance_id, method, problem)
     error.__cause__ = exc
     return error
@@ -263,12 +327,14 @@ class Session:
         """
         if self._state != _NEW:
             raise RuntimeError(f"session {self.instance_id!r} was already started")
+        interaction, given = self.interaction, self.instance_id or None
         try:
-            call = self.interaction.start_interaction(self.instance_id or None, **kwargs)
             if self.timeout is None:
-                returned = await call
+                returned = _plain_id(await interaction.start_interaction(given, **kwargs))
             else:
-                returned = await _bounded(call, self.timeout)
+                returned = await _bounded(
+                    lambda: interaction.start_interaction(given, **kwargs), self.timeout, _plain_id
+                )
         except BaseException as exc:
             if stops_the_run(exc, self.stopping):
                 # The plugin may have stored state before the cancel reached it: release it.
@@ -277,12 +343,14 @@ class Session:
                     self.tracker.started += 1
                 raise
             raise self._error("start_interaction", exc) from exc
-        if isinstance(returned, str) and returned:
-            self.instance_id = returned
+        if returned.__class__ is str and returned:
+            self.instance_id = returned  # type: ignore[assignment]
         elif not self.instance_id:
+            kind = (
+                "str" if returned.__class__ is str else type.__getattribute__(returned, "__name__")
+            )
             raise self._error(
-                "start_interaction",
-                TypeError(f"returned {type(returned).__name__}, expected the session id (str)"),
+                "start_interaction", TypeError(f"returned {kind}, expected the session id (str)")
             )
         self._kwargs = kwargs
         self._state = _OPEN
@@ -303,27 +371,32 @@ class Session:
         if self._state != _OPEN:
             self._check_open("generate_response")
         call_kwargs = {**self._kwargs, **kwargs} if kwargs else self._kwargs
+        interaction, instance_id = self.interaction, self.instance_id
         try:
-            call = self.interaction.generate_response(self.instance_id, messages, **call_kwargs)
             if self.timeout is None:
-                result = await call
+                result = _checked_result(
+                    await interaction.generate_response(instance_id, messages, **call_kwargs)
+                )
             else:
-                result = await _bounded(call, self.timeout)
-            if result.__class__ is not InteractionResult:
-                result = InteractionResult.coerce(result)
-            else:  # built by the plugin: a float or str subclass may do anything (its
-                # extra is a dict already, made one when the result was built)
-                done, content, score, _ = result
-                if (
-                    done.__class__ is not bool
-                    or content.__class__ is not str
-                    or score.__class__ is not float
-                    or not isfinite(score)
-                ):
-                    result = InteractionResult.coerce(tuple(result))
+                result = await _bounded(
+                    lambda: interaction.generate_response(instance_id, messages, **call_kwargs),
+                    self.timeout,
+                    _checked_result,
+                )
         except BaseException as exc:
             raise self._error("generate_response", exc) from exc
         return result
+
+    def _by_id(self, method: str, kwargs: Mapping[str, Any]) -> Any:
+        """The coroutine of ``method`` called with the session id and ``kwargs``, or with
+        neither when the class inherits verl's ``calculate_score(self)`` or
+        ``finalize_interaction(self)`` (see ``_TAKES_ID``)."""
+        interaction = self.interaction
+        takes_id = _TAKES_ID.get(getattr(interaction.__class__, method, None))
+        if takes_id is None:
+            takes_id = _takes_instance_id(interaction, method)
+        bound = getattr(interaction, method)
+        return bound(self.instance_id, **kwargs) if takes_id else bound()
 
     async def score(self, **kwargs: Any) -> float:
         """Call ``calculate_score``; the score must be a real number (returned as float).
@@ -333,22 +406,12 @@ class Session:
         if self._state != _OPEN:
             self._check_open("calculate_score")
         call_kwargs = {**self._kwargs, **kwargs} if kwargs else self._kwargs
-        interaction = self.interaction
         try:
-            takes_id = _TAKES_ID.get(getattr(interaction.__class__, "calculate_score", None))
-            if takes_id is None:
-                takes_id = _takes_instance_id(interaction, "calculate_score")
-            if takes_id:
-                call = interaction.calculate_score(self.instance_id, **call_kwargs)
-            else:
-                call = interaction.calculate_score()
             if self.timeout is None:
-                value = await call
-            else:
-                value = await _bounded(call, self.timeout)
-            if value.__class__ is float and isfinite(value):
-                return value  # type: ignore[no-any-return]
-            return as_score(value, "the returned score")
+                return _checked_score(await self._by_id("calculate_score", call_kwargs))
+            return await _bounded(  # type: ignore[no-any-return]
+                lambda: self._by_id("calculate_score", call_kwargs), self.timeout, _checked_score
+            )
         except BaseException as exc:
             raise self._error("calculate_score", exc) from exc
 
@@ -365,20 +428,14 @@ class Session:
             return None
         self._state = _CLOSED
         tracker = self.tracker
-        interaction = self.interaction
         ended = True  # the call returned or failed, rather than a stop cutting it short
         try:
-            takes_id = _TAKES_ID.get(getattr(interaction.__class__, "finalize_interaction", None))
-            if takes_id is None:
-                takes_id = _takes_instance_id(interaction, "finalize_interaction")
-            if takes_id:
-                call = interaction.finalize_interaction(self.instance_id)
-            else:
-                call = interaction.finalize_interaction()
             if self.timeout is None:
-                await call
+                await self._by_id("finalize_interaction", _NO_KWARGS)
             else:
-                await _bounded(call, self.timeout)
+                await _bounded(
+                    lambda: self._by_id("finalize_interaction", _NO_KWARGS), self.timeout, None
+                )
         except BaseException as exc:
             ended = not stops_the_run(exc, self.stopping)
             return self._error("finalize_interaction", exc)

@@ -28,7 +28,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = ["BLOCKING_ADVICE", "Call", "LoopBlocked", "LoopWatchdog", "watching"]
@@ -129,22 +129,29 @@ def _called_by_us(frame: Any) -> bool:
     )
 
 
-def _blocker(frame: Any) -> Any:
-    """The frame of the plugin or policy call holding the loop, or ``None``.
+def _blocker(frame: Any, calls: Mapping[int, Call]) -> tuple[Any, Any]:
+    """``(key, named)``: the frame that keys the block holding the loop, and the frame of
+    plugin or policy code that names it; ``(None, None)`` when no plugin code holds it.
 
     The innermost lifecycle method of a plugin or policy on ``frame``'s stack (one
-    the runtime called); failing that, the first frame of code that is neither the
-    runtime's nor the standard library's inside the outermost runtime frame (a
-    decorated method's wrapper, a score's ``__float__``; never the web server
-    around the runtime), or without one the outermost such frame (a plugin's
-    coroutine in a task of its own). That frame stays the same for as long as the
-    call holds the loop, whatever helpers and callbacks (yaml's, attrs') it runs,
-    each a new frame, so the block is timed as one. ``None`` when
-    the callback the loop is running holds neither: the runtime itself playing
-    episodes that never wait, which is no plugin's doing. The walk stops at the
-    loop's own frame (``Handle._run``); what lies outside is the loop's caller.
+    the runtime called) is both. Failing that, the block is named by the first
+    frame of code that is neither the runtime's nor the standard library's inside
+    the outermost runtime frame (a decorated method's wrapper, a score's
+    ``__float__``; never the web server around the runtime), or without one by the
+    outermost such frame (a plugin's coroutine in a task of its own); it is keyed
+    by the innermost frame of a tracked call around it (``calls``: a bounded call,
+    an episode), when there is one. So a block stays one for as long as the call
+    holds the loop, whatever helpers and callbacks it runs, each a new frame, and
+    whatever plugin code the runtime calls back one piece at a time for it (every
+    value of a turn's ``extra`` made text). With no plugin code on the stack it is
+    the runtime itself playing episodes that never wait, which is no plugin's
+    doing, or the server's own work (parsing a huge reset), keyed and named by its
+    innermost frame; inside a tracked call (writing a record out), keyed by it and
+    named by nothing: charged to that call, never reported nor broken. The walk stops
+    at the loop's own frame (``Handle._run``); what lies outside is the loop's caller.
     """
     stack = []  # from the innermost frame to the loop's own
+    tracked = None  # the innermost frame of a tracked call
     while frame is not None:
         code = frame.f_code
         module = frame.f_globals.get("__name__", "?")
@@ -152,7 +159,9 @@ def _blocker(frame: Any) -> Any:
             break
         top = module.partition(".")[0]
         if code.co_name in _METHODS and top != "interactions_core" and _called_by_us(frame):
-            return frame
+            return frame, frame
+        if tracked is None and id(frame) in calls:
+            tracked = frame
         stack.append((frame, top))
         frame = frame.f_back
     # The first plugin frame inside the outermost runtime frame: what lies outside it is
@@ -160,9 +169,22 @@ def _blocker(frame: Any) -> Any:
     ours = [i for i, (_, top) in enumerate(stack) if top == "interactions_core"]
     for f, top in reversed(stack[: ours[-1]] if ours else stack):
         if top not in _RUNTIME and top not in _STDLIB and top not in _SERVER:
-            return f
-    # No plugin code: the server's own work (parsing a huge reset), named by its frame
-    return next((f for f, top in stack if top in _SERVER), None)
+            return (f if tracked is None else tracked), f
+    if tracked is not None:  # the runtime's own work for a call (a record written out):
+        return tracked, None  # charged to it, never named nor broken
+    server = next((f for f, top in stack if top in _SERVER), None)
+    return server, server
+
+
+def _inside(frame: Any, held: Any) -> bool:
+    """Whether ``held`` is on ``frame``'s stack: the block the signal was sent to break has
+    not ended (and the loop's own code, which may run before the loop's next turn is
+    seen, is never interrupted)."""
+    while frame is not None:
+        if frame is held:
+            return True
+        frame = frame.f_back
+    return False
 
 
 class LoopWatchdog:
@@ -199,6 +221,8 @@ class LoopWatchdog:
         self._can_break = False
         #: The call last broken; seen holding the loop again, it caught the exception.
         self._broken: Any = None
+        self._broken_named: Any = None
+        self._named: Any = None  # the frame naming the block in progress (see _blocker)
         self._told_stuck: set[str] = set()
         self._told_unbreakable = False
         self._told_reclaimed = False
@@ -317,10 +341,17 @@ class LoopWatchdog:
             now = time.monotonic()
             if now - self._beat < 2 * self.interval:  # the loop turns
                 self._held, self._current, self._sent, self._fresh = None, None, False, True
+                self._named = None
                 continue
-            frame = _blocker(sys._current_frames().get(self._main))
-            if frame is not None and frame is self._broken:
-                self._still_held(frame)
+            frame, named = _blocker(sys._current_frames().get(self._main), self._calls)
+            if (
+                named is not None
+                and frame is not None
+                and frame is self._broken
+                and named is self._broken_named
+            ):
+                self._still_held(named)
+            self._named = named
             if frame is None or frame is not self._held:
                 # Another call (or the runtime's own work): timed afresh from here,
                 # or from the last heartbeat when it is the first look at this stop.
@@ -336,10 +367,10 @@ class LoopWatchdog:
                 if call is not None:
                     with self._lock:
                         self._block = (call, self._held_since)
-            if held < self.report_after:
+            if held < self.report_after or named is None:
                 continue
             if self._current is None:
-                self._current = _name(frame)
+                self._current = _name(named)
                 self.blocks.setdefault(self._current, [0, 0.0])[0] += 1
             entry = self.blocks[self._current]
             entry[1] = max(entry[1], held)
@@ -388,7 +419,7 @@ class LoopWatchdog:
     def _still_held(self, frame: Any) -> None:
         """Say once per method, from this thread (the loop is held), that a broken call
         caught :class:`LoopBlocked` and goes on holding the loop."""
-        self._broken = None
+        self._broken = self._broken_named = None
         name = _name(frame)
         if name not in self._told_stuck:
             self._told_stuck.add(name)
@@ -400,11 +431,11 @@ class LoopWatchdog:
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         now = time.monotonic()
-        if self._sent and now - self._beat >= self.report_after:
+        if self._sent and now - self._beat >= self.report_after and _inside(frame, self._held):
             # This block ends here: a later one is timed (and broken) afresh.
             held = now - self._held_since
             self._beat = now
-            self._broken = self._held
+            self._broken, self._broken_named = self._held, self._named
             self._held, self._current, self._sent, self._fresh = None, None, False, True
             raise LoopBlocked(
                 f"blocked the event loop for {held:.1f} s and was stopped; {BLOCKING_ADVICE}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -11,13 +12,68 @@ from interactions_core._interaction import BaseInteraction, InteractionResult
 BLOCK_FOR = 30.0
 
 
+class SlowResult(tuple):  # type: ignore[type-arg]
+    """A result whose unpacking (the runtime's check, after the call) holds the loop."""
+
+    def __iter__(self) -> Any:
+        time.sleep(BLOCK_FOR)
+        return tuple.__iter__(self)
+
+
+class SlowMessage(Exception):
+    """An error whose message takes long to tell (the runtime reads it after the call)."""
+
+    def __str__(self) -> str:
+        time.sleep(BLOCK_FOR)
+        return "slow"
+
+
+class SlowDel:
+    """What a ``start_interaction`` may return besides the id: dropped, it holds the loop."""
+
+    def __del__(self) -> None:
+        time.sleep(BLOCK_FOR)
+
+
+class ClassLookup(Exception):
+    """An error whose class is slow to tell (``isinstance`` falls back to ``__class__``)."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "__class__":
+            time.sleep(BLOCK_FOR)
+        return Exception.__getattribute__(self, name)
+
+
 class Blocking(BaseInteraction):
-    """Answers at once, except to ``"block"``: then ``time.sleep`` holds the loop; and to
-    ``"swallow"``: then it holds the loop for ever, swallowing whatever is raised."""
+    """Answers at once, except to ``"block"``: then ``time.sleep`` holds the loop; to
+    ``"swallow"``: then it holds the loop for ever, swallowing whatever is raised; to
+    ``"slow result"``: then it returns a :class:`SlowResult`; to ``"slow message"``: then
+    it raises a :class:`SlowMessage`; to ``"class lookup"``, a :class:`ClassLookup`; to
+    ``"local del"``, an error while a local holds a :class:`SlowDel`; to ``"await"``:
+    then it awaits 0.8 s, as a well-behaved judge does. A reset with ``slow_del``
+    returns a :class:`SlowDel`."""
+
+    async def start_interaction(
+        self, instance_id: str | None = None, slow_del: bool = False, **kwargs: Any
+    ) -> Any:
+        if slow_del:
+            return SlowDel()  # not the id: the runtime keeps the one it gave
+        return await super().start_interaction(instance_id, **kwargs)
 
     async def generate_response(
         self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
     ) -> InteractionResult:
+        if messages[-1]["content"] == "await":
+            await asyncio.sleep(0.8)
+        if messages[-1]["content"] == "slow message":
+            raise SlowMessage()
+        if messages[-1]["content"] == "class lookup":
+            raise ClassLookup("boom")
+        if messages[-1]["content"] == "local del":
+            held = SlowDel()  # dropped with this frame, which the error's traceback keeps
+            raise ValueError(f"boom {id(held)}")
+        if messages[-1]["content"] == "slow result":
+            return SlowResult((False, "go on", 0.0, {}))  # type: ignore[return-value]
         if messages[-1]["content"] == "block":
             time.sleep(BLOCK_FOR)
         if messages[-1]["content"] == "swallow":  # a retry loop with a bare except
@@ -26,4 +82,26 @@ class Blocking(BaseInteraction):
                     time.sleep(0.2)
                 except:  # noqa: E722 - the point of this step
                     pass
+        return InteractionResult(False, "go on", 0.0)
+
+
+class SlowLookup(BaseInteraction):
+    """Looking its ``generate_response`` up holds the loop, once a reset armed it."""
+
+    armed = False
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "generate_response" and object.__getattribute__(self, "armed"):
+            time.sleep(BLOCK_FOR)
+        return object.__getattribute__(self, name)
+
+    async def start_interaction(
+        self, instance_id: str | None = None, arm: bool = False, **kwargs: Any
+    ) -> str:
+        object.__setattr__(self, "armed", arm)
+        return await super().start_interaction(instance_id, **kwargs)
+
+    async def generate_response(
+        self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
+    ) -> InteractionResult:
         return InteractionResult(False, "go on", 0.0)

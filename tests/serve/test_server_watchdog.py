@@ -11,6 +11,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
 from blocking_plugins import BLOCK_FOR
 from openenv.core import GenericEnvClient
 from server_harness import Server, start_server
@@ -20,17 +21,19 @@ default: blocking
 interaction:
   - name: blocking
     class_name: blocking_plugins.Blocking
+  - name: lookup
+    class_name: blocking_plugins.SlowLookup
   - name: weather
 """
 
 
 def _block_in_thread(
-    server: Server, outcome: dict[str, Any], how: str = "block"
+    server: Server, outcome: dict[str, Any], how: str = "block", **reset: Any
 ) -> threading.Thread:
     def play() -> None:
         with GenericEnvClient(base_url=server.url).sync() as env:
-            env.reset(interaction_kwargs={"name": "blocking"})
             try:
+                env.reset(interaction_kwargs={"name": "blocking", **reset})
                 outcome["step"] = env.step({"content": how})
             except Exception as exc:
                 outcome["error"] = str(exc)
@@ -58,6 +61,66 @@ def test_timeout_breaks_a_blocking_step_and_the_others_go_on(tmp_path: Path) -> 
     finally:
         assert server.stop() == 0, server.output()
     assert "blocking_plugins.Blocking.generate_response blocked the event loop" in server.output()
+
+
+@pytest.mark.parametrize(
+    ("how", "where"),
+    [
+        ("slow result", "SlowResult.__iter__"),
+        ("slow message", "SlowMessage.__str__"),
+        ("slow del", "SlowDel.__del__"),
+        ("slow lookup", "SlowLookup.__getattribute__"),
+        ("class lookup", None),  # no longer read: the error is told, nothing blocks
+        ("local del", "SlowDel.__del__"),
+    ],
+)
+def test_a_block_in_what_a_step_returned_fails_that_step_alone(
+    tmp_path: Path, how: str, where: str | None
+) -> None:
+    """The runtime looked a step's method up before the plugin's call began, and unpacks
+    its result, reads its error message, and dropped what a reset's
+    ``start_interaction`` returned after the call ended: a block there
+    was broken at --timeout but charged to no call, so the step awaiting beside it timed
+    out ("generate_response timed out after 1 s") as if the time had been its own; the
+    blocking client's connection was closed with no word."""
+    server = start_server(tmp_path, CONFIG, "--timeout", "1")
+    try:
+        steps: list[Any] = []
+
+        def await_four_times() -> None:
+            with GenericEnvClient(base_url=server.url).sync() as env:
+                env.reset(interaction_kwargs={"name": "blocking"})
+                try:
+                    for _ in range(4):
+                        steps.append(env.step({"content": "await"}).observation)
+                except Exception as exc:
+                    steps.append(str(exc))
+
+        bystander = threading.Thread(target=await_four_times, daemon=True)
+        bystander.start()
+        time.sleep(0.3)  # its first step awaits
+        outcome: dict[str, Any] = {}
+        if how == "slow del":  # the reset's own call held the loop its whole --timeout: it
+            # may time out itself (the reset is then refused); the bystander must not
+            _block_in_thread(server, outcome, "await", slow_del=True).join(BLOCK_FOR)
+        elif how == "slow lookup":  # looking the method up, before the call, holds the loop
+            _block_in_thread(server, outcome, "x", name="lookup", arm=True).join(BLOCK_FOR)
+            assert "blocked the event loop" in outcome.get("error", ""), outcome
+        elif how in ("local del", "class lookup"):  # the plugin's own error is told
+            _block_in_thread(server, outcome, how).join(BLOCK_FOR)
+            assert "raised" in outcome.get("error", ""), outcome
+        else:
+            _block_in_thread(server, outcome, how).join(BLOCK_FOR)
+            assert "blocked the event loop" in outcome.get("error", ""), outcome
+        bystander.join(BLOCK_FOR)
+        assert len(steps) == 4 and all(isinstance(s, dict) for s in steps), steps
+        assert server.wait_sessions(0)["open"] == 0
+    finally:
+        assert server.stop() == 0, server.output()
+    if where is not None:
+        assert f"blocking_plugins.{where} blocked the event loop" in server.output()
+    else:
+        assert "blocked the event loop" not in server.output()
 
 
 def test_a_second_signal_stops_at_once_while_a_plugin_blocks(tmp_path: Path) -> None:
