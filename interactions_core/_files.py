@@ -25,6 +25,7 @@ from typing import IO, Any
 __all__ = [
     "MAX_LINE",
     "MAX_NESTING",
+    "MAX_VALUES",
     "as_text",
     "bounded_lines",
     "json_safe",
@@ -214,7 +215,14 @@ def line_too_long() -> str:
 MAX_NESTING = 100
 
 
-def json_safe(obj: Any, _inside: frozenset[int] = frozenset()) -> Any:
+#: How many values a value written to a line may hold, a part it shares counted each
+#: time it appears (as JSON writes it out): far more than a line the readers take (64
+#: MiB) can hold, so that a few lists sharing one another (``x = [x, x]``, forty times:
+#: 2**40 values from 41 lists) are refused before anything tries to write them.
+MAX_VALUES = 1 << 24
+
+
+def json_safe(obj: Any, *, text: bool = False) -> Any:
     """``obj`` as JSON can hold it, whatever a plugin put in it (its ``extra``, say).
 
     NaN and infinite floats become ``None``; an integer too long for ``str()``
@@ -222,30 +230,106 @@ def json_safe(obj: Any, _inside: frozenset[int] = frozenset()) -> Any:
     its text (:func:`as_text`); a list or mapping inside itself, ``"<cycle>"``, and
     one nested deeper than :data:`MAX_NESTING` levels, ``"<nested too deeply>"``,
     so the line stays readable by every reader of records; a mapping that cannot
-    be read, its text. Other values are left to the encoder's ``default=as_text``.
+    be read, its text. Other values are left to the encoder's ``default=as_text``,
+    or with ``text`` made text here: then the result is plain JSON data of the
+    built-in types (a ``str``, ``int`` or ``float`` subclass's value made plain),
+    and no method of the value's own (a ``__str__``, a mapping's ``items``, a
+    string's ``__len__``) runs later; more than :data:`MAX_LINE` characters of text
+    are then refused with ``ValueError``.
+
+    A part shared by several places is made once, and the result shares it too;
+    ``ValueError`` when the whole holds more than :data:`MAX_VALUES` values.
     """
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, int):
-        try:
-            int.__repr__(obj)  # what the encoder will call
-        except ValueError:
-            return f"<integer of {obj.bit_length():,} bits>"
-        return obj
-    if not isinstance(obj, (Mapping, list, tuple)):
-        return obj
-    if id(obj) in _inside:
-        return "<cycle>"
-    if len(_inside) >= MAX_NESTING:
-        return "<nested too deeply>"
-    inside = _inside | {id(obj)}
-    if not isinstance(obj, Mapping):
-        return [json_safe(v, inside) for v in obj]
-    try:
-        items = list(dict.items(obj) if isinstance(obj, dict) else obj.items())
-    except Exception:
-        return as_text(obj)
-    return {k if isinstance(k, str) else as_text(k): json_safe(v, inside) for k, v in items}
+    return _Walk(text).value(obj, frozenset())
+
+
+class _Walk:
+    """One :func:`json_safe`: what it made of each list and mapping (by id, the object
+    kept alive with it so that no id is reused), and how many values it has counted."""
+
+    __slots__ = ("chars", "made", "text", "values")
+
+    def __init__(self, text: bool) -> None:
+        self.text = text
+        self.chars = 0
+        # id -> (obj, made, values, depth, characters)
+        self.made: dict[int, tuple[Any, Any, int, int, int]] = {}
+        self.values = 0
+
+    def key(self, key: Any) -> str:
+        text = key if type(key) is str else str.__str__(key) if isinstance(key, str) else None
+        if text is None:
+            text = as_text(key)
+        self.count_text(len(text))
+        return text  # type: ignore[no-any-return]
+
+    def count_text(self, chars: int) -> None:
+        """Count ``chars`` characters of text; with ``text``, refuse more than a line holds
+        (one long string repeated a thousand times takes little memory until written)."""
+        self.chars += chars
+        if self.chars > MAX_LINE and self.text:
+            raise ValueError(
+                f"it would take over {MAX_LINE >> 20} MiB of text written out (a part it "
+                "shares counted each time it appears), more than a line can hold"
+            )
+
+    def count(self, values: int) -> None:
+        self.values += values
+        if self.values > MAX_VALUES:
+            raise ValueError(
+                f"it holds over {MAX_VALUES:,} values (a part it shares counted each time "
+                "it appears), more than a line can"
+            )
+
+    def value(self, obj: Any, inside: frozenset[int]) -> Any:
+        self.count(1)
+        if isinstance(obj, float):
+            if self.text:
+                self.count_text(24)  # its longest printed form
+            if not math.isfinite(obj):
+                return None
+            return float.__float__(obj) if self.text else obj  # a subclass's: a plain float
+        if isinstance(obj, int):
+            try:
+                int.__repr__(obj)  # what the encoder will call
+            except ValueError:
+                return f"<integer of {obj.bit_length():,} bits>"
+            if self.text:
+                self.count_text(obj.bit_length() // 3 + 2)  # about its digits
+                if type(obj) is not int and type(obj) is not bool:
+                    return int.__int__(obj)
+            return obj
+        if isinstance(obj, str):
+            self.count_text(str.__len__(obj))
+            return str.__str__(obj) if self.text else obj
+        if not isinstance(obj, (Mapping, list, tuple)):
+            if not self.text:
+                return obj
+            self.count_text(5)
+            return None if obj is None else as_text(obj)
+        key = id(obj)
+        if key in inside:
+            return "<cycle>"
+        made = self.made.get(key)
+        if made is not None and made[3] >= len(inside):  # no deeper than where it was made
+            self.count(made[2])
+            self.count_text(made[4])
+            return made[1]
+        if len(inside) >= MAX_NESTING:
+            return "<nested too deeply>"
+        start, chars = self.values, self.chars
+        inside = inside | {key}
+        result: Any
+        if not isinstance(obj, Mapping):
+            result = [self.value(v, inside) for v in obj]
+        else:
+            try:
+                items = list(dict.items(obj) if isinstance(obj, dict) else obj.items())
+            except Exception:
+                return as_text(obj)
+            result = {self.key(k): self.value(v, inside) for k, v in items}
+        self.made[key] = (obj, result, self.values - start, len(inside) - 1, self.chars - chars)
+        return result
 
 
 def as_text(obj: Any) -> str:

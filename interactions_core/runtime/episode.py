@@ -35,6 +35,7 @@ limits, the observers and the record.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import itertools
 import json
@@ -52,6 +53,7 @@ from .record import EpisodeRecord
 from .session import Session, SessionTracker, call_error, stops_the_run
 from .stats import PASS_SCORE
 from .step import CANCELLED, ERROR, EXHAUSTED, SINGLE_TURN, conclude_turn, copy_messages
+from .watchdog import watching
 
 __all__ = [
     "PARTIAL_RECORD",
@@ -273,6 +275,13 @@ class EpisodeLoop:
         session: Session | None = None
         state: Any = _NO_STATE
         error: BaseException | None = None
+        # The policy's reply, and plugin code the runtime runs between calls, lie outside
+        # every bounded call: a block there is the episode's, timed as one, and charged
+        # to it, so that the calls awaiting beside it are not charged its time (Session).
+        watch = watching(asyncio.get_running_loop())
+        if watch is not None:
+            me = inspect.currentframe()
+            watch.begin_call(me)
         try:
             if sample.__class__ is not dict and not isinstance(sample, Mapping):
                 raise SampleError(f"a sample must be a mapping, not {type(sample).__name__}")
@@ -308,12 +317,17 @@ class EpisodeLoop:
                 raise
             error = self._failed(record, session, exc)
         finally:
-            # Finalized here rather than in a coroutine of its own: one call less per episode.
-            if session is not None:
-                problem = await session.finalize()
-                if problem is not None:
-                    error = self._finalize_failed(record, problem, error)
-            self._close(record, session, state, error)
+            try:
+                # Finalized here rather than in a coroutine of its own: one call less per
+                # episode.
+                if session is not None:
+                    problem = await session.finalize()
+                    if problem is not None:
+                        error = self._finalize_failed(record, problem, error)
+                self._close(record, session, state, error)
+            finally:
+                if watch is not None:  # (a frame's id may be another's once it is gone)
+                    watch.end_call(me)
         return record
 
     async def _single_turn(self, record: EpisodeRecord, state: Any) -> None:

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .._classes import fault_location
+from .._files import json_safe
 from .._spec import PluginSpec, hookimpl
 from .records import LineWriter
 from .session import stops_the_run
@@ -137,7 +138,9 @@ def _turn(turn: int, messages: list[dict[str, Any]], result: Any) -> dict[str, A
         "should_terminate": result.should_terminate,
         "content": result.content,
         "score": result.score,
-        "extra": dict(result.extra) if result.extra else {},
+        # plain JSON data here, in the episode (see EpisodeRecord.keep_plain): a part the
+        # extra shares many times over is refused rather than written out in full
+        "extra": json_safe(result.extra, text=True) if result.extra else {},
     }
 
 

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._classes import fault_location
-from ..errors import InteractionCallError
+from .._files import MAX_NESTING, json_safe
+from ..errors import InteractionCallError, exception_kind, exception_text
 from .step import END_REASONS, ERROR
 
 __all__ = [
@@ -33,6 +34,16 @@ WALL_OFFSET = time.time() - time.perf_counter()
 
 _NO_ERRORS: list[dict[str, Any]] = []  # shared and never appended to
 
+#: The fields that can hold a plugin's or the policy's own objects: (field, where, what,
+#: what is kept when it cannot be written).
+_PLUGIN_VALUES: tuple[tuple[str, str, str, Any], ...] = (
+    ("messages", "messages", "the conversation", []),
+    ("extras", "extras", "a turn's extra", None),
+    ("usage", "policy.usage", "the policy's usage", None),
+    ("sample_id", "sample", "the sample's id", None),
+)
+
+
 #: The keys of an ``--output`` record, in the order they are written.
 RECORD_FIELDS = (
     "index",
@@ -51,6 +62,77 @@ RECORD_FIELDS = (
     "usage",
     "messages",
 )
+
+
+#: Text a record's values may repeat (the same string or long integer at many places)
+#: and still count as plain data: past it they go through ``json_safe``, which refuses
+#: more than a line holds, rather than to the writer, which would build it all first.
+_AGAIN = 1 << 20
+
+
+def _plain(obj: Any, seen: set[int], again: list[int], depth: int = 0) -> bool:
+    """Whether ``obj`` is JSON data of the exact built-in types (``type``, which a class
+    cannot fake), no list or mapping in it twice, under :data:`_AGAIN` of text repeated,
+    no integer too long to print: no code of a plugin's runs to write, draw or count it,
+    and it is written about as large as it looks. ``seen``: the ids of the lists,
+    mappings, long strings and long integers met so far; ``again``: the characters of
+    long text met again, and of short strings, numbers and constants in all (each at
+    its longest printed form), past 16 MiB of which the value goes to ``json_safe``."""
+    kind = type(obj)
+    if kind is str:
+        return _text(obj, seen, again)
+    if kind is float or kind is bool or obj is None:  # counted at their longest form
+        again[1] += 24 if kind is float else 5
+        return again[1] <= 16 * _AGAIN
+    if kind is int:
+        bits = obj.bit_length()
+        if bits <= 64:
+            again[1] += 20
+            return again[1] <= 16 * _AGAIN
+        if bits >= 13_000 or id(obj) in seen:  # (str() allows 4,300 digits)
+            again[0] += bits // 3
+            return bits < 13_000 and again[0] <= _AGAIN
+        seen.add(id(obj))
+        return True
+    if depth >= MAX_NESTING or id(obj) in seen:
+        return False
+    if kind is list:
+        seen.add(id(obj))
+        for value in obj:  # noqa: SIM110 - a loop, not all(): this runs for every record
+            if not _plain(value, seen, again, depth + 1):
+                return False
+        return True
+    if kind is dict:
+        seen.add(id(obj))
+        for key, value in obj.items():
+            if type(key) is not str:
+                return False
+            if len(key) < 32:  # a short key (nearly every key), as _text counts it
+                again[1] += len(key)
+            elif not _text(key, seen, again):
+                return False
+            value_kind = type(value)
+            if value_kind is str and len(value) < 32:  # (the same, without the calls)
+                again[1] += len(value)
+            elif not _plain(value, seen, again, depth + 1):
+                return False
+        return again[1] <= 16 * _AGAIN
+    return False
+
+
+def _text(text: str, seen: set[int], again: list[int]) -> bool:
+    """The share of :func:`_plain` for one string, a value or a key: a short one counts
+    each time (a short word a million times is a large line too), a long one each time
+    it is met again."""
+    size = len(text)
+    if size < 32:
+        again[1] += size
+        return again[1] <= 16 * _AGAIN
+    if id(text) in seen:
+        again[0] += size
+        return again[0] <= _AGAIN
+    seen.add(id(text))
+    return True
 
 
 class EpisodeRecord:
@@ -102,25 +184,22 @@ class EpisodeRecord:
         """True when the episode ran without any error."""
         return not self.errors
 
-    def add_error(
-        self,
-        where: str,
-        exc: BaseException,
-    ) -> None:
-        """Record ``exc``, raised in ``where`` (a lifecycle method, ``policy.reply``, ...)."""
+    def add_error(self, where: str, exc: BaseException, about: str = "") -> None:
+        """Record ``exc``, raised in ``where`` (a lifecycle method, ``policy.reply``, ...);
+        ``about`` begins its message, saying what the runtime was doing."""
         entry: dict[str, Any] = {
             "where": where,
             "interaction": self.interaction,
             "instance_id": self.instance_id,
-            "type": exc.__class__.__name__,
-            "message": str(exc),
+            "type": exception_kind(exc),
+            "message": _cut_text(about + exception_text(exc), MAX_MESSAGE),
         }
         cause = exc
         if isinstance(exc, InteractionCallError):
             entry["where"] = exc.method
             if exc.__cause__ is not None:
                 cause = exc.__cause__
-                entry["type"] = cause.__class__.__name__
+                entry["type"] = exception_kind(cause)
         entry.update(fault_location(cause))
         if self.errors is _NO_ERRORS:
             self.errors = []
@@ -131,6 +210,32 @@ class EpisodeRecord:
         if self.extras is None:
             self.extras = [{} for _ in range(len(self.scores) - 1)]
         self.extras.append(extra)
+
+    def keep_plain(self) -> None:
+        """Make what a plugin or the policy may have put in the record plain JSON data.
+
+        The conversation (the policy, an ``on_turn`` hook may add to it), the turns'
+        ``extra``, the policy's usage, the sample's id: objects whose methods (a
+        ``__str__``, a mapping's ``items``) would otherwise run in the records
+        writer, the report and the summary, where a slow one held and a raising one
+        stopped every episode's records. They run here, once, and a failure of any
+        class (a ``GeneratorExit``, the watchdog's break of a slow one, a value too
+        large to write) is this episode's error, its field dropped. Data of the
+        exact built-in types with no shared parts, the common case, is left as is.
+        """
+        seen: set[int] = set()  # one for the record: a value two fields share counts too
+        again = [0, 0]
+        for name, where, what, empty in _PLUGIN_VALUES:
+            value = getattr(self, name)
+            if _plain(value, seen, again):
+                continue
+            try:
+                setattr(self, name, json_safe(value, text=True))
+            except BaseException as exc:  # any class: it costs this episode only
+                setattr(self, name, empty)
+                self.add_error(where, exc, f"{what} cannot be written as JSON, dropped: ")
+                self.end_reason = ERROR
+                self.final_score = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSONL record: :data:`RECORD_FIELDS` in order, ``started_at`` in epoch seconds.
@@ -169,6 +274,22 @@ class EpisodeRecord:
 
 #: The most assistant (or user) turns a record may claim; more is a damaged record.
 MAX_TURNS = 100_000
+
+#: The most characters of an error's message a record keeps (and the ``--json``
+#: summary, which shows records' errors): the line must stay one its readers take.
+MAX_MESSAGE = 10_000
+
+#: The most errors a record cut to fit its line keeps (with a note of the rest).
+_ERRORS_KEPT = 20
+
+
+def _cut_text(text: str, most: int) -> str:
+    """``text`` with at most ``most`` characters, noting what was left out."""
+    if len(text) <= most:
+        return text
+    return f"{text[:most]} [... {len(text) - most:,} more characters]"
+
+
 #: The largest ``index`` and ``repeat`` a record may hold.
 _KEYS = 1 << 62
 _NUMBERS = (int, float)
@@ -323,9 +444,11 @@ def shorten_record(record: Mapping[str, Any], limit: int) -> dict[str, Any]:
 
     A conversation can outgrow the line bound of ``--resume`` and ``interactions
     report`` (40 MB of feedback a turn, a prompt near the bound): its texts are
-    cut, each with a note of what was left out, and ``extras`` are dropped. The
-    counters (turns, scores, end reason, errors) are kept whole, so the run and
-    every reader of its records still agree on what happened.
+    cut, each with a note of what was left out, and ``extras`` are dropped; an id
+    of megabytes is cut too, and a great many errors (or very long ones) are cut to
+    the first 20, each field bounded. The counters (turns, scores, end reason,
+    whether it errored) are kept, so the run and every reader of its records still
+    agree on what happened.
     """
     import json
 
@@ -336,7 +459,25 @@ def shorten_record(record: Mapping[str, Any], limit: int) -> dict[str, Any]:
     if len(json.dumps(short, default=str)) > limit // 2:  # a great many messages
         note = f"[{len(messages):,} messages left out: the record would not fit a line]"
         short["messages"] = [{"role": "system", "content": note}]
+    # What else a line can outgrow: an id of megabytes, a great many errors.
+    if isinstance(short.get("sample_id"), str):
+        short["sample_id"] = _cut_text(short["sample_id"], limit // 16)
+    errors = short.get("errors")
+    if isinstance(errors, list) and len(json.dumps(errors, default=str)) > limit // 4:
+        kept = [_cut_error(error, limit // (8 * _ERRORS_KEPT)) for error in errors[:_ERRORS_KEPT]]
+        if len(errors) > _ERRORS_KEPT:
+            kept.append({"message": f"[{len(errors) - _ERRORS_KEPT:,} more errors left out]"})
+        short["errors"] = kept
+    if len(json.dumps(short, default=str)) > limit // 2:  # a policy's usage of megabytes
+        short.pop("usage", None)
     return short
+
+
+def _cut_error(error: Any, most: int) -> Any:
+    """An entry of a record's ``errors`` with each text at most ``most`` characters."""
+    if not isinstance(error, Mapping):
+        return _cut_text(str(error), most)
+    return {k: _cut_text(v, most) if isinstance(v, str) else v for k, v in error.items()}
 
 
 def _cut(message: Any, most: int) -> Any:

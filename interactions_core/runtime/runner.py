@@ -34,6 +34,8 @@ are cancelled and finalize their sessions) and is re-raised.
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import itertools
 import time
 from collections.abc import Awaitable, Callable, Container, Iterable, Iterator, Mapping
@@ -45,6 +47,7 @@ from .record import EpisodeRecord
 from .session import SessionTracker
 from .stats import PromptGroups
 from .summary import RunSummary
+from .watchdog import LoopWatchdog, watching
 
 __all__ = ["Item", "RunSummary", "Runner", "Workers", "new_summary", "recorder", "run_episodes"]
 
@@ -200,13 +203,13 @@ def new_summary(options: RunOptions, keep_records: bool = False) -> RunSummary:
 def recorder(
     summary: RunSummary, on_record: Callable[[EpisodeRecord], Any] | None = None
 ) -> Callable[[EpisodeRecord], None]:
-    """What happens to each finished record: counted, kept if asked, handed to ``on_record``."""
+    """What happens to each finished record: made plain data (``keep_plain``), counted,
+    kept if asked, handed to ``on_record``."""
     count = summary.add
     records = summary.records
-    if records is None and on_record is None:
-        return count
 
     def done(record: EpisodeRecord) -> None:
+        record.keep_plain()
         count(record)
         if records is not None:
             records.append(record)
@@ -214,6 +217,18 @@ def recorder(
             on_record(record)
 
     return done
+
+
+def _tracked(watch: LoopWatchdog, done: Callable[[EpisodeRecord], None], record: Any) -> None:
+    """``done(record)``, timed by ``watch`` as a call of its own: plugin code it runs one
+    piece at a time (a value of the record's made text) is one block, named, broken and
+    charged to it, not to the calls awaiting beside it."""
+    frame = inspect.currentframe()
+    watch.begin_call(frame)
+    try:
+        done(record)
+    finally:
+        watch.end_call(frame)
 
 
 def _numbered(samples: Iterable[Mapping[str, Any]], repeat: int) -> Iterator[Item]:
@@ -325,6 +340,9 @@ class Workers:
         self._spares -= 1
         skip = self._skip
         play, done, stopping = self._play, self._done, self._stopping
+        watch = watching(asyncio.get_running_loop())
+        if watch is not None:  # a record's plugin objects are made plain data in done
+            done = functools.partial(_tracked, watch, done)
         while not stopping():
             try:
                 index, repeat, sample = next(items)
@@ -355,7 +373,9 @@ class Workers:
                 record = self._lost(exc, index, repeat)
             try:
                 done(record)
-            except Exception as exc:
+            except BaseException as exc:  # a sink's fault, of any class, stops the run, told
+                if stopping() or isinstance(exc, KeyboardInterrupt):
+                    raise
                 self._fail(exc)
                 return
 
