@@ -34,7 +34,14 @@ def _kept(exc: BaseException, key: str) -> str | None:
         kept = object.__getattribute__(exc, "__dict__").get(key)
     except Exception:
         return None
-    return kept if kept.__class__ is str else None
+    return kept if type(kept) is str else None
+
+
+def _plain(text: str) -> str:
+    """``text`` as an exact ``str``: a ``__str__`` may return a subclass, whose own methods
+    (``__format__``, ``__len__``, ...) would run wherever the message is used later, outside
+    the call that raised. Copied by ``str``'s own method, which runs none of them."""
+    return text if type(text) is str else str.__str__(text)
 
 
 def exception_kind(exc: BaseException) -> str:
@@ -44,7 +51,7 @@ def exception_kind(exc: BaseException) -> str:
     if kept is not None:
         return kept
     try:
-        return str(type(exc).__name__)
+        return _plain(str(type(exc).__name__))
     except Exception:
         return "?"
 
@@ -57,7 +64,7 @@ def exception_text(exc: BaseException) -> str:
     if kept is not None:
         return kept
     try:
-        return str(exc)
+        return _plain(str(exc))
     except Exception as inner:
         return f"<no message: its __str__ raised {inner.__class__.__name__}>"
 

@@ -35,7 +35,6 @@ limits, the observers and the record.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import itertools
 import json
@@ -53,7 +52,7 @@ from .record import EpisodeRecord
 from .session import Session, SessionTracker, call_error, stops_the_run
 from .stats import PASS_SCORE
 from .step import CANCELLED, ERROR, EXHAUSTED, SINGLE_TURN, conclude_turn, copy_messages
-from .watchdog import watching
+from .watchdog import tracked
 
 __all__ = [
     "PARTIAL_RECORD",
@@ -278,46 +277,42 @@ class EpisodeLoop:
         # The policy's reply, and plugin code the runtime runs between calls, lie outside
         # every bounded call: a block there is the episode's, timed as one, and charged
         # to it, so that the calls awaiting beside it are not charged its time (Session).
-        watch = watching(asyncio.get_running_loop())
-        if watch is not None:
-            me = inspect.currentframe()
-            watch.begin_call(me)
-        try:
-            if sample.__class__ is not dict and not isinstance(sample, Mapping):
-                raise SampleError(f"a sample must be a mapping, not {type(sample).__name__}")
-            record.sample_id = sample_id_of(sample, index)
-            record.messages = prompt_of(sample)
-            routed = self.route(sample)
-            record.stage = "policy.start"
-            start = self._start
-            if start is None:
-                state = None
-            elif repeat and self._start_takes_repeat:
-                state = start(sample, repeat=repeat)
-            else:
-                state = start(sample)
-            if routed is None:
-                await self._single_turn(record, state)
-            else:
-                record.interaction, interaction, kwargs = routed
-                session = Session(  # by position: see Session
-                    interaction,
-                    record.interaction,
-                    self.new_instance_id(),
-                    self.timeout,
-                    self.tracker,
-                    self.stopping,
-                )
-                await self._play(record, session, state, kwargs)
-        except BaseException as exc:
-            if stops_the_run(exc, self.stopping):
-                record.end_reason = CANCELLED
-                record.add_error(record.stage, RuntimeError("the episode was cancelled"))
-                setattr(exc, PARTIAL_RECORD, record)  # the runner may keep it: see there
-                raise
-            error = self._failed(record, session, exc)
-        finally:
+        with tracked(inspect.currentframe()):
             try:
+                if sample.__class__ is not dict and not isinstance(sample, Mapping):
+                    raise SampleError(f"a sample must be a mapping, not {type(sample).__name__}")
+                record.sample_id = sample_id_of(sample, index)
+                record.messages = prompt_of(sample)
+                routed = self.route(sample)
+                record.stage = "policy.start"
+                start = self._start
+                if start is None:
+                    state = None
+                elif repeat and self._start_takes_repeat:
+                    state = start(sample, repeat=repeat)
+                else:
+                    state = start(sample)
+                if routed is None:
+                    await self._single_turn(record, state)
+                else:
+                    record.interaction, interaction, kwargs = routed
+                    session = Session(  # by position: see Session
+                        interaction,
+                        record.interaction,
+                        self.new_instance_id(),
+                        self.timeout,
+                        self.tracker,
+                        self.stopping,
+                    )
+                    await self._play(record, session, state, kwargs)
+            except BaseException as exc:
+                if stops_the_run(exc, self.stopping):
+                    record.end_reason = CANCELLED
+                    record.add_error(record.stage, RuntimeError("the episode was cancelled"))
+                    setattr(exc, PARTIAL_RECORD, record)  # the runner may keep it: see there
+                    raise
+                error = self._failed(record, session, exc)
+            finally:
                 # Finalized here rather than in a coroutine of its own: one call less per
                 # episode.
                 if session is not None:
@@ -325,9 +320,6 @@ class EpisodeLoop:
                     if problem is not None:
                         error = self._finalize_failed(record, problem, error)
                 self._close(record, session, state, error)
-            finally:
-                if watch is not None:  # (a frame's id may be another's once it is gone)
-                    watch.end_call(me)
         return record
 
     async def _single_turn(self, record: EpisodeRecord, state: Any) -> None:

@@ -47,7 +47,7 @@ from .record import EpisodeRecord
 from .session import SessionTracker
 from .stats import PromptGroups
 from .summary import RunSummary
-from .watchdog import LoopWatchdog, watching
+from .watchdog import tracked, watching
 
 __all__ = ["Item", "RunSummary", "Runner", "Workers", "new_summary", "recorder", "run_episodes"]
 
@@ -219,16 +219,12 @@ def recorder(
     return done
 
 
-def _tracked(watch: LoopWatchdog, done: Callable[[EpisodeRecord], None], record: Any) -> None:
+def _tracked(done: Callable[[EpisodeRecord], None], record: Any) -> None:
     """``done(record)``, timed by ``watch`` as a call of its own: plugin code it runs one
     piece at a time (a value of the record's made text) is one block, named, broken and
     charged to it, not to the calls awaiting beside it."""
-    frame = inspect.currentframe()
-    watch.begin_call(frame)
-    try:
+    with tracked(inspect.currentframe()):
         done(record)
-    finally:
-        watch.end_call(frame)
 
 
 def _numbered(samples: Iterable[Mapping[str, Any]], repeat: int) -> Iterator[Item]:
@@ -340,9 +336,8 @@ class Workers:
         self._spares -= 1
         skip = self._skip
         play, done, stopping = self._play, self._done, self._stopping
-        watch = watching(asyncio.get_running_loop())
-        if watch is not None:  # a record's plugin objects are made plain data in done
-            done = functools.partial(_tracked, watch, done)
+        if watching(asyncio.get_running_loop()) is not None:
+            done = functools.partial(_tracked, done)  # a record's objects made plain data
         while not stopping():
             try:
                 index, repeat, sample = next(items)

@@ -138,9 +138,18 @@ async def _bounded(
         finally:
             timer[0].cancel()
             watch.end_call(frame)
+            # The frame holds itself through this local: left so, it would keep what the
+            # call made (the plugin's copy of the conversation, in ``make``) until the
+            # collector runs, and the collector runs inside some other call.
+            del frame
     if loop.time() > deadline():
         raise asyncio.TimeoutError
     return result
+
+
+def _none(returned: Any) -> None:
+    """What ``finalize_interaction`` returned, dropped while the call is timed: its
+    ``__del__`` is the plugin's code."""
 
 
 def _plain_id(returned: Any) -> str | type:
@@ -434,7 +443,7 @@ class Session:
                 await self._by_id("finalize_interaction", _NO_KWARGS)
             else:
                 await _bounded(
-                    lambda: self._by_id("finalize_interaction", _NO_KWARGS), self.timeout, None
+                    lambda: self._by_id("finalize_interaction", _NO_KWARGS), self.timeout, _none
                 )
         except BaseException as exc:
             ended = not stops_the_run(exc, self.stopping)

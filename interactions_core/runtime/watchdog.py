@@ -24,14 +24,16 @@ it is still reported.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["BLOCKING_ADVICE", "Call", "LoopBlocked", "LoopWatchdog", "watching"]
+__all__ = ["BLOCKING_ADVICE", "Call", "LoopBlocked", "LoopWatchdog", "tracked", "watching"]
 
 #: What to tell the author of a plugin that blocks the loop.
 BLOCKING_ADVICE = (
@@ -113,6 +115,34 @@ _SERVER = frozenset(
 )
 
 
+@contextlib.contextmanager
+def tracked(frame: Any) -> Iterator[None]:
+    """Time the code that runs in ``frame`` (the caller's own, ``inspect.currentframe()``,
+    passed straight in) as one call of the running loop's watchdog, if one watches.
+
+    For what the runtime runs between plugin calls on an episode's behalf (the
+    policy's reply, hooks, a record written out, a served step's bookkeeping): a
+    block there is that episode's, named and broken as a call's are, and the
+    calls awaiting beside it are not charged its time. The frame is held here, not
+    in a local of the caller's, which would make it hold itself until the collector
+    runs, and with it every object of the episode.
+    """
+    import asyncio
+
+    try:
+        watch = watching(asyncio.get_running_loop())
+    except RuntimeError:  # no loop running: nothing watches
+        watch = None
+    if watch is None:
+        yield
+        return
+    watch.begin_call(frame)
+    try:
+        yield
+    finally:  # (a frame's id may be another's once it is gone)
+        watch.end_call(frame)
+
+
 def _name(frame: Any) -> str:
     code = frame.f_code
     module = frame.f_globals.get("__name__", "?")
@@ -176,6 +206,34 @@ def _blocker(frame: Any, calls: Mapping[int, Call]) -> tuple[Any, Any]:
     return server, server
 
 
+def _finalizer(frame: Any) -> tuple[Any, Any]:
+    """``(key, named)`` of a block while Python's collector runs in the loop's thread: the
+    innermost frame that is neither the runtime's, the standard library's nor the
+    server's (a plugin object's ``__del__``) is both; failing one, the innermost frame
+    keys it and nothing names it.
+
+    The collector frees a plugin's reference cycles wherever an allocation happens
+    to start it, often inside another episode's call: what their ``__del__`` holds
+    is no call's, so it is charged to none (see ``LoopWatchdog._watch``).
+    """
+    innermost = frame
+    while frame is not None:
+        top = frame.f_globals.get("__name__", "?").partition(".")[0]
+        if top not in _RUNTIME and top not in _STDLIB and top not in _SERVER:
+            return frame, frame
+        frame = frame.f_back
+    return innermost, None
+
+
+#: The thread running Python's garbage collector, while it runs (see _collecting).
+_COLLECTOR: list[int | None] = [None]
+
+
+def _collecting(phase: str, info: Mapping[str, Any]) -> None:
+    """A ``gc.callbacks`` entry: note which thread collects, from start to stop."""
+    _COLLECTOR[0] = threading.get_ident() if phase == "start" else None
+
+
 def _inside(frame: Any, held: Any) -> bool:
     """Whether ``held`` is on ``frame``'s stack: the block the signal was sent to break has
     not ended (and the loop's own code, which may run before the loop's next turn is
@@ -234,6 +292,8 @@ class LoopWatchdog:
         self._calls: dict[int, Call] = {}
         #: The block in progress, seen from the thread: ``(call, since)``.
         self._block: tuple[Call, float] | None = None
+        #: What a block while the collector runs is charged to: no call (see _finalizer).
+        self._nobody = Call()
 
     def start(self) -> LoopWatchdog:
         self._beat = time.monotonic()
@@ -249,12 +309,16 @@ class LoopWatchdog:
             target=self._watch, name="interactions-watchdog", daemon=True
         )
         self._thread.start()
+        if not _WATCHING:
+            gc.callbacks.append(_collecting)
         _WATCHING.append(self)
         return self
 
     def stop(self) -> None:
         if self in _WATCHING:
             _WATCHING.remove(self)
+            if not _WATCHING and _collecting in gc.callbacks:
+                gc.callbacks.remove(_collecting)
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
@@ -343,7 +407,9 @@ class LoopWatchdog:
                 self._held, self._current, self._sent, self._fresh = None, None, False, True
                 self._named = None
                 continue
-            frame, named = _blocker(sys._current_frames().get(self._main), self._calls)
+            stack = sys._current_frames().get(self._main)
+            collecting = _COLLECTOR[0] == self._main
+            frame, named = _finalizer(stack) if collecting else _blocker(stack, self._calls)
             if (
                 named is not None
                 and frame is not None
@@ -363,7 +429,7 @@ class LoopWatchdog:
                 continue
             held = now - self._held_since
             if self._block is None and self._calls:  # one call held it twice in a row
-                call = self._call_of(frame)
+                call = self._nobody if collecting else self._call_of(frame)
                 if call is not None:
                     with self._lock:
                         self._block = (call, self._held_since)

@@ -565,6 +565,7 @@ def run(
         # The drain has waited for the steps already: what is left is cancelled soon after.
         timeout_graceful_shutdown=GRACE_AFTER_DRAIN,
         proxy_headers=False,  # the gate keys each connection by its own peer, not XFF
+        loop="asyncio",  # the loop _serve makes: asyncio's own
     )
     server = uvicorn.Server(config)
     front.forced = lambda: bool(server.force_exit)
@@ -576,6 +577,76 @@ def run(
     app.router.on_startup.append(watch.start)
     app.router.on_shutdown.insert(0, watch.stop)
     try:
-        server.run(sockets=[sock])
+        _serve(server, sock, lambda: drain.signals is not None)
     finally:
         sock.close()
+
+
+def _serve(server: Any, sock: socket.socket, ours: Callable[[], bool]) -> None:
+    """``server.serve()`` on an asyncio loop of its own, as ``uvicorn.Server.run`` runs it,
+    except that the server outlives a stop raised by plugin code outside any call.
+
+    asyncio lets ``SystemExit`` and ``KeyboardInterrupt`` raised in a task or a
+    callback leave the loop (a plugin's upload task calling ``sys.exit``, a
+    library raising ``KeyboardInterrupt`` in a timer): that ended the server with
+    every client's episode and a page of tracebacks. A call's are its episode's
+    error already (``Session``). Once the server's own stop-signal handlers are in
+    (``ours()``), no signal raises either, so one that leaves the loop is plugin
+    code's: it is told in one line and the loop runs on, the task that raised it
+    ended and the rest untouched. The loop is asyncio's own (uvicorn's ``loop=
+    "asyncio"``): the watchdog reads its frames.
+    """
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        main = loop.create_task(server.serve(sockets=[sock]))
+        while True:
+            try:
+                loop.run_until_complete(main)
+                return
+            except (SystemExit, KeyboardInterrupt) as exc:
+                if main.done() or not ours():
+                    raise
+                log.error(
+                    "plugin code raised %s in a task or callback of its own, outside any "
+                    "call (%s); ignored: the server goes on. A plugin must not end the "
+                    "process that serves it",
+                    _stop_told(exc),
+                    _raised_at(exc),
+                )
+    finally:
+        try:
+            _cancel_the_rest(loop)
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+
+
+def _stop_told(exc: BaseException) -> str:
+    """``SystemExit(3)``: a stop's class and arguments, cut to a line."""
+    args = ", ".join(map(repr, exc.args))
+    return f"{type(exc).__name__}({args if len(args) <= 60 else args[:57] + '...'})"
+
+
+def _raised_at(exc: BaseException) -> str:
+    """``file:line`` where ``exc`` was raised: its traceback's innermost entry."""
+    tb = exc.__traceback__
+    if tb is None:
+        return "where is unknown"
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"raised at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
+
+
+def _cancel_the_rest(loop: asyncio.AbstractEventLoop) -> None:
+    """What ``asyncio.run`` does on its way out: cancel the tasks left, let them end, close
+    the async generators and the default executor."""
+    left = asyncio.all_tasks(loop)
+    for task in left:
+        task.cancel()
+    steps = [asyncio.gather(*left, return_exceptions=True)] if left else []
+    for step in [*steps, loop.shutdown_asyncgens(), loop.shutdown_default_executor()]:
+        try:
+            loop.run_until_complete(step)
+        except (Exception, SystemExit, KeyboardInterrupt):  # plugin code's, at the end: let go
+            pass

@@ -45,6 +45,7 @@ score (``final``), so a consumer summing step rewards gets ``calculate_score``.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -54,7 +55,7 @@ from ..errors import BadActionError, BadResetError, InteractionCallError, ServeE
 from ..runtime.datasets import MAX_NESTING, too_deep
 from ..runtime.session import Session
 from ..runtime.step import judge
-from ..runtime.watchdog import BLOCKING_ADVICE, LoopWatchdog
+from ..runtime.watchdog import BLOCKING_ADVICE, LoopWatchdog, tracked
 from .guard import PASSED_TOKEN
 from .hub import Hub
 
@@ -284,7 +285,8 @@ class ServedEpisode:
             self.final_score = None
             hub.busy += 1  # a drain waits for a start in flight as for a step
             try:
-                await session.start(**kwargs)
+                with tracked(inspect.currentframe()):  # as a step is (see there)
+                    await session.start(**kwargs)
             except BaseException as exc:
                 await self._close(session)
                 self.session = None
@@ -341,37 +343,50 @@ class ServedEpisode:
             self.turn += 1
             self.messages.append({"role": "assistant", "content": content})
             self.chars += len(content)
+            # In flight until its answer is ready, the finalize of a last turn included: a
+            # drain that stopped waiting before that closed the connection (1012) while
+            # the reward and the final score were still to be sent.
             hub.busy += 1
             try:
-                result, end = await judge(
-                    session,
-                    self.messages,
-                    self.turn,
-                    self.user_turns,
-                    hub.max_turns,
-                    hub.max_user_turns,
-                )
-                if end is not None:
-                    self.final_score = await session.score()
-            except BaseException as exc:
+                # What the runtime runs around the calls (the plugin's copy of the
+                # conversation dropped, a result made plain) is this step's: a block there
+                # is charged to it, not to the steps of other clients awaiting beside it.
+                with tracked(inspect.currentframe()):
+                    return await self._judged(session)
+            finally:
                 hub.busy -= 1
-                await self._close(session)
-                if isinstance(exc, InteractionCallError):
-                    log.warning("%s", exc)
-                    raise ServeError(
-                        f"{exc}. The episode is over and its session finalized; call reset to "
-                        "start another."
-                    ) from exc
-                raise
-            hub.busy -= 1
-            await self._bound_feedback(session, result.content, end is None)
+
+    async def _judged(self, session: Session) -> dict[str, Any]:
+        """The step's observation, once the interaction has judged the turn just appended."""
+        hub = self.hub
+        try:
+            result, end = await judge(
+                session,
+                self.messages,
+                self.turn,
+                self.user_turns,
+                hub.max_turns,
+                hub.max_user_turns,
+            )
             if end is not None:
-                self.done = True
-                await self._close(session)
-            else:
-                self.user_turns += 1  # the step appended the feedback
-                self.chars += len(result.content)
-            return self.observation(result.content, self._reward(result.score))
+                self.final_score = await session.score()
+        except BaseException as exc:
+            await self._close(session)
+            if isinstance(exc, InteractionCallError):
+                log.warning("%s", exc)
+                raise ServeError(
+                    f"{exc}. The episode is over and its session finalized; call reset to "
+                    "start another."
+                ) from exc
+            raise
+        await self._bound_feedback(session, result.content, end is None)
+        if end is not None:
+            self.done = True
+            await self._close(session)
+        else:
+            self.user_turns += 1  # the step appended the feedback
+            self.chars += len(result.content)
+        return self.observation(result.content, self._reward(result.score))
 
     def _no_room_for(self, content: str) -> str | None:
         """Why the conversation cannot take ``content`` (and the feedback after it), if so."""

@@ -557,7 +557,9 @@ def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
 
     When file descriptors run out (other open files, a low ``ulimit -n``) asyncio
     reports every failed accept with a traceback, thousands a second; one line
-    says the same. Every other error goes to the loop's default handler.
+    says the same. A plugin task's ``SystemExit`` or ``KeyboardInterrupt``, which
+    ``app._serve`` told already, is not told again when the task is dropped. Every
+    other error goes to the loop's default handler.
     """
     throttled = Throttled()
 
@@ -569,6 +571,8 @@ def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
                 context.get("exception"),
             )
             return
+        if isinstance(context.get("exception"), (SystemExit, KeyboardInterrupt)):
+            return  # a plugin's task that raised it: told once already (app._serve)
         loop.default_exception_handler(context)
 
     loop.set_exception_handler(handle)

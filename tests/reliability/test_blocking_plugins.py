@@ -308,3 +308,67 @@ def test_a_block_through_runtime_helpers_calling_plugin_code_back_is_one_block()
     runtime["busy"] = plugin["wrapper"]  # the runtime calls the plugin
     blocks = asyncio.run(runtime["main"](LoopWatchdog, 0.4))
     assert list(blocks) == ["acme_judge.helpers.wrapper"], blocks
+
+
+COLLECTED = """
+import asyncio
+import gc
+import time
+
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class SlowDel:
+    def __del__(self):
+        time.sleep(5)  # broken at the limit
+
+
+class Innocent(BaseInteraction):
+    async def generate_response(self, instance_id, messages, **kwargs):
+        await asyncio.sleep(0.1)
+        gc.collect()  # what an allocation may start anywhere: here, in this call
+        await asyncio.sleep(0.1)
+        return InteractionResult(False, "fine", 1.0)
+"""
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the break
+def test_a_plugin_cycle_freed_by_the_collector_inside_another_call_is_no_calls() -> None:
+    """Python's collector frees a plugin's reference cycles wherever an allocation starts
+    it, often inside another episode's call: the ``__del__`` of an object in such a cycle
+    was charged to that call, which was named, broken and timed out ("generate_response
+    timed out") for a block that was not its own. The block is named by the ``__del__``,
+    broken, and charged to no call."""
+    import asyncio
+    import gc
+
+    from interactions_core.runtime.session import Session
+    from interactions_core.runtime.watchdog import LoopWatchdog
+
+    namespace: dict[str, Any] = {"__name__": "acme_cycles"}
+    exec(compile(COLLECTED, "<acme_cycles>", "exec"), namespace)
+
+    async def main() -> tuple[Any, dict[str, Any]]:
+        watchdog = LoopWatchdog(asyncio.get_running_loop(), limit=1.0).start()
+        try:
+            garbage: dict[str, Any] = {"held": namespace["SlowDel"]()}
+            garbage["self"] = garbage  # another episode's plugin left this cycle behind
+            del garbage
+            session = Session(namespace["Innocent"](), "innocent", "s-1", timeout=1.0)
+            await session.start()
+            result = await session.respond([{"role": "user", "content": "hi"}])
+            await session.finalize()
+            return result, dict(watchdog.blocks)
+        finally:
+            watchdog.stop()
+
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()  # only the innocent call's own gc.collect() frees the cycle
+    try:
+        result, blocks = asyncio.run(main())
+    finally:
+        if was_enabled:
+            gc.enable()
+    assert result.content == "fine", result
+    assert list(blocks) == ["acme_cycles.SlowDel.__del__"], blocks

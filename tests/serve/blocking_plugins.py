@@ -35,6 +35,21 @@ class SlowDel:
         time.sleep(BLOCK_FOR)
 
 
+class SlowFormat(str):
+    """Text whose formatting holds the loop: what a plugin's ``__str__`` may return."""
+
+    def __format__(self, spec: str) -> str:
+        time.sleep(BLOCK_FOR)
+        return str.__str__(self)
+
+
+class FormatSlow(Exception):
+    """An error whose message, told at once, is a :class:`SlowFormat`."""
+
+    def __str__(self) -> str:
+        return SlowFormat("slow to format")
+
+
 class ClassLookup(Exception):
     """An error whose class is slow to tell (``isinstance`` falls back to ``__class__``)."""
 
@@ -49,7 +64,12 @@ class Blocking(BaseInteraction):
     ``"swallow"``: then it holds the loop for ever, swallowing whatever is raised; to
     ``"slow result"``: then it returns a :class:`SlowResult`; to ``"slow message"``: then
     it raises a :class:`SlowMessage`; to ``"class lookup"``, a :class:`ClassLookup`; to
-    ``"local del"``, an error while a local holds a :class:`SlowDel`; to ``"await"``:
+    ``"local del"``, an error while a local holds a :class:`SlowDel`; to ``"slow
+    format"``, a :class:`FormatSlow`; to ``"stash del"``, it leaves a :class:`SlowDel` in
+    its copy of the conversation; to ``"final del"``, it ends the episode and its
+    ``finalize_interaction`` returns a :class:`SlowDel`; to ``"exit task"`` and
+    ``"interrupt callback"``, a task or timer of its own raises ``SystemExit`` or
+    ``KeyboardInterrupt`` 0.2 s later; to ``"await"``:
     then it awaits 0.8 s, as a well-behaved judge does. A reset with ``slow_del``
     returns a :class:`SlowDel`."""
 
@@ -67,6 +87,26 @@ class Blocking(BaseInteraction):
             await asyncio.sleep(0.8)
         if messages[-1]["content"] == "slow message":
             raise SlowMessage()
+        if messages[-1]["content"] == "slow format":
+            raise FormatSlow()
+        if messages[-1]["content"] == "stash del":  # in its own copy of the conversation
+            messages.append({"role": "note", "content": "", "held": SlowDel()})
+        if messages[-1]["content"] == "exit task":  # a fire-and-forget upload failing so
+
+            async def upload() -> None:
+                await asyncio.sleep(0.2)
+                raise SystemExit(3)
+
+            self.task = asyncio.get_running_loop().create_task(upload())
+        if messages[-1]["content"] == "interrupt callback":
+
+            def interrupt() -> None:
+                raise KeyboardInterrupt("from a timer")
+
+            asyncio.get_running_loop().call_later(0.2, interrupt)
+        if messages[-1]["content"] == "final del":
+            self.final_del = instance_id
+            return InteractionResult(True, "bye", 1.0)
         if messages[-1]["content"] == "class lookup":
             raise ClassLookup("boom")
         if messages[-1]["content"] == "local del":
@@ -83,6 +123,11 @@ class Blocking(BaseInteraction):
                 except:  # noqa: E722 - the point of this step
                     pass
         return InteractionResult(False, "go on", 0.0)
+
+    async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> Any:
+        if getattr(self, "final_del", None) == instance_id:
+            return SlowDel()  # what the runtime drops: a result it never uses
+        return None
 
 
 class SlowLookup(BaseInteraction):

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +34,9 @@ interaction:
   - name: logged
     class_name: serve_plugins.Logged
     config: {log: "{events}", slow: 1.5}
+  - name: slow_release
+    class_name: serve_plugins.Logged
+    config: {log: "{events}", finalize_wait: 2}
 """
 MAX_SESSIONS = 3
 
@@ -322,6 +326,44 @@ def test_shared_token_and_max_turns(guarded: Server) -> None:
             0.25,
         )
     assert guarded.wait_sessions(0)["open"] == 0
+
+
+def test_sigterm_answers_a_last_turn_whose_finalize_is_still_running(tmp_path: Path) -> None:
+    """The step of a last turn is in flight until its session is finalized and its answer
+    is ready: the drain counted it done once judged, so a SIGTERM during a 2 s
+    ``finalize_interaction`` (releasing a sandbox) closed the connection (1012) and the
+    reward and the final score were never sent."""
+    import threading
+
+    running = start_server(tmp_path, CONFIG)
+    env = GenericEnvClient(base_url=running.url).sync()
+    outcome: list[object] = []
+    try:
+        env.reset(interaction_kwargs={"name": "slow_release", "ground_truth": "x"})
+        episode = env.state()["episode_id"]
+
+        def last_step() -> None:
+            try:
+                outcome.append(env.step({"content": "x"}))  # right: the episode ends
+            except Exception as exc:
+                outcome.append(exc)
+
+        worker = threading.Thread(target=last_step)
+        worker.start()
+        time.sleep(0.5)  # judged; the finalize is under way
+        assert running.stop(signal.SIGTERM) == 0, running.output()
+        worker.join(30)
+    finally:
+        try:
+            env.close()
+        except Exception:
+            pass
+    assert outcome and not isinstance(outcome[0], Exception), outcome
+    result: typing.Any = outcome[0]
+    assert result.done is True, result
+    assert result.observation["final_score"] == 0.25, result.observation
+    assert f"finalize {episode}" in running.event_lines()
+    assert "finishing 1 step(s) or start(s) in flight" in running.output(), running.output()
 
 
 def test_sigterm_drains_open_sessions_and_in_flight_steps(tmp_path: Path) -> None:

@@ -72,6 +72,9 @@ def test_timeout_breaks_a_blocking_step_and_the_others_go_on(tmp_path: Path) -> 
         ("slow lookup", "SlowLookup.__getattribute__"),
         ("class lookup", None),  # no longer read: the error is told, nothing blocks
         ("local del", "SlowDel.__del__"),
+        ("slow format", None),  # the message is kept as plain text: never formatted by it
+        ("stash del", "SlowDel.__del__"),
+        ("final del", "SlowDel.__del__"),
     ],
 )
 def test_a_block_in_what_a_step_returned_fails_that_step_alone(
@@ -82,7 +85,11 @@ def test_a_block_in_what_a_step_returned_fails_that_step_alone(
     ``start_interaction`` returned after the call ended: a block there
     was broken at --timeout but charged to no call, so the step awaiting beside it timed
     out ("generate_response timed out after 1 s") as if the time had been its own; the
-    blocking client's connection was closed with no word."""
+    blocking client's connection was closed with no word. An error message that is a
+    ``str`` subclass was formatted after the call, and what the runtime drops after a
+    call (the plugin's copy of the conversation, what ``finalize_interaction``
+    returned) waited in a reference cycle of the runtime's for the collector, which
+    ran inside another client's call."""
     server = start_server(tmp_path, CONFIG, "--timeout", "1")
     try:
         steps: list[Any] = []
@@ -106,7 +113,11 @@ def test_a_block_in_what_a_step_returned_fails_that_step_alone(
         elif how == "slow lookup":  # looking the method up, before the call, holds the loop
             _block_in_thread(server, outcome, "x", name="lookup", arm=True).join(BLOCK_FOR)
             assert "blocked the event loop" in outcome.get("error", ""), outcome
-        elif how in ("local del", "class lookup"):  # the plugin's own error is told
+        elif how in ("stash del", "final del"):  # dropped after the call: the step is
+            # answered, and the block is charged to it, not to the bystander
+            _block_in_thread(server, outcome, how).join(BLOCK_FOR)
+            assert "step" in outcome, outcome
+        elif how in ("local del", "class lookup", "slow format"):  # the error is told
             _block_in_thread(server, outcome, how).join(BLOCK_FOR)
             assert "raised" in outcome.get("error", ""), outcome
         else:
@@ -163,3 +174,46 @@ def test_a_plugin_that_swallows_the_break_is_told_and_a_second_signal_ends_the_s
     output = server.output()
     assert "Blocking.generate_response caught the exception that broke its block" in output
     assert "still running 5 s after the second stop signal" in output
+
+
+@pytest.mark.parametrize(
+    ("how", "told"),
+    [("exit task", "SystemExit(3)"), ("interrupt callback", "KeyboardInterrupt('from a timer')")],
+)
+def test_a_stop_raised_by_a_plugins_own_task_leaves_the_server_serving(
+    tmp_path: Path, how: str, told: str
+) -> None:
+    """asyncio lets SystemExit and KeyboardInterrupt raised in a task or a timer leave the
+    loop: the server ended (exit 3, or 130 as if the user had pressed Ctrl-C) with every
+    client's episode and a page of tracebacks. It is told in one line and the loop runs
+    on: the bystander's episode and new clients are served, and the server exits 0."""
+    server = start_server(tmp_path, CONFIG, "--timeout", "5")
+    try:
+        steps: list[Any] = []
+
+        def await_four_times() -> None:
+            with GenericEnvClient(base_url=server.url).sync() as env:
+                env.reset(interaction_kwargs={"name": "blocking"})
+                try:
+                    for _ in range(4):
+                        steps.append(env.step({"content": "await"}).observation)
+                except Exception as exc:
+                    steps.append(str(exc))
+
+        bystander = threading.Thread(target=await_four_times, daemon=True)
+        bystander.start()
+        time.sleep(0.3)
+        outcome: dict[str, Any] = {}
+        _block_in_thread(server, outcome, how).join(BLOCK_FOR)
+        assert "step" in outcome, outcome
+        bystander.join(BLOCK_FOR)
+        assert len(steps) == 4 and all(isinstance(s, dict) for s in steps), steps
+        with GenericEnvClient(base_url=server.url).sync() as env:  # still serving
+            env.reset(interaction_kwargs={"name": "weather"})
+        assert server.wait_sessions(0)["open"] == 0
+    finally:
+        assert server.stop() == 0, server.output()
+    output = server.output()
+    assert f"plugin code raised {told} in a task or callback of its own" in output, output
+    assert "blocking_plugins.py:" in output, output  # where it was raised
+    assert "Traceback" not in output, output
