@@ -234,9 +234,12 @@ def _document(data: Any, loc: _Locator, problems: list[str]) -> tuple[list[Any],
         )
         raise ConfigError(problems)
     check_expansion(items, loc("interaction"))
-    # Only what reaches plugins is looked at (other top-level keys are refused anyway),
-    # so the scan is bounded by check_expansion: a top-level alias bomb is never walked.
-    used = {key: data[key] for key in ("default", "interaction") if key in data}
+    # Only what reaches plugins is looked at (other top-level keys are refused anyway,
+    # and a 'default' that is not a name was refused above), so the scan is bounded by
+    # check_expansion: a top-level alias bomb is never walked.
+    used: dict[str, Any] = {"interaction": items}
+    if default is not None:
+        used["default"] = default
     found = find_interpolation(used)
     if found is not None:  # verl's ${...}: resolved as OmegaConf does, or refused
         data = resolve_interpolations(used, loc(*found[0]))

@@ -257,7 +257,8 @@ class _Walk:
         self.values = 0
 
     def key(self, key: Any) -> str:
-        text = key if type(key) is str else str.__str__(key) if isinstance(key, str) else None
+        kind = type(key)
+        text = key if kind is str else str.__str__(key) if issubclass(kind, str) else None
         if text is None:
             text = as_text(key)
         self.count_text(len(text))
@@ -283,23 +284,24 @@ class _Walk:
 
     def value(self, obj: Any, inside: frozenset[int]) -> Any:
         self.count(1)
-        if isinstance(obj, float):
+        kind = type(obj)  # never the object's own ``__class__``, which may say anything
+        if issubclass(kind, float):
             if self.text:
                 self.count_text(24)  # its longest printed form
             if not math.isfinite(obj):
                 return None
             return float.__float__(obj) if self.text else obj  # a subclass's: a plain float
-        if isinstance(obj, int):
+        if issubclass(kind, int):
             try:
                 int.__repr__(obj)  # what the encoder will call
             except ValueError:
                 return f"<integer of {obj.bit_length():,} bits>"
             if self.text:
                 self.count_text(obj.bit_length() // 3 + 2)  # about its digits
-                if type(obj) is not int and type(obj) is not bool:
+                if kind is not int and kind is not bool:
                     return int.__int__(obj)
             return obj
-        if isinstance(obj, str):
+        if issubclass(kind, str):
             self.count_text(str.__len__(obj))
             return str.__str__(obj) if self.text else obj
         if not isinstance(obj, (Mapping, list, tuple)):
@@ -334,10 +336,14 @@ class _Walk:
 
 def as_text(obj: Any) -> str:
     """``str(obj)`` (plain text even for a ``str`` subclass), or a placeholder when it raises."""
+    from .errors import class_name
+
     try:
-        return str.__str__(obj) if isinstance(obj, str) else str(obj)
+        # ``str()`` may hand back a subclass (its ``__str__`` returns one): its methods
+        # (``__eq__``, ``__hash__``, ``__len__``) would run wherever the text is used.
+        return str.__str__(obj if issubclass(type(obj), str) else str(obj))
     except Exception:
-        return f"<{type(obj).__name__} that cannot be shown>"
+        return f"<{class_name(type(obj))} that cannot be shown>"
 
 
 @contextmanager

@@ -230,7 +230,11 @@ def _write(path: str, content: dict[str, Any]) -> bool:
     folder = os.path.dirname(path)
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        data = json.dumps({"format": FORMAT, **content}, ensure_ascii=False).encode("utf-8")
+        stored = {"format": FORMAT, **content}
+        try:
+            data = json.dumps(stored, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:  # a name a hook plugin gave holds a lone surrogate:
+            data = json.dumps(stored).encode("ascii")  # escaped, it reads back the same
         # A cache: a file a crash left empty is unreadable, so it is rebuilt.
         write_atomically(path, data, durable=False)
         return True

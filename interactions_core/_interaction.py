@@ -135,7 +135,7 @@ class InteractionResult(_Fields):
                 NO_EXTRA
                 if extra is None or extra is NO_EXTRA  # (a copy or an unpickled result)
                 else extra
-                if extra.__class__ is dict
+                if type(extra) is dict
                 else dict(extra),
             ),
         )
@@ -149,14 +149,14 @@ class InteractionResult(_Fields):
         """
         if type(value) is cls:
             return value
-        if value.__class__ is tuple and len(value) == 4:
+        if type(value) is tuple and len(value) == 4:
             # verl's own shape with exact types, the common case: checked in one line.
             terminate, content, score, extra = value
             if (
-                terminate.__class__ is bool
-                and content.__class__ is str
-                and score.__class__ is float
-                and extra.__class__ is dict
+                type(terminate) is bool
+                and type(content) is str
+                and type(score) is float
+                and type(extra) is dict
                 and isfinite(score)
             ):
                 return tuple.__new__(cls, value)  # type: ignore[no-any-return]
@@ -179,7 +179,7 @@ class InteractionResult(_Fields):
             )
         if not isinstance(content, str):
             raise TypeError(f"content must be a str, got {type(content).__name__}")
-        if content.__class__ is not str:  # numpy.str_ and the like: plain text from here on
+        if type(content) is not str:  # numpy.str_ and the like: plain text from here on
             content = str.__str__(content)
         score = as_score(score, "score")
         if extra is not None and not isinstance(extra, Mapping):
@@ -193,7 +193,7 @@ def as_score(value: Any, what: str = "the score") -> float:
     A NaN or infinite score would silently poison every mean computed from it, so
     it is an error where it is returned, not a surprise in a summary.
     """
-    if value.__class__ is not float:
+    if type(value) is not float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"{what} must be a float, got {type(value).__name__}")
         value = float(value)
@@ -441,11 +441,11 @@ def last_assistant_text(messages: Sequence[Any]) -> str:
     while i:
         i -= 1
         message = messages[i]
-        if (message.__class__ is dict or isinstance(message, Mapping)) and message.get(
+        if (type(message) is dict or isinstance(message, Mapping)) and message.get(
             "role"
         ) == "assistant":
             content = message.get("content")
-            return content if content.__class__ is str else _content_text(content)
+            return content if type(content) is str else _content_text(content)
     return ""
 
 

@@ -37,6 +37,16 @@ def _kept(exc: BaseException, key: str) -> str | None:
     return kept if type(kept) is str else None
 
 
+#: A class's own name: ``type``'s descriptor, which no metaclass property can replace.
+_CLASS_NAME = type.__dict__["__name__"]
+
+
+def class_name(cls: type) -> str:
+    """The name ``cls`` was defined with (or last given), running none of its metaclass's
+    code: a ``__name__`` property there is a plugin's, and may return anything."""
+    return _CLASS_NAME.__get__(cls, type)  # type: ignore[no-any-return]
+
+
 def _plain(text: str) -> str:
     """``text`` as an exact ``str``: a ``__str__`` may return a subclass, whose own methods
     (``__format__``, ``__len__``, ...) would run wherever the message is used later, outside
@@ -50,10 +60,7 @@ def exception_kind(exc: BaseException) -> str:
     kept = _kept(exc, _KIND)
     if kept is not None:
         return kept
-    try:
-        return _plain(str(type(exc).__name__))
-    except Exception:
-        return "?"
+    return class_name(type(exc))
 
 
 def exception_text(exc: BaseException) -> str:

@@ -279,7 +279,7 @@ class EpisodeLoop:
         # to it, so that the calls awaiting beside it are not charged its time (Session).
         with tracked(inspect.currentframe()):
             try:
-                if sample.__class__ is not dict and not isinstance(sample, Mapping):
+                if type(sample) is not dict and not isinstance(sample, Mapping):
                     raise SampleError(f"a sample must be a mapping, not {type(sample).__name__}")
                 record.sample_id = sample_id_of(sample, index)
                 record.messages = prompt_of(sample)
@@ -327,7 +327,7 @@ class EpisodeLoop:
         text = self._reply(state, record.messages)
         if self._reply_is_async:
             text = await text
-        if text.__class__ is not str:
+        if type(text) is not str:
             _no_reply(text)
             record.end_reason = EXHAUSTED
             return
@@ -358,7 +358,7 @@ class EpisodeLoop:
             text = reply(state, messages)
             if reply_is_async:
                 text = await text
-            if text.__class__ is not str:
+            if type(text) is not str:
                 _no_reply(text)
                 record.end_reason = EXHAUSTED
                 break
@@ -468,7 +468,7 @@ def interaction_kwargs_of(sample: Mapping[str, Any]) -> Any:
     says which is used and why, instead of a silent pick.
     """
     extra = sample.get("extra_info")
-    if extra is not None and (extra.__class__ is dict or isinstance(extra, Mapping)):
+    if extra is not None and (type(extra) is dict or isinstance(extra, Mapping)):
         kwargs = extra.get("interaction_kwargs")
         if kwargs is not None:
             top = sample.get("interaction_kwargs")
@@ -511,7 +511,7 @@ def sample_id_of(sample: Mapping[str, Any], index: int) -> Any:
 def prompt_of(sample: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A copy of the sample's prompt that the episode may extend and plugins may edit."""
     prompt = sample.get("prompt")
-    if prompt.__class__ is not list:
+    if type(prompt) is not list:
         raise SampleError(
             "the sample's 'prompt' must be a list of chat messages "
             '([{"role": ..., "content": ...}, ...])'
@@ -529,9 +529,9 @@ def _fresh_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     A plugin appending to a kwarg's list (or setting a key of a nested dict) must not
     change what the sample's next repeat, or the caller's sample, starts with.
     """
-    fresh = kwargs.copy() if kwargs.__class__ is dict else dict(kwargs)
+    fresh = kwargs.copy() if type(kwargs) is dict else dict(kwargs)
     for key, value in fresh.items():
-        if value.__class__ in _EDITABLE:
+        if type(value) in _EDITABLE:
             import copy
 
             fresh[key] = copy.deepcopy(value)

@@ -166,15 +166,15 @@ def _plain_id(returned: Any) -> str | type:
 
 def _checked_result(result: Any) -> InteractionResult:
     """``generate_response``'s result as an :class:`InteractionResult` of plain types."""
-    if result.__class__ is not InteractionResult:
+    if type(result) is not InteractionResult:
         return InteractionResult.coerce(result)
     # Built by the plugin: a float or str subclass may do anything (its extra is a
     # dict already, made one when the result was built).
     done, content, score, _ = result
     if (
-        done.__class__ is not bool
-        or content.__class__ is not str
-        or score.__class__ is not float
+        type(done) is not bool
+        or type(content) is not str
+        or type(score) is not float
         or not isfinite(score)
     ):
         return InteractionResult.coerce(tuple(result))
@@ -183,7 +183,7 @@ def _checked_result(result: Any) -> InteractionResult:
 
 def _checked_score(value: Any) -> float:
     """``calculate_score``'s value as a finite ``float``."""
-    if value.__class__ is float and isfinite(value):
+    if type(value) is float and isfinite(value):
         return value  # type: ignore[no-any-return]
     return as_score(value, "the returned score")
 
@@ -352,12 +352,10 @@ class Session:
                     self.tracker.started += 1
                 raise
             raise self._error("start_interaction", exc) from exc
-        if returned.__class__ is str and returned:
+        if type(returned) is str and returned:
             self.instance_id = returned  # type: ignore[assignment]
         elif not self.instance_id:
-            kind = (
-                "str" if returned.__class__ is str else type.__getattribute__(returned, "__name__")
-            )
+            kind = "str" if type(returned) is str else type.__getattribute__(returned, "__name__")
             raise self._error(
                 "start_interaction", TypeError(f"returned {kind}, expected the session id (str)")
             )

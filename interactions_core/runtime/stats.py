@@ -546,17 +546,17 @@ class UsageStats:
         server or a plugin: 10**400 tokens ended the run) is left out, not overflowed."""
         self.episodes += 1
         prompt = usage.get("prompt_tokens")
-        if prompt.__class__ is int and 0 <= prompt <= MAX_TOKENS:
+        if type(prompt) is int and 0 <= prompt <= MAX_TOKENS:
             self.prompt_tokens += prompt
         completion = usage.get("completion_tokens")
-        if completion.__class__ is int and 0 <= completion <= MAX_TOKENS:
+        if type(completion) is int and 0 <= completion <= MAX_TOKENS:
             self.completion_tokens += completion
         turns = usage.get("turns")
-        if turns.__class__ is list:
+        if type(turns) is list:
             append = self.latencies.append
             for turn in turns:
-                latency = turn.get("latency_s") if turn.__class__ is dict else None
-                if (latency.__class__ is float or latency.__class__ is int) and (
+                latency = turn.get("latency_s") if type(turn) is dict else None
+                if (type(latency) is float or type(latency) is int) and (
                     0 <= latency <= MAX_LATENCY  # NaN compares false
                 ):
                     append(latency)

@@ -155,14 +155,14 @@ def copy_messages(messages: list[Any]) -> list[Any]:
     ``messages[0]["content"]`` or appends to the list changes only its copy.
     """
     return [
-        m.copy() if m.__class__ is dict and m.get("content").__class__ is str else _copy_other(m)
+        m.copy() if type(m) is dict and type(m.get("content")) is str else _copy_other(m)
         for m in messages
     ]
 
 
 def _copy_other(message: Any) -> Any:
     """A copy of a message that is not a plain dict of text: shallow without content, else deep."""
-    if message.__class__ is dict and message.get("content") is None:
+    if type(message) is dict and message.get("content") is None:
         return message.copy()
     import copy
 

@@ -343,14 +343,14 @@ def interaction_calls(extras: list[dict[str, Any]]) -> dict[str, Any] | None:
     calls = [
         call
         for extra in extras
-        if extra.__class__ is dict and extra.get("usage").__class__ is list
+        if type(extra) is dict and type(extra.get("usage")) is list
         for call in extra["usage"]
-        if call.__class__ is dict
+        if type(call) is dict
     ]
     if not calls:
         return None
     totals: dict[str, int | None] = {}
     for key in ("prompt_tokens", "completion_tokens"):
-        counts = [c[key] for c in calls if c.get(key).__class__ is int]
+        counts = [c[key] for c in calls if type(c.get(key)) is int]
         totals[key] = sum(counts) if counts else None
     return {**totals, "turns": calls}

@@ -672,3 +672,142 @@ def test_a_record_with_an_id_or_errors_of_megabytes_is_cut_to_fit_its_line() -> 
     short = shorten_record(record, limit)
     assert len(json.dumps(short)) <= limit
     assert short["index"] == 0 and short["turns"] == 1 and len(short["errors"]) == 21
+
+
+HOSTILE_TEXT = '''
+import asyncio
+
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class Name(str):
+    """Text that stops whoever formats or compares it later."""
+
+    __hash__ = str.__hash__
+
+    def __str__(self):
+        return self
+
+    def __format__(self, spec):
+        raise GeneratorExit("from __format__")
+
+    def __eq__(self, other):
+        raise GeneratorExit("from __eq__")
+
+
+class Meta(type):
+    @property
+    def __name__(cls):
+        return Name("Odd")
+
+
+class OddStop(BaseException, metaclass=Meta):
+    pass
+
+
+class Stopper:
+    def __str__(self):
+        raise OddStop()
+
+
+class Liar(str):
+    """Text that says it is 10 characters long, and takes over what it is added to."""
+
+    def __len__(self):
+        return 10
+
+    def __radd__(self, other):
+        return self
+
+
+class BigStop(BaseException):
+    def __str__(self):
+        return Liar("B" * 200_000)
+
+
+class BigStopper:
+    def __str__(self):
+        raise BigStop()
+
+
+class Key:
+    def __str__(self):
+        return Name("usage")
+
+
+class Score:
+    """A score whose ``__class__`` says float (as ``MagicMock(spec=float)``'s does)."""
+
+    __class__ = property(lambda self: float)
+
+    def __float__(self):
+        return 0.5
+
+
+class Hostile(BaseInteraction):
+    """Every call awaits 0.05 s; q8's turn returns ``make()``'s extra and score."""
+
+    score = 1.0
+
+    @staticmethod
+    def make():
+        return {"v": 1}
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        await asyncio.sleep(0.05)
+        if messages[0]["content"] == "q8":
+            return InteractionResult(True, "ok", self.score, self.make())
+        return InteractionResult(True, "ok", 1.0, {"v": 1})
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return self.score
+
+
+class StopperExtra(Hostile):
+    make = staticmethod(lambda: {"v": Stopper()})
+
+
+class BigMessageExtra(Hostile):
+    make = staticmethod(lambda: {"v": BigStopper()})
+
+
+class KeyExtra(Hostile):
+    make = staticmethod(lambda: {Key(): []})
+
+
+class LyingScore(Hostile):
+    score = Score()
+'''
+
+
+@pytest.mark.parametrize(
+    ("cls", "errors"),
+    [("StopperExtra", 1), ("BigMessageExtra", 1), ("KeyExtra", 0), ("LyingScore", 0)],
+)
+def test_text_and_scores_that_lie_about_themselves_are_kept_plain(
+    tmp_path: Path, cls: str, errors: int
+) -> None:
+    """A ``__str__`` may return a ``str`` subclass, and a class's ``__name__`` or an
+    object's ``__class__`` may say anything: such text was kept as the record's error, an
+    extra's key, and such an object as the score, and their methods ran later in the
+    summary (the run ended "by GeneratorExit" after 3 episodes, 2 records written, and
+    every --resume stopped there), or a message said it was 10 characters long and was
+    kept whole (a 73 MB line the run's own --resume refused). Text is copied as plain
+    ``str`` and a class named by ``type``'s own descriptor; a score is a float by
+    ``type()``."""
+    done, out = _sixteen_under_timeout_1(tmp_path, "hostile_text", HOSTILE_TEXT, cls)
+    assert done.returncode == (1 if errors else 0), done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["episodes"], summary["errors"]) == (16, errors), done.stderr
+    records = read_lines(out)
+    assert sorted(r["index"] for r in records) == list(range(16))
+    q8 = records[[r["index"] for r in records].index(8)]
+    if errors:
+        assert [e["where"] for e in q8["errors"]] == ["extras"], q8["errors"]
+        assert len(q8["errors"][0]["message"]) < 10_200, len(q8["errors"][0]["message"])
+        assert q8["errors"][0]["type"] in ("OddStop", "BigStop"), q8["errors"]
+    elif cls == "KeyExtra":
+        assert q8["extras"] == [{"usage": []}], q8
+    else:
+        assert (q8["scores"], q8["final_score"]) == ([0.5], 0.5), q8
+    assert "Traceback" not in done.stderr

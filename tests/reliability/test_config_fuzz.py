@@ -191,6 +191,8 @@ ATTACKS: dict[str, Any] = {
     "alias bomb in a name": laughs() + "interaction:\n  - name: *a11\n",
     "alias bomb in options": laughs() + "interaction:\n  - name: gsm8k\n    config: {x: *a11}\n",
     "alias bomb as the list": laughs() + "interaction: *a11\n",
+    # 'default' must be a name: the list it was made was walked for interpolations anyway
+    "alias bomb as the default": laughs() + "default: *a11\ninteraction:\n  - name: gsm8k\n",
     "merge-key bomb": "m0: &m0 {a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8, i: 9, j: 10}\n"
     + "".join(
         f"m{i}: &m{i} {{<<: [{', '.join([f'*m{i - 1}'] * 10)}], k{i}: [*m{i - 1}, *m{i - 1}]}}\n"

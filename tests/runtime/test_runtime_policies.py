@@ -393,3 +393,43 @@ async def test_a_body_the_timeout_cuts_is_a_timeout_and_retried() -> None:
         await policy.aclose()
         server.close()
     assert server.requests == 2
+
+
+async def test_a_body_in_tiny_chunks_is_refused_without_holding_each_chunk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """1-byte chunks (6 bytes on the wire each) were kept as one ``bytes`` per chunk: 10
+    million took 1.4 GB and a minute for 10 MB of body. Past 1,024 chunks they must
+    average 64 bytes."""
+    from interactions_core.runtime.policies import http
+
+    monkeypatch.setattr(http, "MAX_BODY", 4 << 20)
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    server = RawServer(head, _endless(b"1\r\nx\r\n" * 10_000))
+    policy = OpenAIPolicy(model="m", base_url=server.url, retries=1, backoff=0.01, timeout=30)
+    try:
+        with pytest.raises(PolicyError, match=r"came in 1,025 chunks of 1 bytes on average"):
+            await policy.reply(None, [])
+    finally:
+        await policy.aclose()
+        server.close()
+
+
+async def test_a_reply_of_too_many_json_values_is_refused_before_parsing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """11 million ``[]`` in a 33 MB body (under the body bound) took 874 MB to parse, per
+    request in flight. Values are counted by commas and brackets before parsing."""
+    from interactions_core.runtime.policies import openai
+
+    monkeypatch.setattr(openai, "MAX_REPLY_VALUES", 10_000)
+    body = b'{"choices": [' + b"[]," * 20_000 + b"[]]}"
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
+    server = RawServer(head, lambda: iter([body]))
+    policy = OpenAIPolicy(model="m", base_url=server.url, retries=1, backoff=0.01, timeout=30)
+    try:
+        with pytest.raises(PolicyError, match=r"JSON of about 40,00\d values, over the 10,000"):
+            await policy.reply(None, [])
+    finally:
+        await policy.aclose()
+        server.close()

@@ -176,7 +176,7 @@ class ReplayPolicy(Policy):
         key = self._key
         if key is not None:
             value = sample.get(key)
-            flat = value.__class__ is list and not (value and value[0].__class__ is list)
+            flat = type(value) is list and not (value and type(value[0]) is list)
             if flat and not repeat:
                 return iter(value)  # type: ignore[arg-type]
         value = sample

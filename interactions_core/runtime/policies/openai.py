@@ -175,8 +175,21 @@ def snippet(data: bytes, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+#: Values a response's JSON may hold, counted by its commas and brackets (those inside
+#: strings too, so over-counted): a reply with log-probabilities of 10,000 tokens holds
+#: about a million. Parsed, a value costs up to 64 bytes: 11 million ``[]`` in a 33 MB
+#: body took 874 MB, and ``--concurrency`` requests parse at once.
+MAX_REPLY_VALUES = 4 << 20
+
+
 def parse_reply(url: str, status: int, data: bytes) -> tuple[str, Any]:
     """``(text, usage)`` of a successful response; :class:`PolicyError` when it is malformed."""
+    values = data.count(b",") + data.count(b"[") + data.count(b"{")
+    if values > MAX_REPLY_VALUES:
+        raise PolicyError(
+            f"openai: {url} answered HTTP {status} with JSON of about {values:,} values, "
+            f"over the {MAX_REPLY_VALUES:,} a reply is read with: {snippet(data)!r}"
+        )
     try:
         body = json.loads(data)
     except ValueError:
