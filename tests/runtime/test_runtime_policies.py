@@ -433,3 +433,17 @@ async def test_a_reply_of_too_many_json_values_is_refused_before_parsing(
     finally:
         await policy.aclose()
         server.close()
+
+
+async def test_a_reply_nested_too_deeply_is_told_as_the_servers() -> None:
+    """JSON nested 100,000 levels raised a bare RecursionError that named no server."""
+    body = b"[" * 100_000 + b"]" * 100_000
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
+    server = RawServer(head, lambda: iter([body]))
+    policy = OpenAIPolicy(model="m", base_url=server.url, retries=1, backoff=0.01, timeout=30)
+    try:
+        with pytest.raises(PolicyError, match=r"answered HTTP 200 with JSON nested too deeply"):
+            await policy.reply(None, [])
+    finally:
+        await policy.aclose()
+        server.close()

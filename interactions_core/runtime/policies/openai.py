@@ -196,6 +196,11 @@ def parse_reply(url: str, status: int, data: bytes) -> tuple[str, Any]:
         raise PolicyError(
             f"openai: {url} answered HTTP {status} with a body that is not JSON: {snippet(data)!r}"
         ) from None
+    except RecursionError:
+        raise PolicyError(
+            f"openai: {url} answered HTTP {status} with JSON nested too deeply to read: "
+            f"{snippet(data)!r}"
+        ) from None
     try:
         message = body["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
