@@ -116,13 +116,14 @@ def import_target(target: str) -> Any:
     except BaseException as exc:
         # SystemExit, KeyboardInterrupt or another BaseException raised by the
         # module's code is that plugin's fault, not a reason to stop the program.
-        from .errors import Interrupted
+        from .errors import Interrupted, exception_kind, exception_text
 
-        if isinstance(exc, Interrupted):
+        if issubclass(type(exc), Interrupted):  # (not its own __class__: plugin code)
             raise
+        text = exception_text(exc)
         raise ImportAborted(
-            f"importing {module_name.strip()} raised {exc.__class__.__name__}"
-            + (f": {exc}" if str(exc) else "")
+            f"importing {module_name.strip()} raised {exception_kind(exc)}"
+            + (f": {text}" if text else "")
         ) from exc
     for attr in filter(None, attr_path.strip().split(".")):
         try:

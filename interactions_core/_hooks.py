@@ -154,9 +154,9 @@ class PluginHost:
 
     def error_message(self, pid: str) -> str:
         exc = self.errors[pid]
-        from .errors import exception_text
+        from .errors import exception_kind, exception_text
 
-        return f"{exc.__class__.__name__}: {exception_text(exc)}".strip()
+        return f"{exception_kind(exc)}: {exception_text(exc)}".strip()
 
     def collect(self, hook: str) -> dict[str, list[Registration]]:
         """Call ``hook`` (a ``register_*`` hook) once per plugin; group results by plugin.
@@ -185,7 +185,7 @@ class PluginHost:
             try:
                 impl.function(*[{"register": register}[arg] for arg in impl.argnames])
             except BaseException as exc:
-                if isinstance(exc, Interrupted):
+                if issubclass(type(exc), Interrupted):  # (not its own __class__: plugin code)
                     raise
                 self.errors[pid] = exc
                 continue

@@ -73,7 +73,7 @@ def exception_text(exc: BaseException) -> str:
     try:
         return _plain(str(exc))
     except Exception as inner:
-        return f"<no message: its __str__ raised {inner.__class__.__name__}>"
+        return f"<no message: its __str__ raised {class_name(type(inner))}>"
 
 
 def keep_text(exc: BaseException) -> None:

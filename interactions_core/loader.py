@@ -21,7 +21,14 @@ from typing import Any
 from ._classes import instantiate, load_class_path
 from ._config import ConfigEntry, InteractionsConfig, parse_config
 from ._interaction import derive_name
-from .errors import ConfigError, InteractionsError, Interrupted, exception_text, warn
+from .errors import (
+    ConfigError,
+    InteractionsError,
+    Interrupted,
+    exception_kind,
+    exception_text,
+    warn,
+)
 from .registry import Registry, get_registry
 
 __all__ = ["LoadedConfig", "ResolvedEntry", "class_for_path", "load_config", "load_interactions"]
@@ -70,14 +77,15 @@ class LoadedConfig:
             except BaseException as exc:
                 # SystemExit or KeyboardInterrupt from a constructor is the plugin's
                 # fault, like any exception; a stop the user asked for goes on.
-                if isinstance(exc, Interrupted) or not isinstance(
-                    exc, (Exception, SystemExit, KeyboardInterrupt)
+                kind = type(exc)  # never the exception's own __class__: plugin code
+                if issubclass(kind, Interrupted) or not issubclass(
+                    kind, (Exception, SystemExit, KeyboardInterrupt)
                 ):
                     raise
                 raise ConfigError(
                     [
                         f"{r.entry.where(self.source)}: interaction {r.name!r} ({r.origin}) failed "
-                        f"to initialise: {exc.__class__.__name__}: {exception_text(exc)}"
+                        f"to initialise: {exception_kind(exc)}: {exception_text(exc)}"
                     ],
                     self.source,
                 ) from exc

@@ -19,8 +19,6 @@ corrected command can be rerun as it is.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
@@ -119,13 +117,14 @@ class LocalRun(_Run):
         import asyncio
 
         from .._stop_signals import StopSignals
+        from ..runtime.runner import UnwaitedExecutor
         from ..runtime.watchdog import LoopWatchdog
         from ._run_setup import RecordHandler
 
         with self._tracing():
             runner = self.runner = self._runner()
             loop = asyncio.get_running_loop()
-            loop.set_default_executor(_UnwaitedExecutor(thread_name_prefix="run-executor"))
+            loop.set_default_executor(UnwaitedExecutor(thread_name_prefix="run-executor"))
             self.watchdog = LoopWatchdog(
                 loop, limit=self.args.timeout, should_break=lambda: bool(self.stopped[0])
             ).start()
@@ -181,19 +180,6 @@ class LocalRun(_Run):
             summary = RunSummary()
         summary.interrupted = True
         return summary, runner.open_sessions if runner is not None else 0
-
-
-class _UnwaitedExecutor(ThreadPoolExecutor):
-    """The run's default executor, whose jobs the end of the run does not wait for.
-
-    ``asyncio.run`` waits, without a bound before Python 3.12, for every job in the
-    loop's default executor: one a plugin submitted and never awaited would hold a
-    finished run, Ctrl-C ignored. The jobs the run awaited are done by then; the
-    command's exit gives those left a moment and names them (``leave_strays``).
-    """
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        super().shutdown(wait=False, cancel_futures=cancel_futures)
 
 
 def _what_broke(exc: BaseException) -> str | None:

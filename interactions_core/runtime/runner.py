@@ -39,6 +39,7 @@ import inspect
 import itertools
 import time
 from collections.abc import Awaitable, Callable, Container, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .episode import PARTIAL_RECORD, EpisodeLoop, RunOptions
@@ -49,7 +50,16 @@ from .stats import PromptGroups
 from .summary import RunSummary
 from .watchdog import tracked, watching
 
-__all__ = ["Item", "RunSummary", "Runner", "Workers", "new_summary", "recorder", "run_episodes"]
+__all__ = [
+    "Item",
+    "RunSummary",
+    "Runner",
+    "UnwaitedExecutor",
+    "Workers",
+    "new_summary",
+    "recorder",
+    "run_episodes",
+]
 
 #: One episode to play: ``(index, repeat, sample)``.
 Item = tuple[int, int, Mapping[str, Any]]
@@ -355,7 +365,7 @@ class Workers:
             try:
                 record = await play(sample, index, repeat)
             except BaseException as exc:
-                if stopping() or isinstance(exc, KeyboardInterrupt):
+                if stopping() or issubclass(type(exc), KeyboardInterrupt):
                     raise
                 if _cancelled_from_outside(exc) and not _only_this_task(self._parent):
                     # Not this episode's fault: the run's own tasks were cancelled
@@ -369,7 +379,7 @@ class Workers:
             try:
                 done(record)
             except BaseException as exc:  # a sink's fault, of any class, stops the run, told
-                if stopping() or isinstance(exc, KeyboardInterrupt):
+                if stopping() or issubclass(type(exc), KeyboardInterrupt):
                     raise
                 self._fail(exc)
                 return
@@ -425,3 +435,18 @@ def _cancelled_from_outside(exc: BaseException) -> bool:
     task: Any = asyncio.current_task()
     cancelling = getattr(task, "cancelling", None)  # Python 3.11+
     return cancelling is None or cancelling() > 0
+
+
+class UnwaitedExecutor(ThreadPoolExecutor):
+    """A loop's default executor, whose jobs the end of a run or a server does not wait for.
+
+    ``asyncio.run`` waits, without a bound before Python 3.12, for every job in the
+    loop's default executor: one a plugin submitted and never awaited (a blocking
+    client in ``asyncio.to_thread`` with no timeout) would hold a finished run, or a
+    server that answered its SIGTERM, with Ctrl-C ignored. The jobs awaited are done
+    by then; the command's exit gives those left a moment and names them
+    (``interactions_core.cli``'s ``leave_strays``).
+    """
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        super().shutdown(wait=False, cancel_futures=cancel_futures)

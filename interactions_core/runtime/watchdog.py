@@ -383,6 +383,8 @@ class LoopWatchdog:
 
     def _heartbeat(self) -> None:
         self._beat = time.monotonic()
+        if _COLLECTOR[0] == self._main:  # no collection runs here: a stop signal's handler
+            _COLLECTOR[0] = None  # raised inside the callback before it said "stop"
         if self._block is not None:  # the loop turns again: the block is over
             self._end_block(self._beat)
         if self._can_break and signal.getsignal(_SIGNAL) != self._on_signal:  # type: ignore[arg-type]
@@ -496,6 +498,11 @@ class LoopWatchdog:
             )
 
     def _on_signal(self, signum: int, frame: Any) -> None:
+        if frame is not None and frame.f_code is _collecting.__code__:
+            # Raised in a gc callback, the break would be swallowed (and the collector's
+            # state left stale): sent again at the watchdog's next look.
+            self._sent = False
+            return
         now = time.monotonic()
         if self._sent and now - self._beat >= self.report_after and _inside(frame, self._held):
             # This block ends here: a later one is timed (and broken) afresh.

@@ -584,35 +584,46 @@ def run(
 
 def _serve(server: Any, sock: socket.socket, ours: Callable[[], bool]) -> None:
     """``server.serve()`` on an asyncio loop of its own, as ``uvicorn.Server.run`` runs it,
-    except that the server outlives a stop raised by plugin code outside any call.
+    except that the server outlives plugin code that ends the loop outside any call.
 
     asyncio lets ``SystemExit`` and ``KeyboardInterrupt`` raised in a task or a
     callback leave the loop (a plugin's upload task calling ``sys.exit``, a
-    library raising ``KeyboardInterrupt`` in a timer): that ended the server with
-    every client's episode and a page of tracebacks. A call's are its episode's
-    error already (``Session``). Once the server's own stop-signal handlers are in
-    (``ours()``), no signal raises either, so one that leaves the loop is plugin
-    code's: it is told in one line and the loop runs on, the task that raised it
-    ended and the rest untouched. The loop is asyncio's own (uvicorn's ``loop=
-    "asyncio"``): the watchdog reads its frames.
+    library raising ``KeyboardInterrupt`` in a timer), and ``loop.stop()`` ends
+    it where it stands: each ended the server with every client's episode and a
+    page of tracebacks. A call's are its episode's error already (``Session``).
+    Once the server's own stop-signal handlers are in (``ours()``), no signal
+    raises either, so one that leaves the loop is plugin code's: it is told (one
+    line, at most one every few seconds) and the loop runs on, the task that
+    raised it ended and the rest untouched. The loop is asyncio's own (uvicorn's
+    ``loop="asyncio"``): the watchdog reads its frames.
     """
+    from ..runtime.runner import UnwaitedExecutor
+    from .connections import Throttled
+
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
+    loop.set_default_executor(UnwaitedExecutor(thread_name_prefix="serve-executor"))
+    told = Throttled()
     try:
         main = loop.create_task(server.serve(sockets=[sock]))
         while True:
             try:
                 loop.run_until_complete(main)
                 return
-            except (SystemExit, KeyboardInterrupt) as exc:
+            except (SystemExit, KeyboardInterrupt, RuntimeError) as exc:
                 if main.done() or not ours():
                     raise
-                log.error(
-                    "plugin code raised %s in a task or callback of its own, outside any "
-                    "call (%s); ignored: the server goes on. A plugin must not end the "
-                    "process that serves it",
-                    _stop_told(exc),
-                    _raised_at(exc),
+                if issubclass(type(exc), RuntimeError):  # no trace of who stopped it
+                    what = "stopped the event loop (loop.stop())"
+                else:
+                    what = (
+                        f"raised {_stop_told(exc)} in a task or callback of its own, "
+                        f"outside any call ({_raised_at(exc)})"
+                    )
+                told.warning(
+                    "plugin code %s; ignored: the server goes on. A plugin must not end "
+                    "the process that serves it",
+                    what,
                 )
     finally:
         try:
@@ -623,13 +634,23 @@ def _serve(server: Any, sock: socket.socket, ours: Callable[[], bool]) -> None:
 
 
 def _stop_told(exc: BaseException) -> str:
-    """``SystemExit(3)``: a stop's class and arguments, cut to a line."""
-    args = ", ".join(map(repr, exc.args))
-    return f"{type(exc).__name__}({args if len(args) <= 60 else args[:57] + '...'})"
+    """``SystemExit(3)``: a stop's class and arguments, cut to a line, told without running
+    the plugin's code (an argument's ``repr`` is asked only of plain values)."""
+    from ..errors import class_name
+
+    shown = []
+    for arg in exc.args if type(exc.args) is tuple else ():
+        kind = type(arg)
+        if kind in (int, float, bool, str, type(None)):
+            shown.append(repr(arg))
+        else:
+            shown.append(f"<{class_name(kind)}>")
+    args = ", ".join(shown)
+    return f"{class_name(type(exc))}({args if len(args) <= 60 else args[:57] + '...'})"
 
 
 def _raised_at(exc: BaseException) -> str:
-    """``file:line`` where ``exc`` was raised: its traceback's innermost entry."""
+    """``raised at file:line``: where ``exc`` was raised, its traceback's innermost entry."""
     tb = exc.__traceback__
     if tb is None:
         return "where is unknown"
@@ -638,15 +659,31 @@ def _raised_at(exc: BaseException) -> str:
     return f"raised at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
 
 
+#: Seconds the tasks left at the end get to finish once cancelled (a plugin's that
+#: catches the cancellation and goes on is left behind, named).
+_TASKS_GRACE = 2.0
+
+
 def _cancel_the_rest(loop: asyncio.AbstractEventLoop) -> None:
-    """What ``asyncio.run`` does on its way out: cancel the tasks left, let them end, close
-    the async generators and the default executor."""
+    """What ``asyncio.run`` does on its way out, bounded: cancel the tasks left and give
+    them :data:`_TASKS_GRACE` seconds, close the async generators. The default
+    executor's jobs are not waited for (a plugin's blocking call in
+    ``asyncio.to_thread`` would hold the exit for as long as it blocks, after a
+    SIGTERM the server had answered); the command's exit names the threads left."""
     left = asyncio.all_tasks(loop)
     for task in left:
         task.cancel()
-    steps = [asyncio.gather(*left, return_exceptions=True)] if left else []
-    for step in [*steps, loop.shutdown_asyncgens(), loop.shutdown_default_executor()]:
+    steps: list[Any] = [asyncio.wait(left, timeout=_TASKS_GRACE)] if left else []
+    for step in [*steps, loop.shutdown_asyncgens()]:
         try:
             loop.run_until_complete(step)
         except (Exception, SystemExit, KeyboardInterrupt):  # plugin code's, at the end: let go
             pass
+    stuck = [task for task in left if not task.done()]
+    if stuck:
+        log.warning(
+            "%d task(s) still running %g s after they were cancelled at shutdown (plugin "
+            "code that catches the cancellation?); the server exits without them",
+            len(stuck),
+            _TASKS_GRACE,
+        )

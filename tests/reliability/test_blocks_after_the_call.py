@@ -744,6 +744,24 @@ class Score:
         return 0.5
 
 
+class Inner(Exception):
+    """An exception whose class cannot even be asked for."""
+
+    @property
+    def __class__(self):
+        raise KeyboardInterrupt("from Inner.__class__")
+
+
+class Outer(BaseException):
+    def __str__(self):
+        raise Inner()
+
+
+class Unprintable:
+    def __str__(self):
+        raise Outer()
+
+
 class Hostile(BaseInteraction):
     """Every call awaits 0.05 s; q8's turn returns ``make()``'s extra and score."""
 
@@ -771,6 +789,10 @@ class BigMessageExtra(Hostile):
     make = staticmethod(lambda: {"v": BigStopper()})
 
 
+class UnprintableExtra(Hostile):
+    make = staticmethod(lambda: {"v": Unprintable()})
+
+
 class KeyExtra(Hostile):
     make = staticmethod(lambda: {Key(): []})
 
@@ -782,7 +804,13 @@ class LyingScore(Hostile):
 
 @pytest.mark.parametrize(
     ("cls", "errors"),
-    [("StopperExtra", 1), ("BigMessageExtra", 1), ("KeyExtra", 0), ("LyingScore", 0)],
+    [
+        ("StopperExtra", 1),
+        ("BigMessageExtra", 1),
+        ("UnprintableExtra", 1),
+        ("KeyExtra", 0),
+        ("LyingScore", 0),
+    ],
 )
 def test_text_and_scores_that_lie_about_themselves_are_kept_plain(
     tmp_path: Path, cls: str, errors: int
@@ -805,7 +833,7 @@ def test_text_and_scores_that_lie_about_themselves_are_kept_plain(
     if errors:
         assert [e["where"] for e in q8["errors"]] == ["extras"], q8["errors"]
         assert len(q8["errors"][0]["message"]) < 10_200, len(q8["errors"][0]["message"])
-        assert q8["errors"][0]["type"] in ("OddStop", "BigStop"), q8["errors"]
+        assert q8["errors"][0]["type"] in ("OddStop", "BigStop", "Outer"), q8["errors"]
     elif cls == "KeyExtra":
         assert q8["extras"] == [{"usage": []}], q8
     else:

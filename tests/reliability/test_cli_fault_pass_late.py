@@ -190,13 +190,28 @@ class ExitsInInit(Plays):
 class InterruptsInInit(Plays):
     def __init__(self, config):
         raise KeyboardInterrupt
+
+
+class Lies(Exception):
+    @property
+    def __class__(self):
+        raise GeneratorExit("from Lies.__class__")
+
+
+class LiesInInit(Plays):
+    def __init__(self, config):
+        raise Lies("no")
 """
 )
 
 
 @pytest.mark.parametrize(
     ("cls", "raised"),
-    [("ExitsInInit", "SystemExit: 4"), ("InterruptsInInit", "KeyboardInterrupt")],
+    [
+        ("ExitsInInit", "SystemExit: 4"),
+        ("InterruptsInInit", "KeyboardInterrupt"),
+        ("LiesInInit", "Lies: no"),  # its class, asked for, raised: a traceback
+    ],
 )
 def test_a_constructor_that_stops_the_process_is_a_located_plugin_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cls: str, raised: str
@@ -209,7 +224,7 @@ def test_a_constructor_that_stops_the_process_is_a_located_plugin_error(
     code, _, err = run_cli("run", str(config), "--data", str(data))
     assert code == 1, err
     assert f"interaction 'p' (stops_in_init.{cls}) failed to initialise: {raised}" in err, err
-    assert "interrupted" not in err
+    assert "interrupted" not in err and "Traceback" not in err
 
 
 TAKES_SIGNALS = '''

@@ -35,6 +35,13 @@ class SlowDel:
         time.sleep(BLOCK_FOR)
 
 
+class BadRepr:
+    """An argument of a stop that cannot be shown."""
+
+    def __repr__(self) -> str:
+        raise ValueError("repr refuses")
+
+
 class SlowFormat(str):
     """Text whose formatting holds the loop: what a plugin's ``__str__`` may return."""
 
@@ -69,7 +76,9 @@ class Blocking(BaseInteraction):
     its copy of the conversation; to ``"final del"``, it ends the episode and its
     ``finalize_interaction`` returns a :class:`SlowDel`; to ``"exit task"`` and
     ``"interrupt callback"``, a task or timer of its own raises ``SystemExit`` or
-    ``KeyboardInterrupt`` 0.2 s later; to ``"await"``:
+    ``KeyboardInterrupt`` 0.2 s later (``"exit odd"``: of an argument that cannot be
+    shown; ``"storm"``: again and again for 2 s); to ``"loop stop"``, a timer stops the
+    loop; to ``"thread"``, it awaits a thread blocking for 300 s; to ``"await"``:
     then it awaits 0.8 s, as a well-behaved judge does. A reset with ``slow_del``
     returns a :class:`SlowDel`."""
 
@@ -98,6 +107,27 @@ class Blocking(BaseInteraction):
                 raise SystemExit(3)
 
             self.task = asyncio.get_running_loop().create_task(upload())
+        if messages[-1]["content"] == "exit odd":  # an argument that cannot be shown
+
+            async def upload_odd() -> None:
+                await asyncio.sleep(0.2)
+                raise SystemExit(BadRepr())
+
+            self.task = asyncio.get_running_loop().create_task(upload_odd())
+        if messages[-1]["content"] == "loop stop":
+            asyncio.get_running_loop().call_later(0.2, asyncio.get_running_loop().stop)
+        if messages[-1]["content"] == "storm":  # a timer raising again and again for 2 s
+            loop = asyncio.get_running_loop()
+            end = loop.time() + 2
+
+            def storm() -> None:
+                if loop.time() < end:
+                    loop.call_soon(storm)
+                    raise KeyboardInterrupt("storm")
+
+            loop.call_soon(storm)
+        if messages[-1]["content"] == "thread":  # a blocking client, run as the docs advise
+            await asyncio.to_thread(time.sleep, BLOCK_FOR * 10)
         if messages[-1]["content"] == "interrupt callback":
 
             def interrupt() -> None:

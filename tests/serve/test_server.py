@@ -279,7 +279,12 @@ def test_http_endpoints(server: Server) -> None:
     assert metadata["name"] == "interactions"
     assert "gsm8k (interactions-gsm8k:gsm8k) [default]" in metadata["description"]
     described = server.get("/interactions")
-    assert [i["name"] for i in described["interactions"]] == ["gsm8k", "weather", "logged"]
+    assert [i["name"] for i in described["interactions"]] == [
+        "gsm8k",
+        "weather",
+        "logged",
+        "slow_release",
+    ]
     assert described["default"] == "gsm8k"
     assert described["max_sessions"] == MAX_SESSIONS
     # Stateless HTTP: a reset plays nothing further, and its session does not stay open.
@@ -295,7 +300,7 @@ def test_http_endpoints(server: Server) -> None:
     status, body = server.post("/step", {"action": {"content": "#### 1"}})
     assert status == 422
     assert "no episode has been started" in body["detail"]
-    assert "serving 3 interactions: gsm8k (interactions-gsm8k:gsm8k) [default]" in server.output()
+    assert "serving 4 interactions: gsm8k (interactions-gsm8k:gsm8k) [default]" in server.output()
 
 
 TOKEN = "s3cret-token"
