@@ -324,12 +324,23 @@ class _Walk:
         result: Any
         if not isinstance(obj, Mapping):
             result = [self.value(v, inside) for v in obj]
-        else:
+        elif issubclass(kind, dict):
+            plain: dict[Any, Any] = obj  # type: ignore[assignment]
+            result = {self.key(k): self.value(v, inside) for k, v in dict.items(plain)}
+        else:  # a plugin's mapping: its items are counted as they come (they may not end)
             try:
-                items = list(dict.items(obj) if isinstance(obj, dict) else obj.items())
+                pairs = iter(obj.items())
             except Exception:
                 return as_text(obj)
-            result = {self.key(k): self.value(v, inside) for k, v in items}
+            result = {}
+            while True:
+                try:
+                    k, v = next(pairs)
+                except StopIteration:
+                    break
+                except Exception:
+                    return as_text(obj)
+                result[self.key(k)] = self.value(v, inside)
         self.made[key] = (obj, result, self.values - start, len(inside) - 1, self.chars - chars)
         return result
 

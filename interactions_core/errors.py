@@ -29,9 +29,14 @@ def warn(message: str, category: type[Warning], stacklevel: int = 1) -> None:
 _TEXT, _KIND = "__interactions_text__", "__interactions_kind__"
 
 
+#: An exception's own attribute dictionary: ``BaseException``'s descriptor, which a
+#: ``__dict__`` property of the plugin's class cannot replace (nor see what is kept).
+_OWN_DICT = BaseException.__dict__["__dict__"]
+
+
 def _kept(exc: BaseException, key: str) -> str | None:
     try:
-        kept = object.__getattribute__(exc, "__dict__").get(key)
+        kept = dict.get(_OWN_DICT.__get__(exc, BaseException), key)
     except Exception:
         return None
     return kept if type(kept) is str else None
@@ -85,8 +90,9 @@ def keep_text(exc: BaseException) -> None:
     """
     text, kind = exception_text(exc), exception_kind(exc)
     try:
-        kept = object.__getattribute__(exc, "__dict__")
-        kept[_TEXT], kept[_KIND] = text, kind
+        kept = _OWN_DICT.__get__(exc, BaseException)
+        dict.__setitem__(kept, _TEXT, text)
+        dict.__setitem__(kept, _KIND, kind)
     except Exception:
         pass
 

@@ -148,22 +148,27 @@ async def judge(
     return result, end
 
 
+#: The types a message's field may hold for a shallow copy to be a whole one.
+_FLAT = frozenset({str, int, float, bool, type(None)})
+
+
 def copy_messages(messages: list[Any]) -> list[Any]:
     """A copy of the conversation for a plugin: editing it never reaches the record.
 
     The record shows what the policy saw; a plugin that rewrites
-    ``messages[0]["content"]`` or appends to the list changes only its copy.
+    ``messages[0]["content"]``, appends to the list, or edits a field inside a
+    message (a tool call's ``arguments``, decoded in place) changes only its copy.
+    A message of plain values only (the common ``role`` and ``content``) is copied
+    shallow; any other, deep: a shallow copy shared the nested fields, which a
+    served conversation then grew by past ``--max-episode-chars``.
     """
     return [
-        m.copy() if type(m) is dict and type(m.get("content")) is str else _copy_other(m)
+        m.copy() if type(m) is dict and _FLAT.issuperset(map(type, m.values())) else _deep(m)
         for m in messages
     ]
 
 
-def _copy_other(message: Any) -> Any:
-    """A copy of a message that is not a plain dict of text: shallow without content, else deep."""
-    if type(message) is dict and message.get("content") is None:
-        return message.copy()
+def _deep(message: Any) -> Any:
     import copy
 
     return copy.deepcopy(message)

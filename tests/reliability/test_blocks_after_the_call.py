@@ -839,3 +839,59 @@ def test_text_and_scores_that_lie_about_themselves_are_kept_plain(
     else:
         assert (q8["scores"], q8["final_score"]) == ([0.5], 0.5), q8
     assert "Traceback" not in done.stderr
+
+
+def test_an_errors_text_is_kept_though_its_dict_is_a_property() -> None:
+    """The text read inside the call was kept in the exception's ``__dict__``; one whose
+    ``__dict__`` is a property threw it away, so the message was asked again after the
+    call, outside its bounds (a slow second ``__str__`` closed a served client's
+    connection without a word)."""
+    from interactions_core.errors import exception_text, keep_text
+
+    class DictProp(Exception):
+        calls = 0
+
+        @property
+        def __dict__(self) -> dict[str, Any]:  # type: ignore[override]
+            return {}
+
+        def __str__(self) -> str:
+            type(self).calls += 1
+            return f"told {type(self).calls} time(s)"
+
+    error = DictProp()
+    keep_text(error)
+    assert exception_text(error) == exception_text(error) == "told 1 time(s)"
+
+
+def test_a_mapping_of_a_plugins_is_counted_as_its_items_come(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A mapping's ``items()`` was copied whole before any value was counted: an endless
+    one took 5.25 GB in the second before ``--timeout 1`` broke it, and without a
+    timeout it ran until memory ran out (a ``MemoryError`` swallowed, exit 0)."""
+    from collections.abc import Iterator, Mapping
+
+    from interactions_core import _files
+
+    monkeypatch.setattr(_files, "MAX_VALUES", 10_000)
+    pulled = [0]
+
+    class Long(Mapping[int, int]):
+        def __getitem__(self, key: int) -> int:
+            return 1
+
+        def __len__(self) -> int:
+            return 2_000_000
+
+        def __iter__(self) -> Iterator[int]:
+            return iter(range(2_000_000))
+
+        def items(self) -> Any:
+            for i in range(2_000_000):
+                pulled[0] += 1
+                yield i, 1
+
+    with pytest.raises(ValueError, match="values"):
+        _files.json_safe({"v": Long()}, text=True)
+    assert pulled[0] <= 10_000, pulled[0]

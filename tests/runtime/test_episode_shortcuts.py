@@ -70,6 +70,19 @@ def test_messages_that_are_not_plain_text_are_copied_deeply() -> None:
     assert parts[0]["text"] == "look" and messages[2]["content"] == "plain"
 
 
+def test_a_nested_field_beside_plain_text_is_copied_too() -> None:
+    """A message with text content and a nested field (a tool call) was copied shallow:
+    a plugin decoding ``arguments`` in place rewrote the record's prompt, and a served
+    conversation grew in its copy past ``--max-episode-chars`` (3 MB observations
+    under a 100 kB bound)."""
+    calls = [{"id": "a", "function": {"name": "f", "arguments": "{}"}}]
+    messages: list[Any] = [{"role": "user", "content": "q", "tool_calls": calls}]
+    copied = copy_messages(messages)
+    copied[0]["tool_calls"][0]["function"]["arguments"] = {"edited": True}
+    copied[0]["tool_calls"].append("X" * 1000)
+    assert calls == [{"id": "a", "function": {"name": "f", "arguments": "{}"}}]
+
+
 class ScoresAnInt(SessionInteraction):
     """Scores its turns with an ``int`` (accepted) or a NaN (refused), as the sample says."""
 

@@ -447,3 +447,17 @@ async def test_a_reply_nested_too_deeply_is_told_as_the_servers() -> None:
     finally:
         await policy.aclose()
         server.close()
+
+
+async def test_a_content_length_of_thousands_of_digits_is_a_bad_header() -> None:
+    """5,000 digits passed ``isdigit()`` and ``int()`` refused them: a bare ValueError
+    about ``sys.set_int_max_str_digits`` that named no server."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: " + b"0" * 5000 + b"126\r\n\r\n"
+    server = RawServer(head, lambda: iter([b"{}"]))
+    policy = OpenAIPolicy(model="m", base_url=server.url, retries=1, backoff=0.01, timeout=30)
+    try:
+        with pytest.raises(PolicyError, match=r"bad Content-Length header '0000"):
+            await policy.reply(None, [])
+    finally:
+        await policy.aclose()
+        server.close()

@@ -57,6 +57,23 @@ class FormatSlow(Exception):
         return SlowFormat("slow to format")
 
 
+class DictProp(Exception):
+    """An error whose ``__dict__`` is a property (nothing can be kept in it) and whose
+    message takes long to tell the second time it is asked."""
+
+    calls = 0
+
+    @property
+    def __dict__(self) -> dict[str, Any]:  # type: ignore[override]
+        return {}
+
+    def __str__(self) -> str:
+        type(self).calls += 1
+        if type(self).calls % 2 == 0:
+            time.sleep(BLOCK_FOR)
+        return "dictprop"
+
+
 class ClassLookup(Exception):
     """An error whose class is slow to tell (``isinstance`` falls back to ``__class__``)."""
 
@@ -67,20 +84,24 @@ class ClassLookup(Exception):
 
 
 class Blocking(BaseInteraction):
-    """Answers at once, except to ``"block"``: then ``time.sleep`` holds the loop; to
-    ``"swallow"``: then it holds the loop for ever, swallowing whatever is raised; to
-    ``"slow result"``: then it returns a :class:`SlowResult`; to ``"slow message"``: then
-    it raises a :class:`SlowMessage`; to ``"class lookup"``, a :class:`ClassLookup`; to
-    ``"local del"``, an error while a local holds a :class:`SlowDel`; to ``"slow
-    format"``, a :class:`FormatSlow`; to ``"stash del"``, it leaves a :class:`SlowDel` in
-    its copy of the conversation; to ``"final del"``, it ends the episode and its
-    ``finalize_interaction`` returns a :class:`SlowDel`; to ``"exit task"`` and
-    ``"interrupt callback"``, a task or timer of its own raises ``SystemExit`` or
-    ``KeyboardInterrupt`` 0.2 s later (``"exit odd"``: of an argument that cannot be
-    shown; ``"storm"``: again and again for 2 s); to ``"loop stop"``, a timer stops the
-    loop; to ``"thread"``, it awaits a thread blocking for 300 s; to ``"await"``:
-    then it awaits 0.8 s, as a well-behaved judge does. A reset with ``slow_del``
-    returns a :class:`SlowDel`."""
+    """Answers at once, except to these contents of the assistant's message:
+
+    - ``"block"``: ``time.sleep`` holds the loop; ``"swallow"``: it holds the loop for
+      ever, swallowing whatever is raised;
+    - ``"slow result"``: it returns a :class:`SlowResult`; ``"slow message"``, ``"class
+      lookup"``, ``"slow format"``, ``"dict prop"``: it raises a :class:`SlowMessage`,
+      :class:`ClassLookup`, :class:`FormatSlow`, :class:`DictProp`;
+    - ``"local del"``: an error while a local holds a :class:`SlowDel`; ``"stash del"``:
+      it leaves a :class:`SlowDel` in its copy of the conversation; ``"final del"``: it
+      ends the episode and its ``finalize_interaction`` returns a :class:`SlowDel`;
+    - ``"exit task"``, ``"interrupt callback"``: a task or timer of its own raises
+      ``SystemExit`` or ``KeyboardInterrupt`` 0.2 s later (``"exit odd"``: of an
+      argument that cannot be shown; ``"storm"``: again and again for 2 s); ``"loop
+      stop"``: a timer stops the loop; ``"thread"``: it awaits a thread blocking 300 s;
+    - ``"await"``: it awaits 0.8 s, as a well-behaved judge does.
+
+    A reset with ``slow_del`` returns a :class:`SlowDel`.
+    """
 
     async def start_interaction(
         self, instance_id: str | None = None, slow_del: bool = False, **kwargs: Any
@@ -96,6 +117,8 @@ class Blocking(BaseInteraction):
             await asyncio.sleep(0.8)
         if messages[-1]["content"] == "slow message":
             raise SlowMessage()
+        if messages[-1]["content"] == "dict prop":
+            raise DictProp()
         if messages[-1]["content"] == "slow format":
             raise FormatSlow()
         if messages[-1]["content"] == "stash del":  # in its own copy of the conversation

@@ -365,8 +365,9 @@ def _parse_head(head: bytes) -> Response:
         return response
     length = _field(lower, b"\r\ncontent-length:")
     if length is not None:
-        if not length.isdigit():
-            raise ProtocolError(f"bad Content-Length header {length.decode('latin-1')!r}")
+        if not length.isdigit() or len(length) > 18:  # (int() refuses 4,300 digits)
+            shown = length[:40].decode("latin-1") + ("..." if len(length) > 40 else "")
+            raise ProtocolError(f"bad Content-Length header {shown!r}")
         response.length = int(length)
     return response
 
