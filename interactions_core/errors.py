@@ -81,6 +81,39 @@ def exception_text(exc: BaseException) -> str:
         return f"<no message: its __str__ raised {class_name(type(inner))}>"
 
 
+#: ``BaseException``'s own ``args`` and ``__traceback__``: a property of a plugin's class
+#: cannot stand in for them.
+_ARGS = BaseException.__dict__["args"]
+_TRACEBACK = BaseException.__dict__["__traceback__"]
+
+
+def stop_text(exc: BaseException) -> str:
+    """``SystemExit(3)``: an exception's class and arguments, cut to a line, told without
+    running any of the plugin's code (an argument of another type than a plain value is
+    shown by its class's name), for a stop raised outside every call."""
+    shown = []
+    args = _ARGS.__get__(exc, BaseException)
+    for arg in args if type(args) is tuple else ():
+        kind = type(arg)
+        shown.append(repr(arg) if kind in _SHOWN else f"<{class_name(kind)}>")
+    text = ", ".join(shown)
+    return f"{class_name(type(exc))}({text if len(text) <= 60 else text[:57] + '...'})"
+
+
+_SHOWN = frozenset({int, float, bool, str, type(None)})
+
+
+def raised_at(exc: BaseException) -> str:
+    """``raised at file:line``: where ``exc`` was raised (its traceback's innermost entry,
+    read through ``BaseException``'s own descriptor)."""
+    tb = _TRACEBACK.__get__(exc, BaseException)
+    if tb is None:
+        return "where is unknown"
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"raised at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
+
+
 def keep_text(exc: BaseException) -> None:
     """Read ``exc``'s message now, for :func:`exception_text` to give later.
 

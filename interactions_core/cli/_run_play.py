@@ -107,7 +107,7 @@ class LocalRun(_Run):
             # changed the loop so that it fails (a task factory that raises). What
             # finished is kept, and --resume plays the rest.
             broken = _what_broke(exc)
-            if isinstance(exc, Interrupted) or broken is None:
+            if issubclass(type(exc), Interrupted) or broken is None:
                 raise
             summary, still_open = self._cut_short()
             return Played(summary, still_open, self.watchdog, broken)
@@ -125,6 +125,7 @@ class LocalRun(_Run):
             runner = self.runner = self._runner()
             loop = asyncio.get_running_loop()
             loop.set_default_executor(UnwaitedExecutor(thread_name_prefix="run-executor"))
+            loop.set_exception_handler(_told_already)
             self.watchdog = LoopWatchdog(
                 loop, limit=self.args.timeout, should_break=lambda: bool(self.stopped[0])
             ).start()
@@ -182,27 +183,39 @@ class LocalRun(_Run):
         return summary, runner.open_sessions if runner is not None else 0
 
 
+def _told_already(loop: Any, context: dict[str, Any]) -> None:
+    """The run's loop's exception handler: a plugin task's ``SystemExit`` or
+    ``KeyboardInterrupt`` ended the run and was told (:func:`_what_broke`); when the
+    task is dropped later, asyncio's "exception was never retrieved" is not told again
+    (with a traceback, formatted wherever the collector happens to run)."""
+    if issubclass(type(context.get("exception")), (SystemExit, KeyboardInterrupt)):
+        return
+    loop.default_exception_handler(context)
+
+
 def _what_broke(exc: BaseException) -> str | None:
     """What ended a run's event loop from inside the run, for the message; ``None`` for
     the project's own errors (told as they are) or with ``INTERACTIONS_DEBUG`` set."""
     import asyncio
     import os
 
-    from ..errors import InteractionsError
+    from ..errors import InteractionsError, exception_kind, exception_text, stop_text
 
+    # Told by type(), and by BaseException's own descriptors: the exception may be a
+    # plugin's, whose class's properties would run here, outside every call.
+    kind = type(exc)
     where = "by code inside the run (a plugin?)"
-    if isinstance(exc, asyncio.CancelledError):
+    if issubclass(kind, asyncio.CancelledError):
         how = "cancelled"
-    elif isinstance(exc, RuntimeError) and "loop stopped before" in str(exc):
+    elif issubclass(kind, RuntimeError) and "loop stopped before" in exception_text(exc):
         how = "stopped"
-    elif isinstance(exc, (SystemExit, KeyboardInterrupt)):
-        args = ", ".join(map(repr, exc.args))
-        how = f"ended by {type(exc).__name__}({args if len(args) <= 60 else args[:57] + '...'})"
-    elif isinstance(exc, InteractionsError) or os.environ.get("INTERACTIONS_DEBUG"):
+    elif issubclass(kind, (SystemExit, KeyboardInterrupt)):
+        how = f"ended by {stop_text(exc)}"
+    elif issubclass(kind, InteractionsError) or os.environ.get("INTERACTIONS_DEBUG"):
         return None
     else:
-        text = str(exc)
-        how = f"ended by {type(exc).__name__}: {text if len(text) <= 80 else text[:77] + '...'}"
+        text = exception_text(exc)
+        how = f"ended by {exception_kind(exc)}: {text if len(text) <= 80 else text[:77] + '...'}"
         where = "outside any plugin call (by plugin code that changed the loop?)"
     return f"the run's event loop was {how} {where}"
 

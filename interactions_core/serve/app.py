@@ -49,7 +49,7 @@ from pydantic import Field, ValidationError, model_validator
 from .. import __version__
 from ..errors import BadActionError, BadResetError, ServeError
 from .episode import ServedEpisode, ServeWatchdog
-from .hub import FINALIZE_WAIT, Hub
+from .hub import FINALIZE_WAIT, FORCED_WAIT, Hub
 from .openenv_app import (
     MAX_TASK_RESPONSES,
     TASK_API_ENV,
@@ -597,6 +597,7 @@ def _serve(server: Any, sock: socket.socket, ours: Callable[[], bool]) -> None:
     raised it ended and the rest untouched. The loop is asyncio's own (uvicorn's
     ``loop="asyncio"``): the watchdog reads its frames.
     """
+    from ..errors import raised_at, stop_text
     from ..runtime.runner import UnwaitedExecutor
     from .connections import Throttled
 
@@ -617,8 +618,8 @@ def _serve(server: Any, sock: socket.socket, ours: Callable[[], bool]) -> None:
                     what = "stopped the event loop (loop.stop())"
                 else:
                     what = (
-                        f"raised {_stop_told(exc)} in a task or callback of its own, "
-                        f"outside any call ({_raised_at(exc)})"
+                        f"raised {stop_text(exc)} in a task or callback of its own, "
+                        f"outside any call ({raised_at(exc)})"
                     )
                 told.warning(
                     "plugin code %s; ignored: the server goes on. A plugin must not end "
@@ -633,35 +634,10 @@ def _serve(server: Any, sock: socket.socket, ours: Callable[[], bool]) -> None:
             loop.close()
 
 
-def _stop_told(exc: BaseException) -> str:
-    """``SystemExit(3)``: a stop's class and arguments, cut to a line, told without running
-    the plugin's code (an argument's ``repr`` is asked only of plain values)."""
-    from ..errors import class_name
-
-    shown = []
-    for arg in exc.args if type(exc.args) is tuple else ():
-        kind = type(arg)
-        if kind in (int, float, bool, str, type(None)):
-            shown.append(repr(arg))
-        else:
-            shown.append(f"<{class_name(kind)}>")
-    args = ", ".join(shown)
-    return f"{class_name(type(exc))}({args if len(args) <= 60 else args[:57] + '...'})"
-
-
-def _raised_at(exc: BaseException) -> str:
-    """``raised at file:line``: where ``exc`` was raised, its traceback's innermost entry."""
-    tb = exc.__traceback__
-    if tb is None:
-        return "where is unknown"
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    return f"raised at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
-
-
 #: Seconds the tasks left at the end get to finish once cancelled (a plugin's that
-#: catches the cancellation and goes on is left behind, named).
-_TASKS_GRACE = 2.0
+#: catches the cancellation and goes on is left behind, named): more than a forced
+#: shutdown's wait for the finalizes, which a cancelled lifespan still logs.
+_TASKS_GRACE = FORCED_WAIT + 1.0
 
 
 def _cancel_the_rest(loop: asyncio.AbstractEventLoop) -> None:

@@ -604,6 +604,12 @@ async def leave_later(exc):
     raise exc
 
 
+class ArgsExit(SystemExit):  # a stop whose arguments cannot be asked for
+    @property
+    def args(self):
+        raise ValueError("args says no")
+
+
 class LoopBreaker(BaseInteraction):
     async def generate_response(self, instance_id, messages, **kwargs):
         loop, act, once = asyncio.get_running_loop(), kwargs.get("act"), kwargs.get("once")
@@ -625,6 +631,8 @@ class LoopBreaker(BaseInteraction):
             loop.call_soon(leave, KeyboardInterrupt())
         elif act == "task_exit":
             loop.create_task(leave_later(SystemExit(3)))
+        elif act == "task_odd_exit":  # its message ended the command with no summary
+            loop.create_task(leave_later(ArgsExit(3)))
         elif act == "task_factory":  # every task the loop creates from now on fails
             loop.set_task_factory(lambda loop, coro, **kw: leave(RuntimeError("no tasks")))
         await asyncio.sleep(0.05)
@@ -638,6 +646,7 @@ BREAKS = [
     "callback_exit",
     "callback_kbint",
     "task_exit",
+    "task_odd_exit",
     "task_factory",
 ]
 

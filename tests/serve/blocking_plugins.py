@@ -42,6 +42,14 @@ class BadRepr:
         raise ValueError("repr refuses")
 
 
+class ArgsExit(SystemExit):
+    """A stop whose arguments cannot be asked for (a property of its class raises)."""
+
+    @property
+    def args(self) -> Any:  # type: ignore[override]
+        raise ValueError("args says no")
+
+
 class SlowFormat(str):
     """Text whose formatting holds the loop: what a plugin's ``__str__`` may return."""
 
@@ -96,8 +104,9 @@ class Blocking(BaseInteraction):
       ends the episode and its ``finalize_interaction`` returns a :class:`SlowDel`;
     - ``"exit task"``, ``"interrupt callback"``: a task or timer of its own raises
       ``SystemExit`` or ``KeyboardInterrupt`` 0.2 s later (``"exit odd"``: of an
-      argument that cannot be shown; ``"storm"``: again and again for 2 s); ``"loop
-      stop"``: a timer stops the loop; ``"thread"``: it awaits a thread blocking 300 s;
+      argument that cannot be shown; ``"exit args"``: whose arguments cannot be
+      asked for; ``"storm"``: again and again for 2 s); ``"loop stop"``: a timer
+      stops the loop; ``"thread"``: it awaits a thread blocking 300 s;
     - ``"await"``: it awaits 0.8 s, as a well-behaved judge does.
 
     A reset with ``slow_del`` returns a :class:`SlowDel`.
@@ -137,6 +146,13 @@ class Blocking(BaseInteraction):
                 raise SystemExit(BadRepr())
 
             self.task = asyncio.get_running_loop().create_task(upload_odd())
+        if messages[-1]["content"] == "exit args":
+
+            async def upload_args() -> None:
+                await asyncio.sleep(0.2)
+                raise ArgsExit(3)
+
+            self.task = asyncio.get_running_loop().create_task(upload_args())
         if messages[-1]["content"] == "loop stop":
             asyncio.get_running_loop().call_later(0.2, asyncio.get_running_loop().stop)
         if messages[-1]["content"] == "storm":  # a timer raising again and again for 2 s

@@ -190,6 +190,7 @@ def test_a_plugin_that_swallows_the_break_is_told_and_a_second_signal_ends_the_s
         ("exit task", "raised SystemExit(3)"),
         ("interrupt callback", "raised KeyboardInterrupt('from a timer')"),
         ("exit odd", "raised SystemExit(<BadRepr>)"),  # its repr raised: the server died
+        ("exit args", "raised ArgsExit(3)"),  # its class's args property raised: the same
         ("loop stop", "stopped the event loop"),
         ("storm", "raised KeyboardInterrupt('storm')"),  # 300,000 lines in 5 s
     ],
