@@ -114,6 +114,10 @@ def raised_at(exc: BaseException) -> str:
     return f"raised at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
 
 
+#: Where :func:`keep_text` marks a ``TimeoutError`` the plugin raised itself.
+_ITS_OWN = "__interactions_its_own__"
+
+
 def keep_text(exc: BaseException) -> None:
     """Read ``exc``'s message now, for :func:`exception_text` to give later.
 
@@ -126,8 +130,25 @@ def keep_text(exc: BaseException) -> None:
         kept = _OWN_DICT.__get__(exc, BaseException)
         dict.__setitem__(kept, _TEXT, text)
         dict.__setitem__(kept, _KIND, kind)
+        if issubclass(type(exc), _timeouts()):  # raised inside the call: its own
+            dict.__setitem__(kept, _ITS_OWN, text)
     except Exception:
         pass
+
+
+def _timeouts() -> tuple[type[BaseException], ...]:
+    """``TimeoutError``, and asyncio's (another class before Python 3.11), if imported."""
+    import sys
+
+    aio = sys.modules.get("asyncio")
+    return (TimeoutError,) if aio is None else (TimeoutError, aio.TimeoutError)
+
+
+def its_own_timeout(exc: BaseException) -> bool:
+    """Whether ``exc`` is a ``TimeoutError`` the plugin raised itself (its own client's
+    deadline, say), which :func:`keep_text` saw leave the call: not the runtime's
+    ``--timeout``, which ends a call from outside it."""
+    return _kept(exc, _ITS_OWN) is not None
 
 
 class InteractionsError(Exception):

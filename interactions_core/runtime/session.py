@@ -46,6 +46,7 @@ from ..errors import (
     Interrupted,
     exception_kind,
     exception_text,
+    its_own_timeout,
     keep_text,
 )
 
@@ -96,10 +97,10 @@ async def _bounded(
     watch = watching(loop)
     if _timeout is None or watch is None:
         if _timeout is None:
-            result = await asyncio.wait_for(make(), seconds)
+            result = await asyncio.wait_for(_told(make()), seconds)
         else:
             async with _timeout(seconds):
-                result = await make()
+                result = await _told(make())
         if check is not None:
             result = check(result)
         if loop.time() > start + seconds:
@@ -145,6 +146,16 @@ async def _bounded(
     if loop.time() > deadline():
         raise asyncio.TimeoutError
     return result
+
+
+async def _told(call: Any) -> Any:
+    """``await call``; what it raises has its text kept (:func:`keep_text`) on its way out,
+    so a ``TimeoutError`` of the plugin's own is told from the runtime's deadline."""
+    try:
+        return await call
+    except BaseException as exc:
+        keep_text(exc)
+        raise
 
 
 def _none(returned: Any) -> None:
@@ -264,7 +275,7 @@ def call_error(
     kind = type(exc)  # not isinstance: it reads a plugin exception's own __class__
     if issubclass(kind, InteractionCallError):
         return exc  # type: ignore[return-value]
-    if issubclass(kind, asyncio.TimeoutError):
+    if issubclass(kind, asyncio.TimeoutError) and not its_own_timeout(exc):
         problem = f"timed out after {timeout:g} s" if timeout else "timed out"
     else:
         problem = f"raised {exception_kind(exc)}: {exception_text(exc)}".rstrip(": ")

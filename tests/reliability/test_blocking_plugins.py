@@ -372,3 +372,50 @@ def test_a_plugin_cycle_freed_by_the_collector_inside_another_call_is_no_calls()
             gc.enable()
     assert result.content == "fine", result
     assert list(blocks) == ["acme_cycles.SlowDel.__del__"], blocks
+
+
+OWN_TIMEOUT = """
+import asyncio
+
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class OwnDeadline(BaseInteraction):
+    async def generate_response(self, instance_id, messages, **kwargs):
+        await asyncio.wait_for(asyncio.sleep(1), 0.05)  # its own client's deadline
+        return InteractionResult(True, "fine", 1.0)
+"""
+
+
+@pytest.mark.parametrize("watched", [True, False])
+def test_a_plugins_own_timeout_is_not_told_as_the_runs(watched: bool) -> None:
+    """A ``TimeoutError`` the plugin raised itself (its client's deadline) read "timed out
+    after 30 s" 0.1 s into a call under a 30 s timeout: a user would raise --timeout to
+    no effect. It is told as what it is, and the runtime's deadline still as a timeout."""
+    import asyncio
+
+    from interactions_core.errors import InteractionCallError
+    from interactions_core.runtime.session import Session
+    from interactions_core.runtime.watchdog import LoopWatchdog
+
+    namespace: dict[str, Any] = {"__name__": "acme_deadline"}
+    exec(compile(OWN_TIMEOUT, "<acme_deadline>", "exec"), namespace)
+
+    async def main(timeout: float) -> str:
+        watchdog = LoopWatchdog(asyncio.get_running_loop()).start() if watched else None
+        try:
+            session = Session(namespace["OwnDeadline"](), "deadline", "s-1", timeout=timeout)
+            await session.start()
+            try:
+                await session.respond([{"role": "user", "content": "hi"}])
+            except InteractionCallError as exc:
+                return str(exc)
+            finally:
+                await session.finalize()
+            return "no error"
+        finally:
+            if watchdog is not None:
+                watchdog.stop()
+
+    assert "raised TimeoutError" in asyncio.run(main(30.0))
+    assert "timed out after 0.01 s" in asyncio.run(main(0.01))  # the runtime's own
