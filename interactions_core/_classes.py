@@ -183,10 +183,12 @@ def fault_location(exc: BaseException) -> dict[str, str]:
 
 def describe(exc: BaseException) -> str:
     """One line: the exception and where in the plugin it was raised (or the entry-point fix)."""
-    if isinstance(exc, MissingAttributeError):
-        return exc.hint()
+    from .errors import exception_kind, exception_text
+
+    if issubclass(type(exc), MissingAttributeError):
+        return exc.hint()  # type: ignore[attr-defined]
     where = plugin_frame(exc)
-    return f"{exc.__class__.__name__}: {exc}" + (f" (at {where})" if where else "")
+    return f"{exception_kind(exc)}: {exception_text(exc)}" + (f" (at {where})" if where else "")
 
 
 def import_failure(what: str, exc: BaseException) -> str:
@@ -194,8 +196,8 @@ def import_failure(what: str, exc: BaseException) -> str:
 
     With ``INTERACTIONS_DEBUG=1`` the whole traceback follows.
     """
-    if isinstance(exc, MissingAttributeError):
-        return f"{what} failed to load: {exc.hint()}"
+    if issubclass(type(exc), MissingAttributeError):
+        return f"{what} failed to load: {exc.hint()}"  # type: ignore[attr-defined]
     message = f"{what} failed to import: {describe(exc)}"
     if os.environ.get("INTERACTIONS_DEBUG", "").strip() not in ("", "0"):
         import traceback

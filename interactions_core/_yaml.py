@@ -283,12 +283,19 @@ def find_interpolation(data: Any) -> tuple[tuple[Any, ...], str] | None:
     bounded by :func:`check_expansion`, which the config passes first.
     """
     stack: list[tuple[tuple[Any, ...], Any]] = [((), data)]
-    while stack:
+    seen: set[int] = set()  # a value aliases share is looked at once (a 1 MB string 20,000
+    while stack:  # times took 17 s); the data is held meanwhile, so no id is reused
         path, node = stack.pop()
+        if id(node) in seen:
+            continue
         if isinstance(node, str):
             if "${" in node:
                 return path, node
-        elif isinstance(node, dict):
+            if len(node) > 64:
+                seen.add(id(node))
+            continue
+        seen.add(id(node))
+        if isinstance(node, dict):
             stack.extend(((*path, key), value) for key, value in node.items())
         elif isinstance(node, list):
             stack.extend(((*path, i), value) for i, value in enumerate(node))

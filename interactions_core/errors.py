@@ -59,6 +59,20 @@ def _plain(text: str) -> str:
     return text if type(text) is str else str.__str__(text)
 
 
+def _stops_us(exc: BaseException) -> bool:
+    """Whether ``exc`` is the program's own stop: the user's Ctrl-C (:class:`Interrupted`)
+    or the watchdog's break of a block (``LoopBlocked``), which must go on up even from
+    a plugin's ``__str__``; a ``KeyboardInterrupt`` or ``SystemExit`` a plugin raises
+    there is its fault, told as such."""
+    import sys
+
+    kind = type(exc)
+    if issubclass(kind, Interrupted):
+        return True
+    watchdog = sys.modules.get("interactions_core.runtime.watchdog")
+    return watchdog is not None and issubclass(kind, watchdog.LoopBlocked)
+
+
 def exception_kind(exc: BaseException) -> str:
     """The name of ``exc``'s class (``type``'s, never the exception's own ``__class__``);
     the one :func:`keep_text` read earlier, when it did."""
@@ -77,7 +91,9 @@ def exception_text(exc: BaseException) -> str:
         return kept
     try:
         return _plain(str(exc))
-    except Exception as inner:
+    except BaseException as inner:  # any class: a plugin's __str__ may raise a stop too
+        if _stops_us(inner):
+            raise
         return f"<no message: its __str__ raised {class_name(type(inner))}>"
 
 

@@ -191,5 +191,7 @@ def tracing(
 
 def _error_text(error: BaseException) -> str:
     """``Type: message``, and where in plugin code it was raised when that is known."""
+    from ..errors import exception_kind, exception_text
+
     at = fault_location(error.__cause__ or error).get("at")
-    return f"{error.__class__.__name__}: {error}" + (f" (at {at})" if at else "")
+    return f"{exception_kind(error)}: {exception_text(error)}" + (f" (at {at})" if at else "")

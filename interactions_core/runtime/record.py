@@ -195,8 +195,8 @@ class EpisodeRecord:
             "message": _cut_text(about + exception_text(exc), MAX_MESSAGE),
         }
         cause = exc
-        if isinstance(exc, InteractionCallError):
-            entry["where"] = exc.method
+        if issubclass(type(exc), InteractionCallError):
+            entry["where"] = exc.method  # type: ignore[attr-defined]
             if exc.__cause__ is not None:
                 cause = exc.__cause__
                 entry["type"] = exception_kind(cause)

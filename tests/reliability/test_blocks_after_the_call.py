@@ -762,6 +762,18 @@ class Unprintable:
         raise Outer()
 
 
+class StrKI(Exception):
+    """An error whose message is a KeyboardInterrupt of its own."""
+
+    def __str__(self):
+        raise KeyboardInterrupt("from __str__")
+
+
+class StrGE(Exception):
+    def __str__(self):
+        raise GeneratorExit("from __str__")
+
+
 class Hostile(BaseInteraction):
     """Every call awaits 0.05 s; q8's turn returns ``make()``'s extra and score."""
 
@@ -789,6 +801,26 @@ class BigMessageExtra(Hostile):
     make = staticmethod(lambda: {"v": BigStopper()})
 
 
+class FinalizeStrKI(Hostile):
+    """q8's finalize raises an error whose ``__str__`` raises ``KeyboardInterrupt``."""
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        if messages[0]["content"] == "q8":
+            self.marked = instance_id
+        return await super().generate_response(instance_id, messages, **kwargs)
+
+    async def finalize_interaction(self, instance_id, **kwargs):
+        if getattr(self, "marked", None) == instance_id:
+            raise StrKI()
+
+
+class RespondStrGE(Hostile):
+    async def generate_response(self, instance_id, messages, **kwargs):
+        if messages[0]["content"] == "q8":
+            raise StrGE()
+        return await super().generate_response(instance_id, messages, **kwargs)
+
+
 class UnprintableExtra(Hostile):
     make = staticmethod(lambda: {"v": Unprintable()})
 
@@ -808,6 +840,8 @@ class LyingScore(Hostile):
         ("StopperExtra", 1),
         ("BigMessageExtra", 1),
         ("UnprintableExtra", 1),
+        ("FinalizeStrKI", 1),  # the run ended after 3 episodes "by KeyboardInterrupt"
+        ("RespondStrGE", 1),
         ("KeyExtra", 0),
         ("LyingScore", 0),
     ],
@@ -830,7 +864,14 @@ def test_text_and_scores_that_lie_about_themselves_are_kept_plain(
     records = read_lines(out)
     assert sorted(r["index"] for r in records) == list(range(16))
     q8 = records[[r["index"] for r in records].index(8)]
-    if errors:
+    if cls in ("FinalizeStrKI", "RespondStrGE"):
+        where, kind = {
+            "FinalizeStrKI": ("finalize_interaction", "StrKI"),
+            "RespondStrGE": ("generate_response", "StrGE"),
+        }[cls]
+        assert [(e["where"], e["type"]) for e in q8["errors"]] == [(where, kind)], q8
+        assert "its __str__ raised" in q8["errors"][0]["message"], q8["errors"]
+    elif errors:
         assert [e["where"] for e in q8["errors"]] == ["extras"], q8["errors"]
         assert len(q8["errors"][0]["message"]) < 10_200, len(q8["errors"][0]["message"])
         assert q8["errors"][0]["type"] in ("OddStop", "BigStop", "Outer"), q8["errors"]

@@ -201,6 +201,16 @@ class Lies(Exception):
 class LiesInInit(Plays):
     def __init__(self, config):
         raise Lies("no")
+
+
+class Unsayable(Exception):
+    def __str__(self):
+        raise GeneratorExit("from __str__")
+
+
+class UnsayableInInit(Plays):
+    def __init__(self, config):
+        raise Unsayable()
 """
 )
 
@@ -211,6 +221,7 @@ class LiesInInit(Plays):
         ("ExitsInInit", "SystemExit: 4"),
         ("InterruptsInInit", "KeyboardInterrupt"),
         ("LiesInInit", "Lies: no"),  # its class, asked for, raised: a traceback
+        ("UnsayableInInit", "Unsayable: <no message: its __str__ raised GeneratorExit>"),
     ],
 )
 def test_a_constructor_that_stops_the_process_is_a_located_plugin_error(

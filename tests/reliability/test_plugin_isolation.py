@@ -53,6 +53,9 @@ BAD_IMPORTS = {
     "exiter": "import sys\nsys.exit(3)\n",
     "interrupter": "raise KeyboardInterrupt('pressed by the plugin')\n",
     "weird": "class Weird(BaseException):\n    pass\nraise Weird('odd')\n",
+    # an error whose message cannot be told: it was listed "ok", exit 0
+    "unsayable": "class Unsayable(Exception):\n    def __str__(self):\n"
+    "        raise GeneratorExit('from __str__')\nraise Unsayable()\n",
 }
 
 
@@ -126,8 +129,42 @@ def test_list_check_reports_each_plugin_that_exits_interrupts_or_hangs(
     assert "KeyboardInterrupt: pressed by the plugin" in rows["interrupter"]["error"]
     assert "Weird: odd" in rows["weird"]["error"]
     assert "did not finish within 3 s" in rows["hanger"]["error"]
-    for name in ("exiter", "interrupter", "weird", "hanger"):
+    assert "Unsayable: <no message: its __str__ raised GeneratorExit>" in rows["unsayable"]["error"]
+    for name in ("exiter", "interrupter", "weird", "hanger", "unsayable"):
         assert rows[name]["status"] == "broken"
+
+
+UNSAYABLE_HOOKS = """
+from interactions_core import hookimpl
+
+
+class Unsayable(Exception):
+    def __str__(self):
+        raise GeneratorExit("from __str__")
+
+
+@hookimpl
+def register_interactions(register):
+    raise Unsayable()
+"""
+
+
+def test_a_hook_plugin_whose_error_cannot_be_told_breaks_no_command(
+    make_dist, site_dir: Path, forget_modules, tmp_path: Path
+) -> None:
+    """A hook plugin's ``register_interactions`` raising an error whose ``__str__`` raises
+    ``GeneratorExit`` printed a traceback from every command, a run of another plugin's
+    interaction included (``SystemExit`` there: exit 5, nothing said)."""
+    make_dist("acme-unsayable-hooks", "1.0", {PLUGINS: {"unsayable": "acme_unsayable_hooks"}},
+              {"acme_unsayable_hooks": UNSAYABLE_HOOKS})  # fmt: skip
+    proc = cli(site_dir, tmp_path, "list", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "gsm8k" in {row["name"] for row in json.loads(proc.stdout)}
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    proc = cli(site_dir, tmp_path, "run", str(examples / "config.yaml"), "--data",
+               str(examples / "gsm8k_demo.jsonl"), "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["episodes"] > 0
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="fcntl locks")

@@ -118,7 +118,9 @@ def create_policy(cls: type, options: Mapping[str, Any] | None = None, *, name: 
     except ConfigError:
         raise
     except (TypeError, ValueError) as exc:
-        raise ConfigError([f"policy {label!r}: {exc}"]) from exc
+        from ...errors import exception_text
+
+        raise ConfigError([f"policy {label!r}: {exception_text(exc)}"]) from exc
     if not callable(getattr(policy, "reply", None)):
         raise ConfigError([f"policy {label!r} ({cls.__qualname__}) has no reply() method"])
     return policy
