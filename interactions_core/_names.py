@@ -95,7 +95,14 @@ def close_matches(name: str, known: Iterable[str], n: int = 2, cutoff: float = 0
     """The names of ``known`` closest to ``name``, best first: the one did-you-mean."""
     import difflib
 
-    return difflib.get_close_matches(name, sorted(set(known)), n=n, cutoff=cutoff)
+    names = sorted(set(known))
+    # A ratio of at least ``cutoff`` needs lengths within that ratio of each other; and
+    # difflib's cost grows with the name: a served client's name of 12 MB held the event
+    # loop 3 s. A name far longer than every known one matches none: not compared.
+    longest = max(map(len, names), default=0)
+    if len(name) > 2 * longest + 16:
+        return []
+    return difflib.get_close_matches(name, names, n=n, cutoff=cutoff)
 
 
 def suggest(

@@ -24,6 +24,19 @@ def warn(message: str, category: type[Warning], stacklevel: int = 1) -> None:
     warnings.warn(message, category, stacklevel=stacklevel + 1)
 
 
+#: The most characters of an error's message kept (in a record, and the ``--json``
+#: summary, which shows records' errors; in a served client's error): a record's line
+#: must stay one its readers take, and a 50 MB message was sent whole to the client.
+MAX_MESSAGE = 10_000
+
+
+def cut_text(text: str, most: int) -> str:
+    """``text`` with at most ``most`` characters, noting what was left out."""
+    if len(text) <= most:
+        return text
+    return f"{text[:most]} [... {len(text) - most:,} more characters]"
+
+
 #: Where :func:`keep_text` leaves an exception's message and its class's name (in its
 #: ``__dict__``).
 _TEXT, _KIND = "__interactions_text__", "__interactions_kind__"

@@ -508,6 +508,17 @@ def sample_id_of(sample: Mapping[str, Any], index: int) -> Any:
     return index if value is None else value
 
 
+def _shown(value: Any, limit: int = 200) -> str:
+    """``repr(value)`` cut to ``limit`` characters: a name of megabytes (from a served
+    client, say) is not echoed back whole."""
+    import reprlib
+
+    shortened = reprlib.Repr()
+    shortened.maxstring = shortened.maxother = limit
+    shortened.maxlist = shortened.maxdict = 8
+    return shortened.repr(value)
+
+
 def prompt_of(sample: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A copy of the sample's prompt that the episode may extend and plugins may edit."""
     prompt = sample.get("prompt")
@@ -575,7 +586,7 @@ def choose(
     if not isinstance(name, str):
         raise error(
             f"interaction_kwargs 'name' must be a string such as \"gsm8k\", "
-            f"not {type(name).__name__} {name!r}"
+            f"not {type(name).__name__} {_shown(name)}"
             + (f"; write {name[0]!r}" if isinstance(name, list) and len(name) == 1 else "")
         )
     interaction = interactions.get(name)
@@ -584,7 +595,8 @@ def choose(
 
         where = "served here" if served else "configured"
         raise error(
-            f"interaction {name!r} is not {where}{suggest(str(name), interactions, n=1) or '.'} "
+            f"interaction {_shown(name)} is not {where}"
+            f"{suggest(name, interactions, n=1) or '.'} "
             f"{'Served' if served else 'Configured'}: {', '.join(interactions) or 'none'}."
         )
     return name, interaction, kwargs

@@ -14,7 +14,7 @@ from typing import Any
 
 from .._classes import fault_location
 from .._files import MAX_NESTING, json_safe
-from ..errors import InteractionCallError, exception_kind, exception_text
+from ..errors import MAX_MESSAGE, InteractionCallError, cut_text, exception_kind, exception_text
 from .step import END_REASONS, ERROR
 
 __all__ = [
@@ -192,7 +192,7 @@ class EpisodeRecord:
             "interaction": self.interaction,
             "instance_id": self.instance_id,
             "type": exception_kind(exc),
-            "message": _cut_text(about + exception_text(exc), MAX_MESSAGE),
+            "message": cut_text(about + exception_text(exc), MAX_MESSAGE),
         }
         cause = exc
         if issubclass(type(exc), InteractionCallError):
@@ -275,19 +275,9 @@ class EpisodeRecord:
 #: The most assistant (or user) turns a record may claim; more is a damaged record.
 MAX_TURNS = 100_000
 
-#: The most characters of an error's message a record keeps (and the ``--json``
-#: summary, which shows records' errors): the line must stay one its readers take.
-MAX_MESSAGE = 10_000
 
 #: The most errors a record cut to fit its line keeps (with a note of the rest).
 _ERRORS_KEPT = 20
-
-
-def _cut_text(text: str, most: int) -> str:
-    """``text`` with at most ``most`` characters, noting what was left out."""
-    if len(text) <= most:
-        return text
-    return f"{text[:most]} [... {len(text) - most:,} more characters]"
 
 
 #: The largest ``index`` and ``repeat`` a record may hold.
@@ -461,7 +451,7 @@ def shorten_record(record: Mapping[str, Any], limit: int) -> dict[str, Any]:
         short["messages"] = [{"role": "system", "content": note}]
     # What else a line can outgrow: an id of megabytes, a great many errors.
     if isinstance(short.get("sample_id"), str):
-        short["sample_id"] = _cut_text(short["sample_id"], limit // 16)
+        short["sample_id"] = cut_text(short["sample_id"], limit // 16)
     errors = short.get("errors")
     if isinstance(errors, list) and len(json.dumps(errors, default=str)) > limit // 4:
         kept = [_cut_error(error, limit // (8 * _ERRORS_KEPT)) for error in errors[:_ERRORS_KEPT]]
@@ -476,8 +466,8 @@ def shorten_record(record: Mapping[str, Any], limit: int) -> dict[str, Any]:
 def _cut_error(error: Any, most: int) -> Any:
     """An entry of a record's ``errors`` with each text at most ``most`` characters."""
     if not isinstance(error, Mapping):
-        return _cut_text(str(error), most)
-    return {k: _cut_text(v, most) if isinstance(v, str) else v for k, v in error.items()}
+        return cut_text(str(error), most)
+    return {k: cut_text(v, most) if isinstance(v, str) else v for k, v in error.items()}
 
 
 def _cut(message: Any, most: int) -> Any:

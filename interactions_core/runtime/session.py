@@ -42,8 +42,10 @@ from typing import Any
 
 from .._interaction import InteractionResult, as_score
 from ..errors import (
+    MAX_MESSAGE,
     InteractionCallError,
     Interrupted,
+    cut_text,
     exception_kind,
     exception_text,
     its_own_timeout,
@@ -278,7 +280,8 @@ def call_error(
     if issubclass(kind, asyncio.TimeoutError) and not its_own_timeout(exc):
         problem = f"timed out after {timeout:g} s" if timeout else "timed out"
     else:
-        problem = f"raised {exception_kind(exc)}: {exception_text(exc)}".rstrip(": ")
+        text = cut_text(exception_text(exc), MAX_MESSAGE)
+        problem = f"raised {exception_kind(exc)}: {text}".rstrip(": ")
     error = InteractionCallError(name, instance_id, method, problem)
     error.__cause__ = exc
     return error

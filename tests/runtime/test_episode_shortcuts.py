@@ -144,3 +144,25 @@ async def test_an_episode_that_raises_past_the_loop_still_has_a_record() -> None
     assert {r.errors[0]["where"] for r in summary.records} == {"episode"}
     summary = await run_episodes([{"prompt": [], "responses": ["a"]}] * 5, ReplayPolicy())
     assert summary.episodes == 5 and summary.errors == 0
+
+
+def test_a_name_of_megabytes_is_refused_without_comparing_it() -> None:
+    """The did-you-mean compared a served client's 12 MB name with every name, holding
+    the event loop 3 s, and echoed it whole in the error."""
+    import time
+
+    from interactions_core._names import suggest
+
+    name = "gsm8k" * 2_000_000
+    started = time.perf_counter()
+    assert suggest(name, ["gsm8k", "weather"], n=1) == ""
+    assert time.perf_counter() - started < 0.5
+    assert suggest("gsm8kk", ["gsm8k", "weather"], n=1) == "; did you mean 'gsm8k'?"
+
+
+def test_a_plugin_error_of_megabytes_is_cut_in_its_message() -> None:
+    """A plugin's 50 MB error message was sent whole to a served client and logged whole."""
+    from interactions_core.runtime.session import call_error
+
+    error = call_error("x", "s-1", "generate_response", ValueError("y" * 5_000_000))
+    assert len(str(error)) < 11_000 and "more characters" in str(error)
