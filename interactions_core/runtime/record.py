@@ -449,9 +449,11 @@ def shorten_record(record: Mapping[str, Any], limit: int) -> dict[str, Any]:
     if len(json.dumps(short, default=str)) > limit // 2:  # a great many messages
         note = f"[{len(messages):,} messages left out: the record would not fit a line]"
         short["messages"] = [{"role": "system", "content": note}]
-    # What else a line can outgrow: an id of megabytes, a great many errors.
-    if isinstance(short.get("sample_id"), str):
-        short["sample_id"] = cut_text(short["sample_id"], limit // 16)
+    # What else a line can outgrow: an id of megabytes (the sample's, or the session's
+    # a plugin's start_interaction chose), a great many errors.
+    for field in ("sample_id", "instance_id"):
+        if isinstance(short.get(field), str):
+            short[field] = cut_text(short[field], limit // 16)
     errors = short.get("errors")
     if isinstance(errors, list) and len(json.dumps(errors, default=str)) > limit // 4:
         kept = [_cut_error(error, limit // (8 * _ERRORS_KEPT)) for error in errors[:_ERRORS_KEPT]]

@@ -656,14 +656,17 @@ def test_an_error_message_of_megabytes_leaves_a_record_its_readers_take(tmp_path
 
 
 def test_a_record_with_an_id_or_errors_of_megabytes_is_cut_to_fit_its_line() -> None:
-    """shorten_record cut only the conversation: an id of megabytes, or a great many long
-    errors, left a line over the bound every reader of records refuses."""
+    """shorten_record cut only the conversation: an id of megabytes (the sample's, or the
+    session id a plugin's start_interaction chose: 72 MB lines the run's own --resume
+    refused), or a great many long errors, left a line over the bound every reader of
+    records refuses."""
     from interactions_core.runtime.record import shorten_record
 
     limit = 1 << 20
     record = {
         "index": 0,
         "sample_id": "a" * (2 * limit),
+        "instance_id": "\x01" * limit,  # a plugin's choice: 6 bytes a character written
         "messages": [{"role": "user", "content": "q"}],
         "errors": [{"where": "x", "message": "m" * 100_000} for _ in range(100)],
         "usage": {"note": "u" * (2 * limit)},
