@@ -35,6 +35,8 @@ limits, the observers and the record.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import inspect
 import itertools
 import json
@@ -147,6 +149,13 @@ class RunOptions:
 
 
 _perf_counter = time.perf_counter
+_let_others_run = functools.partial(asyncio.sleep, 0)
+
+#: Seconds an episode may run without waiting before it lets the event loop run
+#: others: each turn of a long episode copies the whole conversation for the
+#: interaction, so thousands of turns that never wait would hold the loop for
+#: seconds (the copy is timed in ``docs/reliability.md``).
+HOLD_LIMIT = 0.05
 
 
 def _overridden(policy: Any, method: str) -> Callable[..., Any] | None:
@@ -353,8 +362,14 @@ class EpisodeLoop:
         reply, reply_is_async, respond = self._reply, self._reply_is_async, session.respond
         max_assistant_turns, max_user_turns = self.max_assistant_turns, self.max_user_turns
         turns = 0
+        held_since = _perf_counter()
         while True:
             record.stage = "policy.reply"
+            if _perf_counter() - held_since > HOLD_LIMIT:
+                # An episode whose calls never wait would otherwise hold the loop to its
+                # end: stop signals, other episodes and the progress line wait for it.
+                await _let_others_run()
+                held_since = _perf_counter()
             text = reply(state, messages)
             if reply_is_async:
                 text = await text

@@ -159,12 +159,18 @@ class SummaryStats:
         return lines
 
 
-def _format_solved(solved: Mapping[int, float], limit: int = 8) -> str:
-    items = list(solved.items())
-    shown = items if len(items) <= limit else items[: limit - 1] + items[-1:]
-    parts = [f"{k}: {100 * v:.1f}%" for k, v in shown]
-    if len(items) > limit:
-        parts.insert(limit - 1, "...")
+def _format_solved(solved: Mapping[int, float]) -> str:
+    return _elided([f"{k}: {100 * v:.1f}%" for k, v in solved.items()])
+
+
+def _elided(parts: list[str], limit: int = 8) -> str:
+    """At most ``limit`` parts of a per-turn line, the last one kept, joined.
+
+    An episode of thousands of turns would otherwise print a line of thousands of
+    entries; ``--json`` keeps them all.
+    """
+    if len(parts) > limit:
+        parts = [*parts[: limit - 1], "...", parts[-1]]
     return "  ".join(parts)
 
 
@@ -311,14 +317,13 @@ class RunSummary:
             )
             lines.append(f"ended by          {reasons}")
         if self.turns:
-            hist = "  ".join(f"{n}: {self.turns[n]}" for n in sorted(self.turns))
+            hist = _elided([f"{n}: {self.turns[n]}" for n in sorted(self.turns)])
             lines.append(f"assistant turns   {hist}  ({self.stats.format_turns()})")
         lines.append(f"final score mean  {self.stats.format_final()}")
         by_turn = self.score_by_turn
         if by_turn:
-            lines.append(
-                "score by turn     " + "  ".join(f"{n}: {s:.3f}" for n, s in by_turn.items())
-            )
+            scores = [f"{n}: {s:.3f}" for n, s in by_turn.items()]
+            lines.append("score by turn     " + _elided(scores))
         lines.extend(self.stats.format_lines())
         lines += self.groups.format_lines()
         lines += self.usage.format_lines(self.requests_in_flight_max)
