@@ -264,6 +264,20 @@ class _Walk:
         self.count_text(len(text))
         return text  # type: ignore[no-any-return]
 
+    def put(self, result: dict[str, Any], key: Any, value: Any) -> None:
+        """``result[key as text] = value``; keys whose text collides (``1`` and ``"1"``,
+        ``None`` and ``"None"``) are told apart by their class, never silently merged."""
+        text = self.key(key)
+        if text in result:
+            from .errors import class_name
+
+            base = f"{text} ({class_name(type(key))})"
+            text, n = base, 2
+            while text in result:
+                text, n = f"{base} #{n}", n + 1
+            self.count_text(len(text))
+        result[text] = value
+
     def count_text(self, chars: int) -> None:
         """Count ``chars`` characters of text; with ``text``, refuse more than a line holds
         (one long string repeated a thousand times takes little memory until written)."""
@@ -326,7 +340,9 @@ class _Walk:
             result = [self.value(v, inside) for v in obj]
         elif issubclass(kind, dict):
             plain: dict[Any, Any] = obj  # type: ignore[assignment]
-            result = {self.key(k): self.value(v, inside) for k, v in dict.items(plain)}
+            result = {}
+            for k, v in dict.items(plain):
+                self.put(result, k, self.value(v, inside))
         else:  # a plugin's mapping: its items are counted as they come (they may not end)
             try:
                 pairs = iter(obj.items())
@@ -340,7 +356,7 @@ class _Walk:
                     break
                 except Exception:
                     return as_text(obj)
-                result[self.key(k)] = self.value(v, inside)
+                self.put(result, k, self.value(v, inside))
         self.made[key] = (obj, result, self.values - start, len(inside) - 1, self.chars - chars)
         return result
 

@@ -254,8 +254,22 @@ def _well_formed(payload: Any) -> bool:
     """Whether a stored index has the shape the catalog reads (else it is rebuilt)."""
     found = payload if type(payload) is dict else {}
     entries, hooks = found.get("entries"), found.get("hooks")
-    records_ok = type(entries) is list and all(type(record) is dict for record in entries)
+    records_ok = type(entries) is list and all(map(_is_entry, entries))
     return records_ok and type(hooks) is dict and all(map(_is_result, hooks.values()))
+
+
+#: The text fields of an entry :func:`_record` writes.
+_ENTRY_TEXT = ("group", "name", "value", "dist", "version", "path")
+
+
+def _is_entry(record: Any) -> bool:
+    """Whether a stored entry has the fields and types :func:`_record` gives it: a cache
+    edited or written by another version (``"name": 123``) is rebuilt, not trusted."""
+    if type(record) is not dict or type(record.get("error")) not in (str, type(None)):
+        return False
+    key = record.get("hook_key")
+    key_ok = key is None or (type(key) is list and len(key) == 5 and type(key[1]) is str)
+    return key_ok and all(type(record.get(field)) is str for field in _ENTRY_TEXT)
 
 
 def _is_result(value: Any) -> bool:

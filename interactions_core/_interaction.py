@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from math import isfinite
+from numbers import Real
 from typing import Any, ClassVar, NamedTuple
 
 from .errors import SessionError
@@ -194,7 +195,9 @@ def as_score(value: Any, what: str = "the score") -> float:
     it is an error where it is returned, not a surprise in a summary.
     """
     if type(value) is not float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        # Any real number: numpy's float32 and int64 are registered as ``numbers.Real``
+        # without subclassing ``float`` or ``int`` (only float64 does).
+        if isinstance(value, bool) or not isinstance(value, (int, float, Real)):
             raise TypeError(f"{what} must be a float, got {type(value).__name__}")
         value = float(value)
     if not isfinite(value):

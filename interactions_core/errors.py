@@ -59,10 +59,19 @@ def _kept(exc: BaseException, key: str) -> str | None:
 _CLASS_NAME = type.__dict__["__name__"]
 
 
+#: The most characters of a class's name any message or record shows.
+MAX_CLASS_NAME = 200
+
+
 def class_name(cls: type) -> str:
     """The name ``cls`` was defined with (or last given), running none of its metaclass's
-    code: a ``__name__`` property there is a plugin's, and may return anything."""
-    return _CLASS_NAME.__get__(cls, type)  # type: ignore[no-any-return]
+    code: a ``__name__`` property there is a plugin's, and may return anything.
+
+    The name itself may be a ``str`` subclass (``type`` keeps whatever ``str`` it was
+    given) or megabytes long: it is made plain and cut to :data:`MAX_CLASS_NAME`.
+    """
+    name = _plain(_CLASS_NAME.__get__(cls, type))
+    return name if len(name) <= MAX_CLASS_NAME else cut_text(name, MAX_CLASS_NAME)
 
 
 def _plain(text: str) -> str:

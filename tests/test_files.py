@@ -83,3 +83,13 @@ def test_a_planted_link_is_never_written_through(
     with pytest.raises(FileExistsError, match="no unused temporary name"):
         _files.temporary_next_to(tmp_path / "out.json")
     assert victim.read_text() == "keep"
+
+
+def test_keys_whose_text_collides_keep_every_value() -> None:
+    # {1: "a", "1": "b"} as JSON kept one value, silently: both keys are the text "1".
+    from interactions_core._files import json_safe
+
+    assert json_safe({1: "a", "1": "b"}) == {"1": "a", "1 (str)": "b"}
+    assert json_safe({"None": "d", None: "c"}) == {"None": "d", "None (NoneType)": "c"}
+    three = json_safe({"1 (int)": "x", "1": "y", 1: "z", (1,): "w"})
+    assert sorted(three.values()) == ["w", "x", "y", "z"], three

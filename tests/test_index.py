@@ -495,3 +495,33 @@ def test_a_failed_hook_plugin_is_retried_after_any_install(make_dist, site_dir, 
     make_dist("acme-dep", "1", modules={"acme_undeclared_dep": "VALUE = 1\n"})
     names = {e.name for e in Registry.from_environment().entries()}
     assert {"suite/alpha", "suite/beta"} <= names
+
+
+@pytest.mark.usefixtures("fresh_cache")
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("name", 123),
+        ("group", None),
+        ("value", ["acme_mod:Acme"]),
+        ("dist", {}),
+        ("version", 1.0),
+        ("path", False),
+        ("error", 7),
+        ("hook_key", "key"),
+        ("hook_key", [1]),
+    ],
+)
+def test_a_cached_entry_with_a_field_of_the_wrong_type_is_rebuilt(make_dist, field, value):
+    """Valid JSON whose entry has `"name": 123` stopped every command until
+    `interactions cache clear` (an unexpected TypeError)."""
+    import json
+
+    make_dist("acme-tasks", "1", {GROUP: {"acme": "acme_mod:Acme"}})
+    assert "acme" in names()
+    [path] = cache_files()
+    stored = json.loads(path.read_text())
+    for entry in stored["payload"]["entries"]:
+        entry[field] = value
+    path.write_text(json.dumps(stored))
+    assert "acme" in names()

@@ -82,3 +82,21 @@ def test_as_score_accepts_real_numbers_only() -> None:
         as_score("1", "reward")
     with pytest.raises(ValueError, match="must be finite, got nan"):
         as_score(float("nan"))
+
+
+def test_real_numbers_that_are_not_float_subclasses_are_scores() -> None:
+    # numpy's float32 and int64 (registered as numbers.Real, unlike float64 not a float
+    # subclass) were refused as "must be a float"; Fraction is a real number too.
+    from fractions import Fraction
+
+    assert as_score(Fraction(1, 4)) == 0.25 and type(as_score(Fraction(1, 4))) is float
+    result = InteractionResult.coerce((True, "ok", Fraction(3, 4), {}))
+    assert result.score == 0.75 and type(result.score) is float
+    numpy = pytest.importorskip("numpy", reason="numpy's scalar types need numpy")
+    for value, expected in [(numpy.float32(0.5), 0.5), (numpy.int64(3), 3.0)]:
+        score = as_score(value)
+        assert score == expected and type(score) is float, (value, score)
+    with pytest.raises(TypeError, match="must be a float, got bool"):
+        as_score(numpy.bool_(True))
+    with pytest.raises(ValueError, match="must be finite"):
+        as_score(numpy.float32("inf"))

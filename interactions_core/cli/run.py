@@ -311,7 +311,10 @@ def _print_summary(args: argparse.Namespace, summary: Any, watchdog: Any) -> str
 
 def _summary_to_stdout(args: argparse.Namespace, summary: Any, watchdog: Any) -> None:
     if not args.json:
-        text = summary.format()
+        from ._command import printable
+
+        # Error kinds are plugin class names, which may hold control characters.
+        text = "\n".join(map(printable, summary.format().split("\n")))
         try:
             print(text)
             sys.stdout.flush()

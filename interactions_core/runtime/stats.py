@@ -131,6 +131,11 @@ def _std(scores: Sequence[float]) -> float:
     return math.sqrt(sum((s - mean) ** 2 for s in scaled) / (n - 1)) * scale
 
 
+#: Turn scores are summed times this power of two, which is exact for scores above
+#: about 1e-269: scores near the float limit (1.5e308) would overflow a plain sum.
+_TURN_SUM_SCALE = 2.0**-128
+
+
 def _add_counts(target: dict[K, int], source: Mapping[K, int]) -> None:
     for key, count in source.items():
         target[key] = target.get(key, 0) + count
@@ -265,7 +270,7 @@ class GroupStats:
         reached = self.turn_score_counts
         solved = 0
         for i, score in enumerate(scores):
-            sums[i] += score
+            sums[i] += score * _TURN_SUM_SCALE
             reached[i] += 1
             if not solved and score >= threshold:
                 solved = i + 1
@@ -357,7 +362,7 @@ class GroupStats:
     def score_by_turn(self) -> dict[int, float]:
         """Mean turn score by (1-based) turn, over the episodes that reached that turn."""
         return {
-            i + 1: s / c
+            i + 1: s / c / _TURN_SUM_SCALE
             for i, (s, c) in enumerate(
                 zip(self.turn_score_sums, self.turn_score_counts, strict=True)
             )

@@ -132,10 +132,10 @@ class SummaryStats:
         final = self.total.final_score()
         if not final["n"]:
             return "-"
-        text = f"{final['mean']:.4f}"
+        text = figure(final["mean"])
         if final["stderr"] is not None:
             lo, hi = final["ci95"]
-            text += f" ± {final['stderr']:.4f} se  (95% CI {lo:.4f} to {hi:.4f}"
+            text += f" ± {figure(final['stderr'])} se  (95% CI {figure(lo)} to {figure(hi)}"
             text += f", {final['ci95_method']}; n={final['n']})"
         else:
             text += f"  (n={final['n']})"
@@ -157,6 +157,12 @@ class SummaryStats:
             lines.append("by interaction")
             lines.extend("  " + row for row in _group_table(self.groups))
         return lines
+
+
+def figure(value: float, places: int = 4) -> str:
+    """``value`` with ``places`` decimals, or in scientific notation when it is large:
+    a score near the float limit is 309 digits in fixed notation."""
+    return f"{value:.{places}f}" if abs(value) < 1e9 else f"{value:.{places}g}"
 
 
 def _format_solved(solved: Mapping[int, float]) -> str:
@@ -186,8 +192,8 @@ def _group_table(groups: Mapping[str, GroupStats]) -> Iterable[str]:
                 str(g.episodes),
                 str(g.errors),
                 "-" if g.turns_mean is None else f"{g.turns_mean:.2f}",
-                "-" if final["mean"] is None else f"{final['mean']:.4f}",
-                "-" if final["ci95"] is None else "{:.4f} to {:.4f}".format(*final["ci95"]),
+                "-" if final["mean"] is None else figure(final["mean"]),
+                "-" if final["ci95"] is None else " to ".join(map(figure, final["ci95"])),
                 f"{100 * list(solved.values())[-1]:.1f}%" if solved else "-",
             )
         )
@@ -259,8 +265,7 @@ class RunSummary:
     @property
     def final_score_mean(self) -> float | None:
         """Mean final score over the episodes that ended without error and have one."""
-        total = self.stats.total
-        return total.final_sum / total.final_n if total.final_n else None
+        return self.stats.total.final_score()["mean"]  # type: ignore[no-any-return]
 
     @property
     def score_by_turn(self) -> dict[int, float]:
@@ -322,7 +327,7 @@ class RunSummary:
         lines.append(f"final score mean  {self.stats.format_final()}")
         by_turn = self.score_by_turn
         if by_turn:
-            scores = [f"{n}: {s:.3f}" for n, s in by_turn.items()]
+            scores = [f"{n}: {figure(s, 3)}" for n, s in by_turn.items()]
             lines.append("score by turn     " + _elided(scores))
         lines.extend(self.stats.format_lines())
         lines += self.groups.format_lines()

@@ -1117,3 +1117,63 @@ def test_a_block_in_callbacks_a_library_makes_is_named_and_broken(tmp_path: Path
     summary = json.loads(done.stdout)
     assert (summary["episodes"], summary["errors"]) == (16, 1), done.stderr
     assert "YamlCallbacks.generate_response blocked the event loop" in done.stderr
+
+
+# -- an exception class whose name is hostile ------------------------------------------
+
+ODD_CLASS_NAMES = '''
+from interactions_core import BaseInteraction
+
+
+class LoudName(str):
+    """A class name whose own methods would run wherever it is formatted."""
+
+    def __format__(self, spec):
+        raise RuntimeError("a class name's __format__ ran")
+
+    def __len__(self):
+        raise RuntimeError("a class name's __len__ ran")
+
+
+# a name of megabytes that would drive the terminal (red text, a cleared screen)
+Huge = type("\\x1b[31m\\x1b[2J" + "H" * 2_000_000, (RuntimeError,), {})
+Loud = type(LoudName("LoudError"), (RuntimeError,), {})
+
+
+class OddNames(BaseInteraction):
+    async def generate_response(self, instance_id, messages, **kwargs):
+        if messages[0]["content"] == "q0":
+            raise Huge("a huge class name")
+        raise Loud("a loud class name")
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return 0.0
+'''
+
+
+def test_an_exception_class_name_is_plain_cut_and_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: the 2 MB name went whole into every record and the --json summary, the text
+    # summary sent its escape sequences to the terminal, and a name that is a str subclass
+    # ran its own __format__ wherever an error was told.
+    config = plugin_config(tmp_path, monkeypatch, "odd_names", ODD_CLASS_NAMES, "OddNames")
+    data = tmp_path / "d.jsonl"
+    write_rows(data, 2)
+    records = tmp_path / "records.jsonl"
+    code, out, err = run_cli(
+        "run", str(config), "--data", str(data), "--no-progress", "--output", str(records)
+    )
+    assert code == 1, err
+    assert "\x1b" not in out + err, (out + err)[:400]
+    assert "\\x1b[31m" in out, out[:2000]
+    assert len(out) < 5000 and len(err) < 5000, (len(out), len(err))
+    types = sorted((error["type"] for r in read_lines(records) for error in r["errors"]), key=len)
+    assert types[0] == "LoudError" and type(types[0]) is str, types
+    assert types[1].startswith("\x1b[31m\x1b[2JHHH") and len(types[1]) < 300, len(types[1])
+    assert "more characters]" in types[1]
+    code, out, err = run_cli("run", str(config), "--data", str(data), "--no-progress", "--json")
+    summary = json.loads(out)
+    assert code == 1 and len(out) < 5000, len(out)
+    kinds = sorted(summary["errors_by_kind"], key=len)
+    assert kinds == ["generate_response: LoudError", f"generate_response: {types[1]}"], kinds

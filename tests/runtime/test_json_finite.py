@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from interactions_core.cli._command import print_json
-from interactions_core.runtime.summary import SummaryStats
+from interactions_core.runtime.summary import RunSummary, SummaryStats
 
 
 def strict_loads(text: str) -> Any:
@@ -72,3 +72,27 @@ def test_non_finite_floats_print_as_null(capsys: pytest.CaptureFixture[str]) -> 
         "b": [None, None, 1.5],
         "c": [2.0, None],
     }
+
+
+def test_scores_near_the_float_limit_keep_their_means_and_a_short_line() -> None:
+    # Two episodes scoring 1.5e308: before, `final_score_mean` and the turn's mean in
+    # `score_by_turn` were null in --json ("inf" in text), whose sums overflowed, and the
+    # text summary printed the mean in 309 digits (three times in one line).
+    run = run_summary([1.5e308, 1.5e308])
+    data = run.as_dict()
+    assert data["final_score_mean"] == 1.5e308, data["final_score_mean"]
+    assert data["score_by_turn"] == {"1": 1.5e308}, data["score_by_turn"]
+    text = run.format()
+    final = next(line for line in text.splitlines() if line.startswith("final score mean"))
+    assert final.startswith("final score mean  1.5e+308") and len(final) < 120, final
+    assert "score by turn     1: 1.5e+308" in text, text
+    # ordinary scores keep the plain average, digit for digit
+    plain = run_summary([0.1, 0.2, 0.3]).as_dict()
+    assert plain["score_by_turn"] == {"1": (0.1 + 0.2 + 0.3) / 3}
+    assert plain["final_score_mean"] == (0.1 + 0.2 + 0.3) / 3
+
+
+def run_summary(scores: list[float]) -> RunSummary:
+    run = RunSummary()
+    run.stats = summary(scores)
+    return run
