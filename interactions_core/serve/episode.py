@@ -286,17 +286,24 @@ class ServedEpisode:
             hub.busy += 1  # a drain waits for a start in flight as for a step
             try:
                 with tracked(inspect.currentframe()):  # as a step is (see there)
-                    await session.start(**kwargs)
-            except BaseException as exc:
-                await self._close(session)
-                self.session = None
-                if isinstance(exc, InteractionCallError):
-                    log.warning("%s", exc)
-                    raise ServeError(f"{exc}; no episode was started") from exc
-                raise
+                    failure = await self._started(session, kwargs)
             finally:
                 hub.busy -= 1
+            if failure is not None:
+                raise failure
         return self.observation()
+
+    async def _started(self, session: Session, kwargs: dict[str, Any]) -> ServeError | None:
+        """Start ``session``; the error to answer with when the plugin's start failed."""
+        try:
+            await session.start(**kwargs)
+        except BaseException as exc:
+            await self._close(session)
+            self.session = None
+            if not isinstance(exc, InteractionCallError):
+                raise
+            return _answer(exc, "; no episode was started")
+        return None
 
     def _task(
         self, split: object, index: object, prompt: object, interaction_kwargs: object
@@ -372,13 +379,15 @@ class ServedEpisode:
                 self.final_score = await session.score()
         except BaseException as exc:
             await self._close(session)
-            if isinstance(exc, InteractionCallError):
-                log.warning("%s", exc)
-                raise ServeError(
-                    f"{exc}. The episode is over and its session finalized; call reset to "
-                    "start another."
-                ) from exc
-            raise
+            if not isinstance(exc, InteractionCallError):
+                raise
+            failure = _answer(
+                exc, ". The episode is over and its session finalized; call reset to start another."
+            )
+        else:
+            failure = None
+        if failure is not None:
+            raise failure  # the plugin's error is dropped by now, within this step
         await self._bound_feedback(session, result.content, end is None)
         if end is not None:
             self.done = True
@@ -531,3 +540,17 @@ class ServeWatchdog:
         while True:
             await asyncio.sleep(REPORT_AFTER / 2)
             self.report()
+
+
+def _answer(exc: InteractionCallError, then: str) -> ServeError:
+    """The client's answer to a failed plugin call: its text only.
+
+    The plugin's exception is not chained to it. Chained, it left the step's tracked
+    frame with its traceback, and what those hold (the error itself, its arguments,
+    the runtime's frames with a bad result) was dropped later, inside OpenEnv's handler,
+    where a slow ``__del__`` was charged to no call and timed out other clients' steps.
+    Dropped where this answer is made, it is charged to this step.
+    """
+    text = str(exc)
+    log.warning("%s", text)  # the text, not the error: a log record keeps its arguments
+    return ServeError(text + then)

@@ -35,6 +35,20 @@ class SlowDel:
         time.sleep(BLOCK_FOR)
 
 
+class DelError(Exception):
+    """An error whose own ``__del__`` holds the loop (one closing a resource it holds)."""
+
+    def __del__(self) -> None:
+        time.sleep(BLOCK_FOR)
+
+
+class SlowFloat(float):
+    """A score that holds the loop when dropped."""
+
+    def __del__(self) -> None:
+        time.sleep(BLOCK_FOR)
+
+
 class BadRepr:
     """An argument of a stop that cannot be shown."""
 
@@ -109,14 +123,25 @@ class Blocking(BaseInteraction):
       stops the loop; ``"thread"``: it awaits a thread blocking 300 s;
     - ``"await"``: it awaits 0.8 s, as a well-behaved judge does.
 
-    A reset with ``slow_del`` returns a :class:`SlowDel`.
+    - ``"error del"``: it raises a :class:`DelError`; ``"args del"``: an error whose
+      argument is a :class:`SlowDel`; ``"short result"``: it returns three fields, the
+      score a :class:`SlowFloat` (a wrong shape, told as its error).
+
+    A reset with ``slow_del`` returns a :class:`SlowDel`; with ``error_del``, its
+    ``start_interaction`` raises a :class:`DelError`.
     """
 
     async def start_interaction(
-        self, instance_id: str | None = None, slow_del: bool = False, **kwargs: Any
+        self,
+        instance_id: str | None = None,
+        slow_del: bool = False,
+        error_del: bool = False,
+        **kwargs: Any,
     ) -> Any:
         if slow_del:
             return SlowDel()  # not the id: the runtime keeps the one it gave
+        if error_del:
+            raise DelError("no start")
         return await super().start_interaction(instance_id, **kwargs)
 
     async def generate_response(
@@ -181,6 +206,12 @@ class Blocking(BaseInteraction):
         if messages[-1]["content"] == "local del":
             held = SlowDel()  # dropped with this frame, which the error's traceback keeps
             raise ValueError(f"boom {id(held)}")
+        if messages[-1]["content"] == "error del":
+            raise DelError("boom")
+        if messages[-1]["content"] == "args del":
+            raise ValueError(SlowDel())
+        if messages[-1]["content"] == "short result":
+            return (False, "go on", SlowFloat(0.0))  # type: ignore[return-value]
         if messages[-1]["content"] == "slow result":
             return SlowResult((False, "go on", 0.0, {}))  # type: ignore[return-value]
         if messages[-1]["content"] == "block":

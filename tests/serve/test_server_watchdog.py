@@ -95,6 +95,11 @@ def test_timeout_breaks_a_blocking_step_and_the_others_go_on(tmp_path: Path) -> 
         ("dict prop", None),  # kept where a __dict__ property cannot hide it: read once
         ("stash del", "SlowDel.__del__"),
         ("final del", "SlowDel.__del__"),
+        ("error del", "DelError.__del__"),
+        ("args del", "SlowDel.__del__"),
+        ("short result", "SlowFloat.__del__"),
+        ("start error del", "DelError.__del__"),
+        ("start error del over http", "DelError.__del__"),
     ],
 )
 def test_a_block_in_what_a_step_returned_fails_that_step_alone(
@@ -125,6 +130,19 @@ def test_a_block_in_what_a_step_returned_fails_that_step_alone(
             # answered, and the block is charged to it, not to the bystander
             _block_in_thread(server, outcome, how).join(BLOCK_FOR)
             assert "step" in outcome, outcome
+        elif how == "start error del":  # the reset's error is answered; what it held is
+            # dropped within the reset, not later in OpenEnv's handler
+            _block_in_thread(server, outcome, "x", error_del=True).join(BLOCK_FOR)
+            assert "raised DelError: no start" in outcome.get("error", ""), outcome
+        elif how == "start error del over http":
+            status, body = server.post(
+                "/reset", {"interaction_kwargs": {"name": "blocking", "error_del": True}}
+            )
+            assert status >= 400 and "raised DelError: no start" in str(body), (status, body)
+        elif how in ("error del", "args del", "short result"):  # the plugin's error (and
+            # what its traceback holds) was dropped after the answer, outside the step
+            _block_in_thread(server, outcome, how).join(BLOCK_FOR)
+            assert "raised" in outcome.get("error", ""), outcome
         elif how in ("local del", "class lookup", "slow format", "dict prop"):  # told
             _block_in_thread(server, outcome, how).join(BLOCK_FOR)
             assert "raised" in outcome.get("error", ""), outcome
