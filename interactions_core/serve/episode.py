@@ -381,7 +381,7 @@ class ServedEpisode:
             await self._close(session)
             if not isinstance(exc, InteractionCallError):
                 raise
-            failure = _answer(
+            failure: ServeError | None = _answer(
                 exc, ". The episode is over and its session finalized; call reset to start another."
             )
         else:
