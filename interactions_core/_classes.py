@@ -143,6 +143,11 @@ def _internal(filename: str) -> bool:
     )
 
 
+#: ``SyntaxError``'s own ``filename`` and ``lineno``: a plugin's subclass cannot replace them.
+_SYNTAX_FILE = SyntaxError.__dict__["filename"]
+_SYNTAX_LINE = SyntaxError.__dict__["lineno"]
+
+
 def plugin_frame(exc: BaseException) -> str | None:
     """``file:line`` of the failure in plugin code, or ``None`` when there is none.
 
@@ -151,10 +156,15 @@ def plugin_frame(exc: BaseException) -> str | None:
     package (so the plugin's own line, or the line of the plugin that imported
     a failing dependency when the dependency's frames follow it).
     """
-    if isinstance(exc, SyntaxError) and exc.filename:
-        return f"{exc.filename}:{exc.lineno}"
+    from .errors import traceback_of
+
+    kind = type(exc)  # never the exception's own __class__, which may raise
+    if issubclass(kind, SyntaxError):
+        filename, lineno = _SYNTAX_FILE.__get__(exc, kind), _SYNTAX_LINE.__get__(exc, kind)
+        if filename and type(filename) is str:
+            return f"{filename}:{lineno if type(lineno) is int else '?'}"
     found = None
-    tb = exc.__traceback__
+    tb = traceback_of(exc)
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
         if not _internal(filename):
@@ -175,9 +185,9 @@ def fault_location(exc: BaseException) -> dict[str, str]:
     if where:
         found["at"] = where
     if os.environ.get("INTERACTIONS_DEBUG", "").strip() not in ("", "0"):
-        import traceback
+        from .errors import formatted_traceback
 
-        found["traceback"] = "".join(traceback.format_exception(exc)).rstrip()
+        found["traceback"] = formatted_traceback(exc)
     return found
 
 
@@ -200,10 +210,9 @@ def import_failure(what: str, exc: BaseException) -> str:
         return f"{what} failed to load: {exc.hint()}"  # type: ignore[attr-defined]
     message = f"{what} failed to import: {describe(exc)}"
     if os.environ.get("INTERACTIONS_DEBUG", "").strip() not in ("", "0"):
-        import traceback
+        from .errors import formatted_traceback
 
-        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        message += "\n" + text.rstrip()
+        message += "\n" + formatted_traceback(exc)
     else:
         message += " (set INTERACTIONS_DEBUG=1 to see the whole traceback)"
     return message

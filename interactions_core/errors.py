@@ -15,6 +15,7 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from types import TracebackType
 
 
 def warn(message: str, category: type[Warning], stacklevel: int = 1) -> None:
@@ -47,11 +48,26 @@ _TEXT, _KIND = "__interactions_text__", "__interactions_kind__"
 _OWN_DICT = BaseException.__dict__["__dict__"]
 
 
-def _kept(exc: BaseException, key: str) -> str | None:
+def note_on(exc: BaseException, key: str, value: object) -> None:
+    """Keep ``value`` under ``key`` in ``exc``'s own attribute dictionary (no
+    ``__setattr__`` of a plugin's class runs); nothing when it has none."""
     try:
-        kept = dict.get(_OWN_DICT.__get__(exc, BaseException), key)
+        dict.__setitem__(_OWN_DICT.__get__(exc, BaseException), key, value)
+    except Exception:
+        pass
+
+
+def noted_on(exc: BaseException, key: str) -> object:
+    """What :func:`note_on` kept under ``key`` on ``exc``, or ``None``; no code of the
+    exception's class runs (its ``__getattribute__``, a ``__dict__`` property)."""
+    try:
+        return dict.get(_OWN_DICT.__get__(exc, BaseException), key)
     except Exception:
         return None
+
+
+def _kept(exc: BaseException, key: str) -> str | None:
+    kept = noted_on(exc, key)
     return kept if type(kept) is str else None
 
 
@@ -141,10 +157,36 @@ def stop_text(exc: BaseException) -> str:
 _SHOWN = frozenset({int, float, bool, str, type(None)})
 
 
+def traceback_of(exc: BaseException) -> TracebackType | None:
+    """``exc.__traceback__`` through ``BaseException``'s own descriptor: no property of a
+    plugin's class (nor its ``__class__``, nor its ``__getattribute__``) runs."""
+    return _TRACEBACK.__get__(exc, BaseException)
+
+
+def formatted_traceback(exc: BaseException) -> str:
+    """The traceback Python would print for ``exc``, or a note when telling it raises:
+    ``traceback`` reads the exception's ``__class__``, causes and attributes, all of
+    which a plugin's class may override with code that raises anything."""
+    import traceback
+
+    try:
+        return "".join(traceback.format_exception(exc)).rstrip()
+    except BaseException as inner:  # any class: a plugin's property may raise a stop too
+        if _stops_us(inner):
+            raise
+        told = class_name(type(inner))
+    # Its own frames and the runtime's reading of it, without its causes: none of them
+    # run the exception's code.
+    frames = "".join(traceback.format_tb(traceback_of(exc)))
+    last = f"{exception_kind(exc)}: {exception_text(exc)}"
+    note = f"(its causes are not shown: telling them raised {told})"
+    return f"Traceback (most recent call last):\n{frames}{last}\n{note}"
+
+
 def raised_at(exc: BaseException) -> str:
     """``raised at file:line``: where ``exc`` was raised (its traceback's innermost entry,
     read through ``BaseException``'s own descriptor)."""
-    tb = _TRACEBACK.__get__(exc, BaseException)
+    tb = traceback_of(exc)
     if tb is None:
         return "where is unknown"
     while tb.tb_next is not None:

@@ -48,7 +48,7 @@ from typing import Any
 
 import attrs
 
-from ..errors import PolicyError, SampleError
+from ..errors import PolicyError, SampleError, note_on
 from .observers import Observers
 from .record import EpisodeRecord
 from .session import Session, SessionTracker, call_error, stops_the_run
@@ -318,7 +318,7 @@ class EpisodeLoop:
                 if stops_the_run(exc, self.stopping):
                     record.end_reason = CANCELLED
                     record.add_error(record.stage, RuntimeError("the episode was cancelled"))
-                    setattr(exc, PARTIAL_RECORD, record)  # the runner may keep it: see there
+                    note_on(exc, PARTIAL_RECORD, record)  # the runner may keep it: see there
                     raise
                 error = self._failed(record, session, exc)
             finally:

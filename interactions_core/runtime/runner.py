@@ -42,6 +42,7 @@ from collections.abc import Awaitable, Callable, Container, Iterable, Iterator, 
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ..errors import class_name, noted_on
 from .episode import PARTIAL_RECORD, EpisodeLoop, RunOptions
 from .observers import Observers
 from .record import EpisodeRecord
@@ -313,13 +314,26 @@ class Workers:
                 waited = len(tasks)
                 # Shielded: a cancellation of the run itself reaches the episodes
                 # through ``stop``, after the stopping flag is set.
-                await asyncio.shield(asyncio.gather(*batch, return_exceptions=True))
+                ended = await asyncio.shield(asyncio.gather(*batch, return_exceptions=True))
+                self._no_silent_deaths(ended)
         except asyncio.CancelledError:
             self._stop()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
         if self.fatal:
             raise self.fatal[0]
+
+    def _no_silent_deaths(self, ended: list[Any]) -> None:
+        """A worker that ended by an exception (a fault of the runtime's own, since an
+        episode's errors are its record's) stops the run, told: its samples would
+        otherwise vanish, and a run whose only worker died would end with exit 0."""
+        if self.fatal or self._stopping():
+            return
+        for outcome in ended:
+            kind = type(outcome)
+            if issubclass(kind, BaseException) and not issubclass(kind, asyncio.CancelledError):
+                self._fail(outcome)
+                return
 
     def cancel(self) -> None:
         """Cancel every worker's episode (they finalize their sessions on the way out)."""
@@ -375,7 +389,13 @@ class Workers:
                     raise
                 # Anything else is this episode's error and the run goes on, such as its
                 # task cancelled alone by code inside the run (a plugin's own deadline).
-                record = self._lost(exc, index, repeat)
+                try:
+                    record = self._lost(exc, index, repeat)
+                except Exception as untold:  # telling it raised: the sample still counts
+                    record = EpisodeRecord(index, index, repeat)
+                    record.add_error(
+                        "episode", RuntimeError(_UNTOLD.format(class_name(type(untold))))
+                    )
             try:
                 done(record)
             except BaseException as exc:  # a sink's fault, of any class, stops the run, told
@@ -397,16 +417,20 @@ class Workers:
         if uncancel is not None:
             while task.cancelling():
                 uncancel()
-        record = getattr(exc, PARTIAL_RECORD, None)
-        if isinstance(exc, asyncio.CancelledError):  # this episode's task alone
+        # Read without running any of the exception's code: it may be a plugin's.
+        record = noted_on(exc, PARTIAL_RECORD)
+        if issubclass(type(exc), asyncio.CancelledError):  # this episode's task alone
             exc = RuntimeError(_SELF_CANCELLED)
-        if isinstance(record, EpisodeRecord) and record.errors:
+        if type(record) is EpisodeRecord and record.errors:
             record.errors.pop()  # "the episode was cancelled": said better here
         else:
             record = EpisodeRecord(index, index, repeat)
         record.add_error("episode", exc)
         return record
 
+
+#: An episode error that could not even be recorded (its exception fought being told).
+_UNTOLD = "the episode failed with an error that could not be recorded ({} while telling it)"
 
 #: Python does not say who cancelled a task: maybe this episode's plugin, maybe another's.
 _SELF_CANCELLED = (

@@ -1177,3 +1177,75 @@ def test_an_exception_class_name_is_plain_cut_and_escaped(
     assert code == 1 and len(out) < 5000, len(out)
     kinds = sorted(summary["errors_by_kind"], key=len)
     assert kinds == ["generate_response: LoudError", f"generate_response: {types[1]}"], kinds
+
+
+# -- an exception whose own __class__ raises, with INTERACTIONS_DEBUG ----------------------
+
+CLASS_RAISES = '''
+from interactions_core import InteractionResult, SessionInteraction
+
+
+class ClassRaises(Exception):
+    @property
+    def __class__(self):
+        raise RuntimeError("no class")
+
+
+class ClassInterrupts(Exception):
+    @property
+    def __class__(self):
+        raise KeyboardInterrupt("no class")
+
+
+class Raises(SessionInteraction):
+    """Raises an exception whose __class__ raises, or a plain one, by the sample's kind."""
+
+    def new_session(self, **kwargs):
+        return dict(kwargs)
+
+    async def respond(self, state, messages, **kwargs):
+        if state["kind"] == "class raises":
+            raise ClassRaises()
+        if state["kind"] == "class interrupts":
+            raise ClassInterrupts()
+        raise ValueError("plain")
+
+    async def score(self, state, **kwargs):
+        return 1.0
+'''
+
+
+@pytest.mark.parametrize("debug", ["1", "0"])
+def test_an_exception_whose_class_raises_is_recorded_whole_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, debug: str
+) -> None:
+    # Before: with INTERACTIONS_DEBUG=1 the traceback's formatting raised outside every
+    # handler and killed the worker without a word (--concurrency 1: no episode, exit 0);
+    # without it, the record was a stand-in (no sample id, no interaction, 0 turns), and a
+    # __class__ raising KeyboardInterrupt ended the run.
+    monkeypatch.setenv("INTERACTIONS_DEBUG", debug)
+    config = plugin_config(tmp_path, monkeypatch, "class_raises", CLASS_RAISES, "Raises")
+    data = tmp_path / "d.jsonl"
+    kinds = ["class raises", "class interrupts", "plain", "plain"]
+    with data.open("w", encoding="utf-8") as file:
+        for i, kind in enumerate(kinds):
+            row = {"id": f"s{i}", "prompt": [{"role": "user", "content": "q"}]}
+            row.update(responses=["a"], interaction_kwargs={"kind": kind})
+            file.write(json.dumps(row) + "\n")
+    records = tmp_path / "records.jsonl"
+    code, out, err = run_cli(
+        "run", str(config), "--data", str(data), "--no-progress", "--concurrency", "1",
+        "--output", str(records),
+    )  # fmt: skip
+    assert code == 1, out + err
+    assert "4 of 4 episode(s) errored" in err, err
+    assert "unexpected" not in err and ("Traceback" not in err or debug == "1"), err
+    lines = read_lines(records)
+    assert [r["sample_id"] for r in lines] == ["s0", "s1", "s2", "s3"], lines
+    kinds = ["ClassRaises", "ClassInterrupts", "ValueError", "ValueError"]
+    for line, kind in zip(lines, kinds, strict=True):
+        [error] = line["errors"]
+        assert (error["where"], error["type"], line["turns"]) == ("generate_response", kind, 1)
+        assert "class_raises.py:" in error["at"], error
+        if debug == "1":
+            assert "class_raises.py" in error["traceback"], error["traceback"]
