@@ -451,9 +451,11 @@ def shorten_record(record: Mapping[str, Any], limit: int) -> dict[str, Any]:
         short["messages"] = [{"role": "system", "content": note}]
     # What else a line can outgrow: an id of megabytes (the sample's, or the session's
     # a plugin's start_interaction chose), a great many errors.
+    # Measured as ASCII JSON, the most a line can take (a line holding a lone surrogate
+    # is written so): a character outside the BMP is 12 bytes there.
     for field in ("sample_id", "instance_id"):
         if isinstance(short.get(field), str):
-            short[field] = cut_text(short[field], limit // 16)
+            short[field] = cut_text(short[field], limit // 64)
     errors = short.get("errors")
     if isinstance(errors, list) and len(json.dumps(errors, default=str)) > limit // 4:
         kept = [_cut_error(error, limit // (8 * _ERRORS_KEPT)) for error in errors[:_ERRORS_KEPT]]
@@ -462,6 +464,35 @@ def shorten_record(record: Mapping[str, Any], limit: int) -> dict[str, Any]:
         short["errors"] = kept
     if len(json.dumps(short, default=str)) > limit // 2:  # a policy's usage of megabytes
         short.pop("usage", None)
+    if len(json.dumps(short, default=str)) > limit * 3 // 4:  # still: keep the counters only
+        short = _counters_only(short)
+    return short
+
+
+#: What a record cut to its counters keeps whole (with ``scores``): numbers and short names.
+_COUNTERS = (
+    "index", "repeat", "interaction", "end_reason", "turns", "user_turns", "final_score",
+    "started_at", "duration_s", "config_hash", "data_hash",
+)  # fmt: skip
+
+
+def _counters_only(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The last resort of :func:`shorten_record`: what the summary and ``--resume`` count,
+    ids and the first error cut to a few hundred characters, the conversation a note."""
+    short = {field: record[field] for field in _COUNTERS if field in record}
+    for field in ("sample_id", "instance_id"):
+        value = record.get(field)
+        short[field] = cut_text(value, 200) if isinstance(value, str) else value
+    short["scores"] = record.get("scores")
+    errors = record.get("errors")
+    if isinstance(errors, list) and errors:
+        short["errors"] = [_cut_error(errors[0], 1000)]
+        if len(errors) > 1:
+            short["errors"].append({"message": f"[{len(errors) - 1:,} more errors left out]"})
+    else:
+        short["errors"] = []
+    note = "[the conversation was left out: the record would not fit a line]"
+    short["messages"] = [{"role": "system", "content": note}]
     return short
 
 

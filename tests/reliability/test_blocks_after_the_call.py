@@ -677,6 +677,36 @@ def test_a_record_with_an_id_or_errors_of_megabytes_is_cut_to_fit_its_line() -> 
     assert short["index"] == 0 and short["turns"] == 1 and len(short["errors"]) == 21
 
 
+def test_ids_of_astral_characters_with_a_lone_surrogate_are_cut_to_fit_the_line() -> None:
+    # A lone surrogate makes the whole line ASCII JSON, where a character outside the BMP
+    # takes 12 bytes: two ids cut to limit // 16 characters made a line of 1.5 times the
+    # limit (100.7 MB), which the run's own --resume and `report` refused.
+    from interactions_core.runtime.record import shorten_record
+    from interactions_core.runtime.records import encode_line
+
+    limit = 1 << 20
+    astral = "\udc80" + "\U0001f600" * (limit // 4)
+    record = {
+        "index": 3,
+        "sample_id": astral,
+        "instance_id": astral,
+        "messages": [{"role": "user", "content": astral}],
+        "errors": [{"where": "x", "message": astral}],
+        "scores": [0.5, 1.0],
+        "turns": 2,
+        "end_reason": "terminated",
+        "final_score": 1.0,
+    }
+    short = shorten_record(record, limit)
+    line = encode_line(json.dumps(short, ensure_ascii=False), short)
+    assert len(line) <= limit, len(line)
+    assert json.loads(line)["sample_id"].startswith("\udc80\U0001f600")
+    kept = {k: short[k] for k in ("index", "turns", "scores", "end_reason", "final_score")}
+    assert kept == {"index": 3, "turns": 2, "scores": [0.5, 1.0], "end_reason": "terminated",
+                    "final_score": 1.0}  # fmt: skip
+    assert len(short["errors"]) == 1
+
+
 HOSTILE_TEXT = '''
 import asyncio
 
