@@ -129,15 +129,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _user_interrupts() -> StopSignals:
-    """Ctrl-C raises :class:`~interactions_core.errors.Interrupted` while a command runs.
+    """Ctrl-C and SIGTERM raise :class:`~interactions_core.errors.Interrupted` while a
+    command runs.
 
     So a ``KeyboardInterrupt`` raised by plugin code (at import, in a call) can be
-    told from the user's, and reported as that plugin's fault. A SIGINT handler
-    someone else installed is left alone.
+    told from the user's, and reported as that plugin's fault; and SIGTERM, which
+    schedulers and ``timeout`` send, unwinds the command as Ctrl-C does: a file
+    being written (``interactions data``) is not left behind half-made, as it was
+    when SIGTERM's default action ended the process on the spot. A handler
+    someone else installed (an inherited ``SIG_IGN``, say) is left alone.
     """
-    from .._stop_signals import STOP_SIGNALS, StopSignals
+    from .._stop_signals import StopSignals
 
-    return StopSignals(_raise_interrupted, signals=STOP_SIGNALS[:1], keep_custom=True)
+    return StopSignals(_raise_interrupted, keep_custom=True)
 
 
 def _raise_interrupted(signum: int) -> None:
@@ -150,8 +154,9 @@ def _dispatch(run: Callable[[argparse.Namespace], int], args: argparse.Namespace
     """Run a subcommand, turning every failure into a message and an exit code."""
     from ._command import checked_stdout
 
+    stops = _user_interrupts()
     try:
-        with _user_interrupts(), checked_stdout():
+        with stops, checked_stdout():
             if getattr(args, "json", False):
                 from ._command import json_output
 
@@ -165,6 +170,10 @@ def _dispatch(run: Callable[[argparse.Namespace], int], args: argparse.Namespace
                 pass
             return code
     except KeyboardInterrupt:
+        import signal
+
+        if stops.signum == signal.SIGTERM:
+            return _fail("terminated", 143)
         return _fail("interrupted", 130)
     except BrokenPipeError:
         from ._command import stdout_reader_gone

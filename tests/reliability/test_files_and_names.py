@@ -168,3 +168,38 @@ def test_short_writes_are_continued(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     lines = path.read_text().splitlines()
     assert [json.loads(line)["index"] for line in lines] == list(range(20))
     assert calls[0] > 20  # many short writes made one complete batch
+
+
+def test_sigterm_during_data_leaves_no_temporary_file(tmp_path: Path) -> None:
+    # SIGTERM's default action ended `interactions data` on the spot: its hidden
+    # temporary file stayed (1.8 GB under `timeout 60`), with exit 143 and no word.
+    import signal
+    import time
+
+    source = tmp_path / "questions.jsonl"
+    with source.open("w", encoding="utf-8") as file:  # several seconds of building
+        for i in range(300_000):
+            file.write(json.dumps({"question": f"q{i}", "answer": f"#### {i}"}) + "\n")
+    out = tmp_path / "built.jsonl"
+    command = ["data", "gsm8k", "--output", str(out), "--input", str(source)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "interactions_core", *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            if any(p.name.startswith(".built") for p in tmp_path.iterdir()):
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, "the build ended before it could be stopped"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert b"terminated" in err and b"Traceback" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["questions.jsonl"]
