@@ -361,6 +361,7 @@ class EpisodeLoop:
         scores = record.scores
         reply, reply_is_async, respond = self._reply, self._reply_is_async, session.respond
         max_assistant_turns, max_user_turns = self.max_assistant_turns, self.max_user_turns
+        stopping = self.stopping
         turns = 0
         held_since = _perf_counter()
         while True:
@@ -369,6 +370,11 @@ class EpisodeLoop:
                 # An episode whose calls never wait would otherwise hold the loop to its
                 # end: stop signals, other episodes and the progress line wait for it.
                 await _let_others_run()
+                if stopping is not None and stopping():
+                    # The run is stopping (a signal handler says so at once): stop here
+                    # rather than hold the loop again before the cancellation reaches
+                    # this task, behind every other long episode's turn of the loop.
+                    raise asyncio.CancelledError
                 held_since = _perf_counter()
             text = reply(state, messages)
             if reply_is_async:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from interactions_core import load_interactions
+from interactions_core import BaseInteraction, InteractionResult, load_interactions
 from interactions_core.cli import main
 from interactions_core.runtime import EpisodeLoop, ReplayPolicy
 
@@ -120,3 +120,39 @@ def test_the_text_summary_of_long_episodes_stays_a_few_lines(tmp_path: Path) -> 
         main(["run", str(config), "--data", str(data), "--no-progress", "--json"])
     summary = json.loads(out.getvalue())
     assert len(summary["score_by_turn"]) == 300, sorted(summary)
+
+
+class _Counting(BaseInteraction):
+    """Never ends an episode; counts the turns it judged, by session."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        super().__init__(config)
+        self.judged: dict[str, int] = {}
+
+    async def generate_response(
+        self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
+    ) -> InteractionResult:
+        self.judged[instance_id] = self.judged.get(instance_id, 0) + 1
+        return InteractionResult(False, "go on", 0.0)
+
+
+async def test_a_stopping_run_stops_every_long_episode_at_its_next_turn_of_the_loop() -> None:
+    # Each long episode yields every 50 ms; the cancellation of a stopping run reached a
+    # task only after every long episode ahead of it in the loop's queue had held the loop
+    # 50 ms again (400 episodes: a first Ctrl-C took 7.4 s). Now an episode that resumes
+    # in a stopping run stops there: no turn is judged after the stop.
+    counting = _Counting({"name": "count"})
+    loop = EpisodeLoop(ReplayPolicy(), {"count": counting})
+    stopping = [False]
+    loop.stopping = lambda: stopping[0]
+    sample = {**_long_sample(200_000), "interaction_kwargs": {"name": "count"}}
+    tasks = [asyncio.create_task(loop.run(sample, i)) for i in range(4)]
+    while len(counting.judged) < 4 or min(counting.judged.values()) < 50:
+        await asyncio.sleep(0)
+    stopping[0] = True  # what the stop signal's handler sets, at once; then, as the run's
+    # cancellation does, the tasks are cancelled from a callback behind those ready to run
+    asyncio.get_running_loop().call_soon(lambda: [task.cancel() for task in tasks])
+    before = dict(counting.judged)
+    ended = await asyncio.gather(*tasks, return_exceptions=True)
+    assert all(type(e) is asyncio.CancelledError for e in ended), ended
+    assert counting.judged == before, (before, counting.judged)
