@@ -335,10 +335,27 @@ class ConformanceError(InteractionsError, AssertionError):
 
 
 class ServeError(InteractionsError):
-    """A request to the server could not be carried out; the message says why."""
+    """A request to the server could not be carried out; the message says why.
+
+    The message is always sendable: a lone surrogate (a client's ``"\\ud800"`` a
+    plugin echoed in its error) is written as its escape, since JSON in UTF-8 cannot
+    carry it and the answer was lost (HTTP 500, a closed connection).
+    """
 
     #: The HTTP status the server answers with for this error.
     status = 400
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(sendable(a) if type(a) is str else a for a in args))
+
+
+def sendable(text: str) -> str:
+    """``text`` with each lone surrogate written as its ``\\udXXX`` escape; else as is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 class BadResetError(ServeError, ValueError):
@@ -403,6 +420,27 @@ class Interrupted(KeyboardInterrupt):
 
 
 # -- the episode runtime -------------------------------------------------------
+
+
+#: Where :func:`runtime_call_error` marks the errors it made (a plugin may raise its own).
+_MADE_HERE = "__interactions_call_error__"
+
+
+def runtime_call_error(
+    interaction: str, instance_id: str, method: str, problem: str
+) -> InteractionCallError:
+    """An :class:`InteractionCallError` the runtime makes, marked as its own."""
+    error = InteractionCallError(interaction, instance_id, method, problem)
+    note_on(error, _MADE_HERE, True)
+    return error
+
+
+def made_by_runtime(exc: BaseException) -> bool:
+    """Whether ``exc`` is an :class:`InteractionCallError` the runtime made: one a plugin
+    raised (``Session`` is public API: a plugin delegating to another interaction
+    raises them) is told as any plugin exception, its text cut and its attributes
+    never trusted."""
+    return type(exc) is InteractionCallError and noted_on(exc, _MADE_HERE) is True
 
 
 class InteractionCallError(InteractionsError):

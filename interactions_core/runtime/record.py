@@ -14,7 +14,13 @@ from typing import Any
 
 from .._classes import fault_location
 from .._files import MAX_NESTING, json_safe
-from ..errors import MAX_MESSAGE, InteractionCallError, cut_text, exception_kind, exception_text
+from ..errors import (
+    MAX_MESSAGE,
+    cut_text,
+    exception_kind,
+    exception_text,
+    made_by_runtime,
+)
 from .step import END_REASONS, ERROR
 
 __all__ = [
@@ -195,7 +201,7 @@ class EpisodeRecord:
             "message": cut_text(about + exception_text(exc), MAX_MESSAGE),
         }
         cause = exc
-        if issubclass(type(exc), InteractionCallError):
+        if made_by_runtime(exc):  # a plugin's own InteractionCallError is told as raised
             entry["where"] = exc.method  # type: ignore[attr-defined]
             if exc.__cause__ is not None:
                 cause = exc.__cause__

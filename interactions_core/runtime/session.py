@@ -50,6 +50,8 @@ from ..errors import (
     exception_text,
     its_own_timeout,
     keep_text,
+    made_by_runtime,
+    runtime_call_error,
 )
 
 __all__ = ["Session", "SessionTracker", "call_error", "stops_the_run"]
@@ -274,15 +276,15 @@ def call_error(
     name: str, instance_id: str, method: str, exc: BaseException, timeout: float | None = None
 ) -> InteractionCallError:
     """The :class:`InteractionCallError` describing ``exc`` raised by ``method``."""
-    kind = type(exc)  # not isinstance: it reads a plugin exception's own __class__
-    if issubclass(kind, InteractionCallError):
+    if made_by_runtime(exc):  # told already (a plugin's own one is told as it raised it)
         return exc  # type: ignore[return-value]
+    kind = type(exc)  # not isinstance: it reads a plugin exception's own __class__
     if issubclass(kind, asyncio.TimeoutError) and not its_own_timeout(exc):
         problem = f"timed out after {timeout:g} s" if timeout else "timed out"
     else:
         text = cut_text(exception_text(exc), MAX_MESSAGE)
         problem = f"raised {exception_kind(exc)}: {text}".rstrip(": ")
-    error = InteractionCallError(name, instance_id, method, problem)
+    error = runtime_call_error(name, instance_id, method, problem)
     error.__cause__ = exc
     return error
 

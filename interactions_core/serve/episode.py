@@ -51,7 +51,13 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import BadActionError, BadResetError, InteractionCallError, ServeError
+from ..errors import (
+    BadActionError,
+    BadResetError,
+    InteractionCallError,
+    ServeError,
+    exception_text,
+)
 from ..runtime.datasets import MAX_NESTING, too_deep
 from ..runtime.session import Session
 from ..runtime.step import judge
@@ -300,7 +306,7 @@ class ServedEpisode:
         except BaseException as exc:
             await self._close(session)
             self.session = None
-            if not isinstance(exc, InteractionCallError):
+            if not issubclass(type(exc), InteractionCallError):
                 raise
             return _answer(exc, "; no episode was started")
         return None
@@ -379,7 +385,7 @@ class ServedEpisode:
                 self.final_score = await session.score()
         except BaseException as exc:
             await self._close(session)
-            if not isinstance(exc, InteractionCallError):
+            if not issubclass(type(exc), InteractionCallError):
                 raise
             failure: ServeError | None = _answer(
                 exc, ". The episode is over and its session finalized; call reset to start another."
@@ -468,12 +474,18 @@ class ServedEpisode:
                 await self._close(session)
 
     async def _close(self, session: Session) -> None:
-        try:
-            error = await session.finalize()
-        finally:
-            self.hub.release(self)
-        if error is not None:
-            log.warning("%s", error)
+        # Tracked as a step is, wherever it is called from (a new reset, a message too
+        # long, a client gone, an idle timeout): a finalize's error, and what it holds,
+        # is dropped here, charged to this close; it had been dropped outside every
+        # tracked frame, where a slow __del__ timed out other clients' steps.
+        with tracked(inspect.currentframe()):
+            try:
+                error = await session.finalize()
+            finally:
+                self.hub.release(self)
+            if error is not None:
+                log.warning("%s", exception_text(error))
+                del error
 
     def __repr__(self) -> str:
         state = "open" if self.is_open else ("done" if self.done else "idle")
@@ -542,7 +554,7 @@ class ServeWatchdog:
             self.report()
 
 
-def _answer(exc: InteractionCallError, then: str) -> ServeError:
+def _answer(exc: BaseException, then: str) -> ServeError:
     """The client's answer to a failed plugin call: its text only.
 
     The plugin's exception is not chained to it. Chained, it left the step's tracked
@@ -551,6 +563,6 @@ def _answer(exc: InteractionCallError, then: str) -> ServeError:
     where a slow ``__del__`` was charged to no call and timed out other clients' steps.
     Dropped where this answer is made, it is charged to this step.
     """
-    text = str(exc)
+    text = exception_text(exc)  # the runtime's own error: its text is the runtime's
     log.warning("%s", text)  # the text, not the error: a log record keeps its arguments
     return ServeError(text + then)

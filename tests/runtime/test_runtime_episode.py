@@ -288,3 +288,20 @@ async def test_record_to_dict_is_json_ready() -> None:
         "duration_s",
         "messages",
     } <= set(data)
+
+
+async def test_a_plugins_own_interaction_call_error_is_told_as_it_raised_it() -> None:
+    # A plugin delegating through the public Session raises InteractionCallError: it was
+    # recorded as the runtime's own, unchecked: its message whole (5 MB), the method and
+    # the names it chose.
+    from interactions_core.errors import InteractionCallError
+
+    class Delegating(Plain):
+        async def generate_response(self, instance_id: str, messages: Any, **kwargs: Any) -> Any:
+            raise InteractionCallError("other", "sess-x", "calculate_score", "B" * 5_000_000)
+
+    record = await loop_for({"d": Delegating()}).run(sample(["a"], kwargs={"name": "d"}))
+    [error] = record.errors
+    assert error["where"] == "generate_response" and error["type"] == "InteractionCallError"
+    assert error["interaction"] == "d" and len(error["message"]) < 11_000, error["message"][:300]
+    assert error["message"].startswith("interaction 'd', session "), error["message"][:300]

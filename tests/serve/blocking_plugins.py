@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from interactions_core._interaction import BaseInteraction, InteractionResult
+from interactions_core.errors import InteractionCallError
 
 #: Seconds a blocking step sleeps: far longer than any test waits for an answer.
 BLOCK_FOR = 30.0
@@ -40,6 +41,13 @@ class DelError(Exception):
 
     def __del__(self) -> None:
         time.sleep(BLOCK_FOR)
+
+
+class StopTellingCallError(InteractionCallError):
+    """A plugin's own call error whose message raises a stop when asked for."""
+
+    def __str__(self) -> str:
+        raise KeyboardInterrupt("from __str__")
 
 
 class SlowFloat(float):
@@ -136,13 +144,20 @@ class Blocking(BaseInteraction):
         instance_id: str | None = None,
         slow_del: bool = False,
         error_del: bool = False,
+        finalize_error_del: bool = False,
+        ground_truth: str = "0",
         **kwargs: Any,
     ) -> Any:
         if slow_del:
             return SlowDel()  # not the id: the runtime keeps the one it gave
         if error_del:
             raise DelError("no start")
-        return await super().start_interaction(instance_id, **kwargs)
+        if not ground_truth.isdigit():  # a client's text echoed in an error
+            raise ValueError(f"ground_truth must be digits, got {ground_truth}")
+        instance_id = await super().start_interaction(instance_id, **kwargs)
+        if finalize_error_del:
+            self.finalize_error_del = instance_id
+        return instance_id
 
     async def generate_response(
         self, instance_id: str, messages: list[dict[str, Any]], **kwargs: Any
@@ -206,6 +221,12 @@ class Blocking(BaseInteraction):
         if messages[-1]["content"] == "local del":
             held = SlowDel()  # dropped with this frame, which the error's traceback keeps
             raise ValueError(f"boom {id(held)}")
+        if messages[-1]["content"] == "call error big":  # a delegating plugin's own
+            raise InteractionCallError("other", "sess-x", "generate_response", "B" * 5_000_000)
+        if messages[-1]["content"] == "call error stop":
+            raise StopTellingCallError("other", "sess-x", "generate_response", "hidden")
+        if not messages[-1]["content"].isascii():  # a client's text echoed in an error
+            raise ValueError(f"cannot parse answer {messages[-1]['content']}")
         if messages[-1]["content"] == "error del":
             raise DelError("boom")
         if messages[-1]["content"] == "args del":
@@ -225,6 +246,8 @@ class Blocking(BaseInteraction):
         return InteractionResult(False, "go on", 0.0)
 
     async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> Any:
+        if getattr(self, "finalize_error_del", None) == instance_id:
+            raise DelError("cleanup failed")
         if getattr(self, "final_del", None) == instance_id:
             return SlowDel()  # what the runtime drops: a result it never uses
         return None

@@ -255,3 +255,90 @@ def test_sigterm_ends_the_server_though_a_plugin_left_a_thread_blocking(tmp_path
     assert server.stop(signal.SIGTERM) == 0, server.output()
     assert time.monotonic() - started < 15
     assert "still running" in server.output() and "serve-executor" in server.output()
+
+
+def _finalize_fails_slowly(server: Server, how: str) -> None:
+    """An episode whose finalize raises an error with a slow ``__del__``, ended ``how``."""
+    kwargs = {"name": "blocking", "finalize_error_del": True}
+    if how == "http reset":  # a stateless reset: its session is finalized at once
+        status, body = server.post("/reset", {"interaction_kwargs": kwargs})
+        assert status == 200, body
+        return
+    with GenericEnvClient(base_url=server.url).sync() as env:
+        env.reset(interaction_kwargs=kwargs)
+        if how == "reset again":
+            env.reset(interaction_kwargs={"name": "blocking"})
+        elif how == "too long":
+            with pytest.raises(Exception, match="over this server's limit"):
+                env.step({"content": "x" * 20_000})
+        # "disconnect": the connection closes here, with the episode open
+
+
+@pytest.mark.parametrize("how", ["reset again", "too long", "disconnect", "http reset"])
+def test_a_finalize_error_is_dropped_within_its_close_wherever_it_ends(
+    tmp_path: Path, how: str
+) -> None:
+    # The error a finalize returned (with what it holds) was dropped after the close, on
+    # four paths outside every tracked frame: a slow __del__ there was charged to no call,
+    # and the step awaiting beside it timed out ("generate_response timed out after 1 s").
+    server = start_server(tmp_path, CONFIG, "--timeout", "1", "--max-episode-chars", "10000")
+    try:
+        steps: list[Any] = []
+        bystander = _bystander(server, steps)
+        _finalize_fails_slowly(server, how)
+        bystander.join(BLOCK_FOR)
+        assert len(steps) == 4 and all(isinstance(s, dict) for s in steps), steps
+        assert server.wait_sessions(0)["open"] == 0
+    finally:
+        assert server.stop() == 0, server.output()
+    assert "blocking_plugins.DelError.__del__ blocked the event loop" in server.output()
+    assert "DelError: cleanup failed" in server.output()
+
+
+def test_a_plugins_own_call_error_is_told_as_any_plugin_error(tmp_path: Path) -> None:
+    # Session is public API: a plugin delegating to another interaction raises its
+    # InteractionCallError, which was passed on untouched: 5 MB sent to the client and the
+    # log, naming another interaction; one whose __str__ raised KeyboardInterrupt closed
+    # the connection with no word and an "Exception in ASGI application" traceback.
+    server = start_server(tmp_path, CONFIG)
+    try:
+        for content, told in [
+            ("call error big", "raised InteractionCallError: interaction 'other'"),
+            ("call error stop", "raised StopTellingCallError: <no message"),
+        ]:
+            with GenericEnvClient(base_url=server.url).sync() as env:
+                env.reset(interaction_kwargs={"name": "blocking"})
+                with pytest.raises(Exception) as caught:
+                    env.step({"content": content})
+                text = str(caught.value)
+                assert "interaction 'blocking'" in text and told in text, text[:500]
+                assert len(text) < 20_000, len(text)
+                assert "The episode is over" in text, text[:500]
+                env.reset(interaction_kwargs={"name": "blocking"})  # the connection serves on
+        assert server.wait_sessions(0)["open"] == 0
+    finally:
+        assert server.stop() == 0, server.output()
+    assert "Exception in ASGI application" not in server.output()
+    assert len(server.output()) < 100_000, len(server.output())
+
+
+def test_a_lone_surrogate_in_a_plugins_error_is_sent_escaped(tmp_path: Path) -> None:
+    # A client's "\ud800" a plugin echoed in its error: HTTP /reset answered 500 with a
+    # traceback in the log; over /ws the message was lost ("Error serializing to JSON")
+    # and the connection closed.
+    server = start_server(tmp_path, CONFIG)
+    try:
+        kwargs = {"name": "blocking", "ground_truth": "\ud800"}
+        status, body = server.post("/reset", {"interaction_kwargs": kwargs})
+        assert status == 400 and "got \\ud800;" in body["detail"], (status, body)
+        with GenericEnvClient(base_url=server.url).sync() as env:
+            with pytest.raises(Exception, match=r"got \\ud800"):
+                env.reset(interaction_kwargs=kwargs)
+            env.reset(interaction_kwargs={"name": "blocking"})
+            with pytest.raises(Exception, match=r"cannot parse answer \\ud800"):
+                env.step({"content": "\ud800"})
+            env.reset(interaction_kwargs={"name": "blocking"})  # the connection serves on
+        assert server.wait_sessions(0)["open"] == 0
+    finally:
+        assert server.stop() == 0, server.output()
+    assert "Exception in ASGI application" not in server.output()
