@@ -169,6 +169,35 @@ def copy_messages(messages: list[Any]) -> list[Any]:
 
 
 def _deep(message: Any) -> Any:
-    import copy
+    """A deep copy of ``message``: JSON-shaped data (dicts, lists and plain values, the
+    shape of every message from a dataset or a client) by a walk of its own, which skips
+    the memo of shared parts :func:`copy.deepcopy` keeps and such data does not need
+    (every served step copies its conversation); anything else, or data nested past ``_PLAIN_DEPTH``
+    levels (a cycle, say), by :func:`copy.deepcopy`."""
+    try:
+        return _plain_copy(message, _PLAIN_DEPTH)
+    except _NotPlain:
+        import copy
 
-    return copy.deepcopy(message)
+        return copy.deepcopy(message)
+
+
+#: Levels :func:`_plain_copy` walks (datasets and served prompts nest at most 100).
+_PLAIN_DEPTH = 128
+
+
+class _NotPlain(Exception):
+    """Raised by :func:`_plain_copy` for a part it does not copy."""
+
+
+def _plain_copy(value: Any, depth: int) -> Any:
+    kind = type(value)
+    if kind in _FLAT:
+        return value
+    if depth == 0:
+        raise _NotPlain
+    if kind is dict:
+        return {k: _plain_copy(v, depth - 1) for k, v in value.items()}
+    if kind is list:
+        return [_plain_copy(v, depth - 1) for v in value]
+    raise _NotPlain

@@ -83,6 +83,33 @@ def test_a_nested_field_beside_plain_text_is_copied_too() -> None:
     assert calls == [{"id": "a", "function": {"name": "f", "arguments": "{}"}}]
 
 
+def test_nested_messages_of_any_shape_are_copied_whole() -> None:
+    # Plain JSON-shaped data is copied by a walk of the runtime's own, not copy.deepcopy;
+    # a cycle, data nested past its depth and other types still get
+    # copy.deepcopy, so no shape shares a part with the record.
+    deep: list[Any] = [0]
+    for _ in range(200):  # deeper than the walk goes
+        deep = [deep]
+    cyclic: list[Any] = ["x"]
+    cyclic.append(cyclic)
+    messages: list[Any] = [
+        {"role": "user", "content": "", "x": [[[[0]]]], "y": {"z": [1, {"w": 2}]}},
+        {"role": "user", "content": "", "deep": deep},
+        {"role": "user", "content": "", "cyclic": cyclic},
+        {"role": "user", "content": "", "tuple": ([1],), "set": {1, 2}},
+    ]
+    copied = copy_messages(messages)
+    assert copied[0] == messages[0] and copied[1] == messages[1]
+    copied[0]["x"][0][0][0].append(1)
+    copied[0]["y"]["z"][1]["w"] = 3
+    assert messages[0]["x"] == [[[[0]]]] and messages[0]["y"] == {"z": [1, {"w": 2}]}
+    copied[1]["deep"][0][0].append("edited")
+    assert messages[1]["deep"] == deep and len(deep[0][0]) == 1
+    assert copied[2]["cyclic"][1] is copied[2]["cyclic"] and copied[2]["cyclic"] is not cyclic
+    copied[3]["tuple"][0].append(2)
+    assert messages[3]["tuple"] == ([1],)
+
+
 class ScoresAnInt(SessionInteraction):
     """Scores its turns with an ``int`` (accepted) or a NaN (refused), as the sample says."""
 
