@@ -433,20 +433,25 @@ class _WebSocket:
             self.evicted = asyncio.get_running_loop().create_future()
 
     async def receive(self) -> Any:
-        """The next message; one too costly to parse closes the connection (1009)."""
+        """The next message; one too costly to parse closes the connection (1009), and so
+        does one of OpenEnv's ``mcp`` type (1008, see :data:`MCP_REFUSED`)."""
         message = await self._receive()
-        if message["type"] != "websocket.receive" or self.guard.max_values is None:
+        if message["type"] != "websocket.receive":
             return message
         text = message.get("text")
-        problem = self.guard.too_many_values(
-            text if text is not None else message.get("bytes", b"")
-        )
+        problem = None
+        if self.guard.max_values is not None:
+            problem = self.guard.too_many_values(
+                text if text is not None else message.get("bytes", b"")
+            )
+        if problem is None and text is not None and _is_mcp(text):
+            problem = MCP_REFUSED
         if problem is None:
             return message
         self.guard._refusals.warning("closed a WebSocket: %s", problem)
-        reason = problem
-        await self.inner_send({"type": "websocket.close", "code": 1009, "reason": reason})
-        return {"type": "websocket.disconnect", "code": 1009}
+        code = 1008 if problem is MCP_REFUSED else 1009  # a policy, or a message too big
+        await self.inner_send({"type": "websocket.close", "code": code, "reason": problem})
+        return {"type": "websocket.disconnect", "code": code}
 
     async def _receive(self) -> Any:
         if self.proven:
@@ -474,6 +479,24 @@ class _WebSocket:
                 self.watch = _IdleWatch.start(
                     self.inner_receive, self.guard.idle_timeout, self.transport
                 )
+
+
+#: Why a WebSocket that sent an ``mcp`` message is closed. OpenEnv answers them over
+#: ``/ws`` (its ``/mcp`` routes are not mounted): ``openenv/session/create`` hands a
+#: connection its session id and ``openenv/session/close`` ends the session it names,
+#: from any connection, the token's or not. Interactions have no tools to serve.
+MCP_REFUSED = "this server serves no MCP (interactions have no tools): send reset and step"
+
+
+def _is_mcp(text: str) -> bool:
+    """Whether ``text`` is a WebSocket message of OpenEnv's ``mcp`` type."""
+    if "mcp" not in text:  # the common case, a step: no parse
+        return False
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        return False  # OpenEnv answers it as the malformed message it is
+    return type(parsed) is dict and parsed.get("type") == "mcp"
 
 
 def _abort_unless_closing(transport: Any) -> None:

@@ -68,6 +68,33 @@ def test_mcp_is_not_mounted_so_it_allocates_nothing(guarded: Server) -> None:
     assert "does not offer OpenEnv's web interface" in guarded.output()
 
 
+def test_mcp_messages_over_the_websocket_are_refused(guarded: Server) -> None:
+    # OpenEnv answers mcp messages on /ws: session/create handed a connection its session
+    # id, and session/close ended the session it named from any connection, one without
+    # the token included; the token holder's next step then read "the episode ended with
+    # an error".
+    import json
+
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    url = guarded.url.replace("http://", "ws://") + "/ws"
+    with GenericEnvClient(base_url=guarded.url).sync() as env:
+        env.reset(interaction_kwargs={"name": "weather"}, token=TOKEN)
+        for method in ("openenv/session/create", "openenv/session/close"):
+            with connect(url) as intruder:
+                request = {"method": method, "params": {"session_id": "any"}}
+                intruder.send(json.dumps({"type": "mcp", "data": request}))
+                with pytest.raises(ConnectionClosed) as closed:
+                    intruder.recv(timeout=10)
+                assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+                assert "serves no MCP" in closed.value.rcvd.reason
+        # a step whose text mentions mcp is a step, and the token holder plays on
+        result = env.step({"content": "the weather in mcp city"})
+        assert "observation" in str(type(result)).lower() or result.observation
+    assert "closed a WebSocket: this server serves no MCP" in guarded.output()
+
+
 def test_a_non_ascii_token_is_compared_as_bytes(guarded: Server) -> None:
     status, body = guarded.post("/reset", {"token": "wrong"})
     assert status == 401 or status == 403, (status, body)
