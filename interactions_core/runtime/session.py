@@ -344,7 +344,7 @@ class Session:
             raise exc
         return call_error(self.name, self.instance_id or "<unstarted>", method, exc, self.timeout)
 
-    async def start(self, **kwargs: Any) -> str:
+    async def start(self, /, **kwargs: Any) -> str:
         """Call ``start_interaction(instance_id, **kwargs)``; return the session id.
 
         ``kwargs`` (the sample's ``interaction_kwargs``) are remembered and passed
@@ -386,7 +386,7 @@ class Session:
             state = "not started" if self._state == _NEW else "finalized"
             raise self._error(method, RuntimeError(f"the session is {state}"))
 
-    async def respond(self, messages: list[dict[str, Any]], **kwargs: Any) -> InteractionResult:
+    async def respond(self, messages: list[dict[str, Any]], /, **kwargs: Any) -> InteractionResult:
         """Call ``generate_response`` on the conversation so far; return a checked result.
 
         The interaction gets the kwargs given to :meth:`start`, updated with ``kwargs``.
@@ -421,7 +421,7 @@ class Session:
         bound = getattr(interaction, method)
         return bound(self.instance_id, **kwargs) if takes_id else bound()
 
-    async def score(self, **kwargs: Any) -> float:
+    async def score(self, /, **kwargs: Any) -> float:
         """Call ``calculate_score``; the score must be a real number (returned as float).
 
         The interaction gets the kwargs given to :meth:`start`, updated with ``kwargs``.

@@ -439,6 +439,14 @@ class _WebSocket:
         if message["type"] != "websocket.receive":
             return message
         text = message.get("text")
+        if text is None:  # a binary frame: OpenEnv reads text only ("'text'", then closed)
+            try:
+                text = bytes(message.get("bytes") or b"").decode("utf-8")
+            except UnicodeDecodeError:
+                reason = "a binary frame that is not UTF-8 text: send JSON as a text frame"
+                await self.inner_send({"type": "websocket.close", "code": 1007, "reason": reason})
+                return {"type": "websocket.disconnect", "code": 1007}
+            message = {"type": "websocket.receive", "text": text}
         problem = None
         if self.guard.max_values is not None:
             problem = self.guard.too_many_values(

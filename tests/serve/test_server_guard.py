@@ -95,6 +95,26 @@ def test_mcp_messages_over_the_websocket_are_refused(guarded: Server) -> None:
     assert "closed a WebSocket: this server serves no MCP" in guarded.output()
 
 
+def test_a_binary_frame_of_json_is_read_as_text(guarded: Server) -> None:
+    # OpenEnv reads text frames only: a binary one was answered "'text'" and the
+    # connection closed, its open episode finalized.
+    import json
+
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    url = guarded.url.replace("http://", "ws://") + "/ws"
+    with connect(url) as ws:
+        reset = {"type": "reset", "data": {"interaction_kwargs": {"name": "weather"}}}
+        ws.send(json.dumps({**reset, "data": {**reset["data"], "token": TOKEN}}).encode())
+        answer = json.loads(ws.recv(timeout=10))
+        assert answer["type"] == "observation", answer
+        ws.send(b"\xff\xfe not text")
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1007
+
+
 def test_a_non_ascii_token_is_compared_as_bytes(guarded: Server) -> None:
     status, body = guarded.post("/reset", {"token": "wrong"})
     assert status == 401 or status == 403, (status, body)
