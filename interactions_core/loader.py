@@ -223,13 +223,13 @@ def load_config(
         seen[r.name] = entry
         resolved.append(r)
     if config.default is not None and config.default not in seen and not problems:
-        from ._names import suggest
+        from ._names import suggest, summarize
 
         hint = suggest(config.default, seen, n=1)
         line = f"{config.source}:{config.default_line}" if config.default_line else "<config>"
         problems.append(
             f"{line}: default {config.default!r} is not one of the configured "
-            f"interactions ({', '.join(seen) or 'none'}){hint}"
+            f"interactions ({summarize(seen) or 'none'}){hint}"
         )
     if problems:
         error = ConfigError(problems, config.source)

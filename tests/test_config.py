@@ -70,6 +70,16 @@ def test_default_must_name_a_configured_entry(acme, tmp_path):
     assert f"{path}:1:" in problem and "did you mean 'acme'" in problem
 
 
+def test_an_unknown_default_among_thousands_names_a_few_of_them(tmp_path):
+    # The message listed every configured name: 149,000 characters for 20,000.
+    gsm8k = "interactions_gsm8k.Gsm8kInteraction"
+    entries = "".join(f"  - name: a{i}\n    class_name: {gsm8k}\n" for i in range(3000))
+    path = write(tmp_path, "default: nope\ninteraction:\n" + entries)
+    [problem] = problems(path)
+    assert "is not one of the configured interactions (a0, a1," in problem, problem[:300]
+    assert "more)" in problem and len(problem) < 400, len(problem)
+
+
 def test_misspelt_key_before_a_block_points_at_its_own_line(tmp_path, capsys):
     lines = check(
         tmp_path, capsys, "interaction:\n  - name: gsm8k\n    confg:\n      method: flexible\n"

@@ -167,14 +167,14 @@ def _default_interaction(name: str, loaded: Any) -> str:
     """``--default-interaction NAME``, checked against the config's interactions."""
     if name in loaded.names:
         return name
-    from .._names import suggest
+    from .._names import suggest, summarize
     from ..errors import ConfigError
 
     hint = suggest(name, loaded.names, n=1)
     raise ConfigError(
         [
             f"--default-interaction {name!r} is not one of the interactions configured in "
-            f"{loaded.source or 'the config'} ({', '.join(loaded.names) or 'none'}){hint}"
+            f"{loaded.source or 'the config'} ({summarize(loaded.names) or 'none'}){hint}"
         ]
     )
 

@@ -219,9 +219,11 @@ class EpisodeLoop:
             )
         default = options.default
         if interactions is not None and default is not None and default not in interactions:
+            from .._names import summarize
+
             raise ValueError(
                 f"default interaction {default!r} is not one of the configured ones "
-                f"({', '.join(interactions) or 'none'})"
+                f"({summarize(interactions) or 'none'})"
             )
         self.policy = policy
         self.interactions = interactions

@@ -92,8 +92,10 @@ class Hub:
         if not interactions:
             raise ValueError("a hub needs at least one interaction")
         if default is not None and default not in interactions:
+            from .._names import summarize
+
             raise ValueError(
-                f"default interaction {default!r} is not one of {', '.join(interactions)}"
+                f"default interaction {default!r} is not one of {summarize(interactions)}"
             )
         for label, value in (
             ("max_sessions", max_sessions),
