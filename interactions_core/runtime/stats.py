@@ -529,6 +529,17 @@ def _at_k(figures: Mapping[str, Any]) -> str:
 
 #: The most tokens one episode's usage may report, and the longest request (seconds).
 MAX_TOKENS = 1 << 53
+
+
+def token_count(value: Any) -> int | None:
+    """``value`` as a count of tokens, or ``None`` when it is not one: a server (or a
+    plugin) may report a negative count, a float or a number of thousands of digits.
+    The one rule for a record's usage and the summary's sums, so they agree."""
+    if type(value) is int and 0 <= value <= MAX_TOKENS:
+        return value
+    return None
+
+
 MAX_LATENCY = 1e7
 
 
@@ -550,11 +561,11 @@ class UsageStats:
         """Count one episode's usage; a figure outside ``MAX_TOKENS``/``MAX_LATENCY`` (from a
         server or a plugin: 10**400 tokens ended the run) is left out, not overflowed."""
         self.episodes += 1
-        prompt = usage.get("prompt_tokens")
-        if type(prompt) is int and 0 <= prompt <= MAX_TOKENS:
+        prompt = token_count(usage.get("prompt_tokens"))
+        if prompt is not None:
             self.prompt_tokens += prompt
-        completion = usage.get("completion_tokens")
-        if type(completion) is int and 0 <= completion <= MAX_TOKENS:
+        completion = token_count(usage.get("completion_tokens"))
+        if completion is not None:
             self.completion_tokens += completion
         turns = usage.get("turns")
         if type(turns) is list:

@@ -44,3 +44,21 @@ def test_usage_totals_stay_none_until_the_server_reports_them() -> None:
             {"prompt_tokens": 12, "completion_tokens": 3, "latency_s": 0.125},
         ],
     }
+
+
+def test_a_records_usage_and_the_summary_take_the_same_counts() -> None:
+    # A server's -5 completion tokens a turn: the record said -15 after three turns while
+    # the summary said 0; a 4,300-digit count was kept in the record and left out of the
+    # summary. Counts the summary would not take are not kept in the record either.
+    from interactions_core.runtime.stats import UsageStats
+
+    usage = EpisodeUsage({})
+    for bad in (-5, 10**4300, 1.5, True):
+        usage.count({"prompt_tokens": 4, "completion_tokens": bad}, 0.1)
+    record = usage.as_dict()
+    assert record is not None
+    assert record["prompt_tokens"] == 16 and record["completion_tokens"] is None
+    assert all(turn["completion_tokens"] is None for turn in record["turns"])
+    summary = UsageStats()
+    summary.add(record)
+    assert (summary.prompt_tokens, summary.completion_tokens) == (16, 0)

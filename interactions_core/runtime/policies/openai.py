@@ -42,6 +42,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 from ...errors import PolicyError
+from ..stats import token_count
 from .base import Policy
 from .http import (
     TRANSIENT,
@@ -268,17 +269,13 @@ class EpisodeUsage:
     def count(self, usage: Any, latency: float) -> None:
         """Keep one turn's figures: the server's ``usage`` block and the request's latency."""
         prompt = completion = None
-        if usage.__class__ is dict:
-            prompt = usage.get("prompt_tokens")
-            if prompt.__class__ is int:
+        if type(usage) is dict:  # counts the summary would not take are not kept either
+            prompt = token_count(usage.get("prompt_tokens"))
+            if prompt is not None:
                 self.prompt_tokens = (self.prompt_tokens or 0) + prompt
-            else:
-                prompt = None
-            completion = usage.get("completion_tokens")
-            if completion.__class__ is int:
+            completion = token_count(usage.get("completion_tokens"))
+            if completion is not None:
                 self.completion_tokens = (self.completion_tokens or 0) + completion
-            else:
-                completion = None
         self.latency_s += latency
         self.turns.append(
             {
