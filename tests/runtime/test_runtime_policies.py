@@ -373,12 +373,15 @@ async def test_a_response_without_end_is_refused_at_the_body_bound(
     server = RawServer(head, _endless(b" " * (1 << 20)))
     policy = OpenAIPolicy(model="m", base_url=server.url, retries=2, backoff=0.01, timeout=30)
     try:
-        with pytest.raises(PolicyError, match=r"response body is over 4 MiB"):
+        with pytest.raises(PolicyError, match=r"response body is over 4 MiB") as refused:
             await policy.reply(None, [])
     finally:
         await policy.aclose()
         server.close()
     assert server.requests == 1  # not retried: the same would come back
+    # a size the server announced is told as announced, not as "bytes so far"
+    told = "bytes so far" if head.endswith(b"json\r\n\r\n") else "bytes announced"
+    assert told in str(refused.value), str(refused.value)
 
 
 async def test_a_body_the_timeout_cuts_is_a_timeout_and_retried() -> None:

@@ -380,7 +380,7 @@ async def _read_body(reader: asyncio.StreamReader, response: Response) -> None:
     if response.chunked:
         response.body = await _read_chunked(reader)
     elif response.length is not None:
-        _within_bound(response.length)
+        _within_bound(response.length, declared=True)
         if response.length:
             response.body = await reader.readexactly(response.length)
     else:  # the body ends when the server closes
@@ -392,10 +392,15 @@ async def _read_body(reader: asyncio.StreamReader, response: Response) -> None:
         response.body, response.keep_alive = b"".join(parts), False
 
 
-def _within_bound(size: int) -> None:
+def _within_bound(size: int, declared: bool = False) -> None:
+    """Refuse a body over :data:`MAX_BODY`: ``size`` is what was read so far, or with
+    ``declared`` what the server announced (a length, a chunk's size)."""
     if size > MAX_BODY:
+        told = f"{size:,} bytes announced" if declared else f"{size:,} bytes so far"
+        if len(told) > 60:  # a header of thousands of digits
+            told = f"a size of {len(str(size)):,} digits announced"
         raise ResponseTooLarge(
-            f"the response body is over {MAX_BODY >> 20} MiB ({size:,} bytes so far); "
+            f"the response body is over {MAX_BODY >> 20} MiB ({told}); "
             "the server sends more than any chat completion holds"
         )
 
@@ -425,7 +430,7 @@ async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
             while await reader.readuntil(b"\r\n") != b"\r\n":
                 pass  # trailer fields, then the final empty line
             return bytes(body)
-        _within_bound(len(body) + size)
+        _within_bound(len(body) + size, declared=True)
         chunks += 1
         if chunks > _FREE_CHUNKS and chunks * _CHUNK_AVERAGE > len(body) + size:
             raise ProtocolError(
