@@ -11,7 +11,7 @@ from ._command import Arg, Command, flag, positive_int
 #: The command's own options. They may also follow BUILDER, among the builder's
 #: options: :func:`_split` picks them out there by these same declarations.
 _OWN_OPTIONS = [
-    Arg("--output", "-o", metavar="FILE", help="where to write the rows"),
+    Arg("--output", "-o", metavar="FILE", help="where to write the rows ('-': standard output)"),
     Arg("--format", choices=("jsonl", "parquet"), help="output format (default: suffix)"),
     flag("--overwrite", "replace an existing --output file"),
     Arg("--limit", type=positive_int, metavar="N", help="write the first N rows only (N >= 1)"),
@@ -135,6 +135,11 @@ def run(args: argparse.Namespace) -> int:
     options = parse_cli_options(rest)
     if not args.output:
         raise ConfigError(["--output FILE is required (where to write the rows)"])
+    if args.output == "-":  # standard output, as `run --data -` reads standard input
+        if os.path.exists("/dev/stdout"):
+            args.output = "/dev/stdout"
+        else:
+            raise ConfigError(["--output - (standard output) needs /dev/stdout; name a file"])
     for name, value in options.items():  # --overwrite replaces the output, never an input
         if isinstance(value, str) and os.path.exists(value) and same_file(value, args.output):
             raise ConfigError(

@@ -203,3 +203,14 @@ def test_sigterm_during_data_leaves_no_temporary_file(tmp_path: Path) -> None:
     assert proc.returncode == 143, err
     assert b"terminated" in err and b"Traceback" not in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["questions.jsonl"]
+
+
+def test_data_output_dash_writes_standard_output(tmp_path: Path) -> None:
+    # `--output -` wrote a file named "-" ("wrote 1 row to -").
+    source = tmp_path / "q.jsonl"
+    source.write_text(json.dumps({"question": "q", "answer": "#### 1"}) + "\n")
+    proc = cli("data", "gsm8k", "--input", str(source), "--output", "-", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    [row] = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert row["reward_model"]["ground_truth"] == "1", row
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q.jsonl"]
