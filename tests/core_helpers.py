@@ -7,6 +7,7 @@ sources that more than one ``test_<module>.py`` needs.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,31 @@ def check(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> list
     config.write_text(text)
     assert main(["check", str(config)]) == 1
     return capsys.readouterr().err.splitlines()
+
+
+def signal_when(
+    command: list[str], ready: Callable[[], bool], sig: int
+) -> tuple[int, bytes, bytes]:
+    """Run ``interactions COMMAND`` in a child, send it ``sig`` once ``ready()`` is true
+    (within 60 s, while it still runs); return its exit code, stdout and stderr."""
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "interactions_core", *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None and not ready():
+            time.sleep(0.02)
+        assert proc.poll() is None, "the command ended before it could be signalled"
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, err

@@ -174,7 +174,8 @@ def test_sigterm_during_data_leaves_no_temporary_file(tmp_path: Path) -> None:
     # SIGTERM's default action ended `interactions data` on the spot: its hidden
     # temporary file stayed (1.8 GB under `timeout 60`), with exit 143 and no word.
     import signal
-    import time
+
+    from core_helpers import signal_when
 
     source = tmp_path / "questions.jsonl"
     with source.open("w", encoding="utf-8") as file:  # several seconds of building
@@ -182,25 +183,12 @@ def test_sigterm_during_data_leaves_no_temporary_file(tmp_path: Path) -> None:
             file.write(json.dumps({"question": f"q{i}", "answer": f"#### {i}"}) + "\n")
     out = tmp_path / "built.jsonl"
     command = ["data", "gsm8k", "--output", str(out), "--input", str(source)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "interactions_core", *command],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            if any(p.name.startswith(".built") for p in tmp_path.iterdir()):
-                break
-            time.sleep(0.02)
-        assert proc.poll() is None, "the build ended before it could be stopped"
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 143, err
+
+    def writing() -> bool:
+        return any(p.name.startswith(".built") for p in tmp_path.iterdir())
+
+    code, _, err = signal_when(command, writing, signal.SIGTERM)
+    assert code == 143, err
     assert b"terminated" in err and b"Traceback" not in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["questions.jsonl"]
 

@@ -14,11 +14,10 @@ import contextlib
 import io
 import json
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
+
+from core_helpers import signal_when
 
 from interactions_core import BaseInteraction, InteractionResult, load_interactions
 from interactions_core.cli import main
@@ -64,26 +63,13 @@ def test_the_first_stop_signal_ends_a_long_episode_at_once(tmp_path: Path) -> No
     output = tmp_path / "records.jsonl"
     command = ["run", str(config), "--data", str(data), "--no-progress"]
     command += ["--trace", str(trace), "--output", str(output)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "interactions_core", *command],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            if trace.exists() and trace.read_bytes().count(b'"event": "turn"') >= 50:
-                break
-            time.sleep(0.02)
-        assert proc.poll() is None, "the episode ended before it could be interrupted"
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+
+    def judging() -> bool:
+        return trace.exists() and trace.read_bytes().count(b'"event": "turn"') >= 50
+
+    code, out, err = signal_when(command, judging, signal.SIGINT)
     text = out.decode() + err.decode()
-    assert proc.returncode == 130, text
+    assert code == 130, text
     assert "Traceback" not in text, text
     judged = [
         json.loads(line)["turn"]
