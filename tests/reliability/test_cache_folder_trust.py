@@ -19,11 +19,23 @@ def cache_home(fresh_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return fresh_cache
 
 
+#: A well-formed entry an attacker writes: a name pointing at a class of their choosing.
+FORGED = {
+    "group": "interactions_core.interactions",
+    "name": "forged",
+    "value": "attacker_mod:Attacker",
+    "dist": "interactions-gsm8k",
+    "version": "1.0",
+    "path": "",
+    "error": None,
+}
+
+
 def forge(folder: Path) -> None:
     """Rewrite every cached index the way an attacker would: a marker entry, nothing else."""
     for path in folder.glob("index-*.json"):
         stored = json.loads(path.read_text())
-        stored["payload"] = {"entries": [{"name": "forged"}], "hooks": {}}
+        stored["payload"] = {"entries": [FORGED], "hooks": {}}
         path.write_text(json.dumps(stored))
 
 
@@ -44,10 +56,10 @@ def test_a_folder_others_can_write_is_not_trusted(
     entries()
     folder = cache_home / "interactions-core"
     forge(folder)
-    assert entries() == [{"name": "forged"}]  # the forged file is what a trusting reader gets
+    assert entries() == [FORGED]  # the forged file is what a trusting reader gets
     folder.chmod(0o777)
     monkeypatch.setattr(_index, "_checked", {}, raising=False)
-    assert {"name": "forged"} not in entries()
+    assert FORGED not in entries()
     err = capsys.readouterr().err
     assert "can be written by other users (mode 777)" in err
     assert f"chmod 700 {folder}" in err and "XDG_CACHE_HOME" in err
@@ -62,5 +74,5 @@ def test_a_folder_another_user_owns_is_not_trusted(
     monkeypatch.setattr(_index, "_checked", {}, raising=False)
     me = os.getuid()
     monkeypatch.setattr(os, "getuid", lambda: me + 4242)
-    assert {"name": "forged"} not in entries()
+    assert FORGED not in entries()
     assert f"is owned by another user (uid {me}, you are {me + 4242})" in capsys.readouterr().err
