@@ -306,16 +306,16 @@ class EpisodeLoop:
                 if routed is None:
                     await self._single_turn(record, state)
                 else:
-                    record.interaction, interaction, kwargs = routed
+                    record.interaction = routed[0]
                     session = Session(  # by position: see Session
-                        interaction,
+                        routed[1],
                         record.interaction,
                         self.new_instance_id(),
                         self.timeout,
                         self.tracker,
                         self.stopping,
                     )
-                    await self._play(record, session, state, kwargs)
+                    await self._play(record, session, state, routed[2])
             except BaseException as exc:
                 if stops_the_run(exc, self.stopping):
                     record.end_reason = CANCELLED
@@ -331,6 +331,10 @@ class EpisodeLoop:
                     if problem is not None:
                         error = self._finalize_failed(record, problem, error)
                 self._close(record, session, state, error)
+                # Dropped here, within the episode's bounds: what the plugin left in the
+                # kwargs, the policy's state, an error and what it holds. Kept in locals
+                # to the return, their __del__ ran charged to no call.
+                routed = session = state = error = problem = None
         return record
 
     async def _single_turn(self, record: EpisodeRecord, state: Any) -> None:

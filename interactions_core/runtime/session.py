@@ -454,11 +454,9 @@ class Session:
         ended = True  # the call returned or failed, rather than a stop cutting it short
         try:
             if self.timeout is None:
-                await self._by_id("finalize_interaction", _NO_KWARGS)
+                await self._finalize_call()
             else:
-                await _bounded(
-                    lambda: self._by_id("finalize_interaction", _NO_KWARGS), self.timeout, _none
-                )
+                await _bounded(self._finalize_call, self.timeout, _none)
         except BaseException as exc:
             ended = not stops_the_run(exc, self.stopping)
             return self._error("finalize_interaction", exc)
@@ -466,6 +464,15 @@ class Session:
             if tracker is not None and ended:
                 tracker.finalized += 1
         return None
+
+    async def _finalize_call(self) -> Any:
+        try:
+            return await self._by_id("finalize_interaction", _NO_KWARGS)
+        finally:
+            # What the plugin kept in the kwargs (``box["client"] = ...`` in a nested
+            # one) is dropped now, while the call is timed as this one: dropped with the
+            # session, it was no call's, and a slow __del__ timed out others' calls.
+            self._kwargs = _NO_KWARGS
 
     async def __aenter__(self) -> Session:
         return self

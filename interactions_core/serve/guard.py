@@ -498,7 +498,7 @@ MCP_REFUSED = "this server serves no MCP (interactions have no tools): send rese
 
 def _is_mcp(text: str) -> bool:
     """Whether ``text`` is a WebSocket message of OpenEnv's ``mcp`` type."""
-    if "mcp" not in text:  # the common case, a step: no parse
+    if "mcp" not in text and "\\u" not in text:  # a step: no parse (an escape may spell it)
         return False
     try:
         parsed = json.loads(text)

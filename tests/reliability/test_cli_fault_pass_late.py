@@ -1249,3 +1249,64 @@ def test_an_exception_whose_class_raises_is_recorded_whole_and_the_run_goes_on(
         assert "class_raises.py:" in error["at"], error
         if debug == "1":
             assert "class_raises.py" in error["traceback"], error["traceback"]
+
+
+# -- a resource a plugin keeps in a nested kwarg ---------------------------------------------
+
+KEEPS_IN_KWARGS = '''
+import asyncio
+import time
+
+from interactions_core import BaseInteraction
+
+
+class SlowDel:
+    def __del__(self):
+        time.sleep(3)
+
+
+class Awaiting(BaseInteraction):
+    """A judge that awaits 0.3 s a turn: the innocent episode beside the other."""
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        await asyncio.sleep(0.3)
+        return False, "again", 0.0, {}
+
+
+class Keeps(BaseInteraction):
+    """Keeps a resource in the nested kwarg it is given, as a client cache may."""
+
+    async def start_interaction(self, instance_id=None, box=None, **kwargs):
+        box["held"] = SlowDel()
+        return await super().start_interaction(instance_id, **kwargs)
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        return True, "ok", 1.0, {}
+'''
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the break
+def test_what_a_plugin_keeps_in_its_kwargs_costs_its_own_episode_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The session's copy of the kwargs outlived the finalize and was dropped with the
+    # episode's locals, outside its bounds: the slow __del__ was charged to no call, and
+    # the episode awaiting beside it timed out ("generate_response timed out after 1 s").
+    extra = "  - name: k\n    class_name: keeps.Keeps\n"
+    config = plugin_config(tmp_path, monkeypatch, "keeps", KEEPS_IN_KWARGS, "Awaiting")
+    config.write_text(config.read_text() + extra, encoding="utf-8")
+    data = tmp_path / "d.jsonl"
+    prompt = [{"role": "user", "content": "q"}]
+    rows = [
+        {"prompt": prompt, "responses": ["a"] * 12, "interaction_kwargs": {"name": "p"}},
+        {"prompt": prompt, "responses": ["a"], "interaction_kwargs": {"name": "k", "box": {}}},
+    ]
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    records = tmp_path / "records.jsonl"
+    code, out, err = run_cli(
+        "run", str(config), "--data", str(data), "--no-progress", "--timeout", "1",
+        "--concurrency", "2", "--output", str(records),
+    )  # fmt: skip
+    assert code == 0, out + err
+    awaiting = next(r for r in read_lines(records) if r["interaction"] == "p")
+    assert awaiting["errors"] == [] and awaiting["turns"] == 12, awaiting["errors"]

@@ -136,7 +136,9 @@ class Blocking(BaseInteraction):
       score a :class:`SlowFloat` (a wrong shape, told as its error).
 
     A reset with ``slow_del`` returns a :class:`SlowDel`; with ``error_del``, its
-    ``start_interaction`` raises a :class:`DelError`.
+    ``start_interaction`` raises a :class:`DelError`; with ``box`` (a mapping), it keeps a
+    :class:`SlowDel` in it; with ``finalize_error_del``, its finalize raises a
+    :class:`DelError`.
     """
 
     async def start_interaction(
@@ -146,8 +148,11 @@ class Blocking(BaseInteraction):
         error_del: bool = False,
         finalize_error_del: bool = False,
         ground_truth: str = "0",
+        box: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> Any:
+        if box is not None:  # a resource kept in a nested kwarg, as a client cache may be
+            box["held"] = SlowDel()
         if slow_del:
             return SlowDel()  # not the id: the runtime keeps the one it gave
         if error_del:

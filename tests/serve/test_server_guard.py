@@ -81,10 +81,13 @@ def test_mcp_messages_over_the_websocket_are_refused(guarded: Server) -> None:
     url = guarded.url.replace("http://", "ws://") + "/ws"
     with GenericEnvClient(base_url=guarded.url).sync() as env:
         env.reset(interaction_kwargs={"name": "weather"}, token=TOKEN)
-        for method in ("openenv/session/create", "openenv/session/close"):
+        for method in ("openenv/session/create", "openenv/session/close", "escaped"):
             with connect(url) as intruder:
                 request = {"method": method, "params": {"session_id": "any"}}
-                intruder.send(json.dumps({"type": "mcp", "data": request}))
+                text = json.dumps({"type": "mcp", "data": request})
+                if method == "escaped":  # JSON spells the type with an escape just as well
+                    text = text.replace('"mcp"', '"\\u006dcp"')
+                intruder.send(text)
                 with pytest.raises(ConnectionClosed) as closed:
                     intruder.recv(timeout=10)
                 assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008

@@ -257,9 +257,10 @@ def test_sigterm_ends_the_server_though_a_plugin_left_a_thread_blocking(tmp_path
     assert "still running" in server.output() and "serve-executor" in server.output()
 
 
-def _finalize_fails_slowly(server: Server, how: str) -> None:
-    """An episode whose finalize raises an error with a slow ``__del__``, ended ``how``."""
-    kwargs = {"name": "blocking", "finalize_error_del": True}
+def _finalize_fails_slowly(server: Server, how: str, **kwargs: Any) -> None:
+    """An episode whose finalize raises an error with a slow ``__del__`` (or, with other
+    ``kwargs``, whatever they ask of the plugin), ended ``how``."""
+    kwargs = {"name": "blocking", **(kwargs or {"finalize_error_del": True})}
     if how == "http reset":  # a stateless reset: its session is finalized at once
         status, body = server.post("/reset", {"interaction_kwargs": kwargs})
         assert status == 200, body
@@ -268,6 +269,8 @@ def _finalize_fails_slowly(server: Server, how: str) -> None:
         env.reset(interaction_kwargs=kwargs)
         if how == "reset again":
             env.reset(interaction_kwargs={"name": "blocking"})
+        elif how == "done":
+            env.step({"content": "final del"})  # the last turn: the episode ends
         elif how == "too long":
             with pytest.raises(Exception, match="over this server's limit"):
                 env.step({"content": "x" * 20_000})
@@ -342,3 +345,24 @@ def test_a_lone_surrogate_in_a_plugins_error_is_sent_escaped(tmp_path: Path) -> 
     finally:
         assert server.stop() == 0, server.output()
     assert "Exception in ASGI application" not in server.output()
+
+
+@pytest.mark.parametrize("how", ["done", "reset again", "disconnect", "http reset"])
+def test_what_a_plugin_keeps_in_its_kwargs_is_dropped_within_its_finalize(
+    tmp_path: Path, how: str
+) -> None:
+    # A plugin keeping a resource in a nested kwarg (box["held"] = ...) left it in the
+    # session's copy of the kwargs, which lived on after the finalize and was dropped with
+    # the session, outside every tracked frame: a slow __del__ there timed out the step
+    # another client was awaiting.
+    server = start_server(tmp_path, CONFIG, "--timeout", "1")
+    try:
+        steps: list[Any] = []
+        bystander = _bystander(server, steps)
+        _finalize_fails_slowly(server, how, box={})
+        bystander.join(BLOCK_FOR)
+        assert len(steps) == 4 and all(isinstance(s, dict) for s in steps), steps
+        assert server.wait_sessions(0)["open"] == 0
+    finally:
+        assert server.stop() == 0, server.output()
+    assert "blocking_plugins.SlowDel.__del__ blocked the event loop" in server.output()
