@@ -67,8 +67,9 @@ def _exit_unless_done(seconds: float, code: int) -> None:
 
     def hard_exit() -> None:
         sys.stderr.write(
-            f"interactions: still running {seconds:g} s after the second stop signal (code "
-            "inside the program catches the exceptions that stop it); exiting now\n"
+            f"interactions: still running {seconds:g} s after the second stop signal (plugin "
+            "code still awaiting in a cleanup or finalize, or catching the exceptions that "
+            "stop it); exiting now\n"
         )
         sys.stderr.flush()
         os._exit(code)

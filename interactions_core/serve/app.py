@@ -659,7 +659,8 @@ def _cancel_the_rest(loop: asyncio.AbstractEventLoop) -> None:
     if stuck:
         log.warning(
             "%d task(s) still running %g s after they were cancelled at shutdown (plugin "
-            "code that catches the cancellation?); the server exits without them",
+            "code still awaiting in a finalize or cleanup, or catching the cancellation); "
+            "the server exits without them",
             len(stuck),
             _TASKS_GRACE,
         )
