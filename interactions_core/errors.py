@@ -97,7 +97,7 @@ def _plain(text: str) -> str:
     return text if type(text) is str else str.__str__(text)
 
 
-def _stops_us(exc: BaseException) -> bool:
+def stops_the_program(exc: BaseException) -> bool:
     """Whether ``exc`` is the program's own stop: the user's Ctrl-C (:class:`Interrupted`)
     or the watchdog's break of a block (``LoopBlocked``), which must go on up even from
     a plugin's ``__str__``; a ``KeyboardInterrupt`` or ``SystemExit`` a plugin raises
@@ -130,7 +130,7 @@ def exception_text(exc: BaseException) -> str:
     try:
         return _plain(str(exc))
     except BaseException as inner:  # any class: a plugin's __str__ may raise a stop too
-        if _stops_us(inner):
+        if stops_the_program(inner):
             raise
         return f"<no message: its __str__ raised {class_name(type(inner))}>"
 
@@ -172,7 +172,7 @@ def formatted_traceback(exc: BaseException) -> str:
     try:
         return "".join(traceback.format_exception(exc)).rstrip()
     except BaseException as inner:  # any class: a plugin's property may raise a stop too
-        if _stops_us(inner):
+        if stops_the_program(inner):
             raise
         told = class_name(type(inner))
     # Its own frames and the runtime's reading of it, without its causes: none of them
@@ -347,6 +347,15 @@ class ServeError(InteractionsError):
 
     def __init__(self, *args: object) -> None:
         super().__init__(*(sendable(a) if type(a) is str else a for a in args))
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped, line breaks included: what plugins or
+    metadata wrote never drives the terminal (colours, a cleared screen, a rewritten
+    line) nor adds lines of its own to what the program prints."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def sendable(text: str) -> str:

@@ -21,6 +21,8 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from ..errors import printable
+
 # ``typing`` is imported for type checkers only: this module is on the path of a
 # warm ``interactions list``, where importing ``typing`` alone costs about a
 # third of a bare interpreter start (docs/performance.md).
@@ -215,6 +217,7 @@ def default_interaction(what: str) -> Arg:
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A left-aligned plain-text table (no dependency, readable in any terminal)."""
+    rows = [[printable(cell) for cell in row] for row in rows]  # a plugin's text: escaped
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
@@ -281,14 +284,6 @@ class json_output:
         if sys.stdout is sys.stderr:
             sys.stdout = stdout
         _json_stream = previous
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters escaped: what plugins or metadata wrote never
-    drives the terminal (colours, a cleared screen, a rewritten line)."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def print_json(data: Any) -> None:

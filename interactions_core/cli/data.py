@@ -138,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "-":  # standard output, as `run --data -` reads standard input
         if os.path.exists("/dev/stdout"):
             args.output = "/dev/stdout"
+            args.format = args.format or "jsonl"
         else:
             raise ConfigError(["--output - (standard output) needs /dev/stdout; name a file"])
     for name, value in options.items():  # --overwrite replaces the output, never an input

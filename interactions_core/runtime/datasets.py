@@ -61,7 +61,18 @@ from typing import Any
 
 from .._classes import check_options, keyword_options
 from .._files import MAX_NESTING, bounded_lines, line_too_long, replacing
-from ..errors import ConfigError, DatasetError, InteractionsError, PluginLoadError
+from ..errors import (
+    MAX_MESSAGE,
+    ConfigError,
+    DatasetError,
+    InteractionsError,
+    PluginLoadError,
+    class_name,
+    cut_text,
+    exception_kind,
+    exception_text,
+    stops_the_program,
+)
 from ..registry import BuilderInfo, Registry, get_registry
 from .records import LineWriter, is_special_file, refuse_existing
 
@@ -218,22 +229,51 @@ def check_row(row: Any) -> str | None:
     return None
 
 
-def non_finite_field(row: Any) -> tuple[str, float] | None:
-    """``(path, value)`` of the first NaN or infinite float in ``row`` (path ``a.b[2]``).
+#: Levels a builder's row may nest: deeper, ``json`` itself gives up (a recursion
+#: error), and a row that contains itself is endless.
+MAX_ROW_DEPTH = 500
 
-    JSON has no such values; a row holding one cannot be written faithfully.
+#: The most digits of an integer JSON is written with (Python's own limit for ``str``).
+_MAX_INT_BITS = 14_000
+
+
+def unwritable_field(row: Any) -> tuple[str, str] | None:
+    """``(path, what)`` of the first value in ``row`` that JSON cannot hold as it is:
+    a NaN or infinite float, a set, bytes, an object, an integer of thousands of
+    digits, a row nested past :data:`MAX_ROW_DEPTH` (one that contains itself).
+
+    A dataset is data for another program: such a value written as its text (a set
+    as ``"{1, 2}"``) would change it without a word. The path reads ``a.b[2]``.
     """
-    stack: list[tuple[str, Any]] = [("", row)]
+    stack: list[tuple[str, Any, int]] = [("", row, 0)]
     while stack:
-        where, obj = stack.pop()
-        if isinstance(obj, float):
+        where, obj, depth = stack.pop()
+        kind = type(obj)  # never the value's own __class__
+        if kind is str or kind is bool or obj is None:
+            continue
+        if kind is float:
             if not math.isfinite(obj):
-                return where or "<row>", obj
-        elif isinstance(obj, Mapping):
-            items = [(f"{where}.{k}" if where else str(k), v) for k, v in obj.items()]
+                return where or "<row>", repr(obj)
+            continue
+        if kind is int:
+            if obj.bit_length() > _MAX_INT_BITS:
+                return where or "<row>", f"an integer of {obj.bit_length():,} bits"
+            continue
+        if depth >= MAX_ROW_DEPTH:
+            deep = f"nested over {MAX_ROW_DEPTH} levels (a row that contains itself?)"
+            return where or "<row>", deep
+        if issubclass(kind, dict) or isinstance(obj, Mapping):
+            pairs = list(dict.items(obj) if issubclass(kind, dict) else obj.items())
+            for k, _ in pairs:
+                if type(k) is not str:
+                    return f"{where}[{class_name(type(k))}]", "a key that is not text"
+            items = [(f"{where}.{k}" if where else k, v, depth + 1) for k, v in pairs]
             stack.extend(reversed(items))
-        elif isinstance(obj, (list, tuple)):
-            stack.extend(reversed([(f"{where}[{i}]", v) for i, v in enumerate(obj)]))
+        elif issubclass(kind, (list, tuple)):
+            values = list.__iter__(obj) if issubclass(kind, list) else tuple.__iter__(obj)
+            stack.extend(reversed([(f"{where}[{i}]", v, depth + 1) for i, v in enumerate(values)]))
+        else:
+            return where or "<row>", f"a {class_name(kind)}"
     return None
 
 
@@ -420,9 +460,16 @@ def _checked(rows: Iterable[Mapping[str, Any]], strict: bool) -> Iterator[Mappin
     for number, row in enumerate(rows, start=1):
         problem = check_row(row) if strict else None
         if problem is None and strict:
-            found = non_finite_field(row)
+            try:
+                found = unwritable_field(row)
+            except Exception as exc:  # a builder's mapping whose items() raises, say
+                kind, text = exception_kind(exc), cut_text(exception_text(exc), 200)
+                found = ("<row>", f"unreadable ({kind}: {text})")
             if found is not None:
-                problem = f"field {found[0]} is {found[1]}, which JSON cannot hold"
+                problem = (
+                    f"field {found[0]} is {found[1]}, which JSON cannot hold as it is "
+                    "(convert it in the builder)"
+                )
         if problem is not None:
             raise DatasetError(f"row {number} produced by the builder is invalid: {problem}")
         yield row
@@ -432,7 +479,15 @@ def _write(fmt: str, path: str, rows: Iterable[Mapping[str, Any]]) -> int:
     """Write ``rows`` to ``path`` in format ``fmt`` (``jsonl`` or ``parquet``); the count."""
     if fmt == "jsonl":
         count = 0
-        with LineWriter(path, overwrite=True) as writer:
+
+        def too_long(row: Any, limit: int) -> Any:  # a line `run` would skip as too long
+            raise DatasetError(
+                f"row {count + 1} produced by the builder would be a JSON line over "
+                f"{limit >> 20} MiB, longer than `interactions run` reads; make it smaller "
+                "in the builder"
+            )
+
+        with LineWriter(path, overwrite=True, shorten=too_long) as writer:
             for row in rows:
                 writer.write(row)
                 count += 1
@@ -535,7 +590,9 @@ def run_builder(info: BuilderInfo, options: Mapping[str, Any]) -> Iterable[Mappi
     merged = {k: _convert(k, v, accepted.get(k)) for k, v in merged.items()}
     try:
         rows = info.builder(**merged)
-    except Exception as exc:
+    except BaseException as exc:  # any class: a builder's sys.exit() is its own fault
+        if stops_the_program(exc):
+            raise
         raise _failed(info, exc) from exc
     if not isinstance(rows, Iterable) or isinstance(rows, (str, bytes, Mapping)):
         raise PluginLoadError(
@@ -545,16 +602,24 @@ def run_builder(info: BuilderInfo, options: Mapping[str, Any]) -> Iterable[Mappi
     return guard_rows(info, rows)
 
 
-def _failed(info: BuilderInfo, exc: Exception) -> Exception:
-    """The error to show for an exception the builder raised (its message, its name)."""
-    if isinstance(exc, InteractionsError):
-        return exc
-    if isinstance(exc, (ValueError, OSError)):  # the documented way to say what to fix
-        return ConfigError([f"builder {info.name!r} failed: {exc}"])
+def _failed(info: BuilderInfo, exc: BaseException) -> Exception:
+    """The error to show for an exception the builder raised (its message, its name).
+
+    Told by ``type()``, with text the builder's exception cannot fake or break
+    (:func:`~interactions_core.errors.exception_text`); a ``SystemExit``,
+    ``KeyboardInterrupt`` or ``GeneratorExit`` it raises is its bug like any other
+    (a stray ``sys.exit()`` had ended the command with exit 0 and no file).
+    """
+    kind = type(exc)
+    if issubclass(kind, InteractionsError):
+        return exc  # type: ignore[return-value]
+    text = cut_text(exception_text(exc), MAX_MESSAGE)
+    if issubclass(kind, (ValueError, OSError)):  # the documented way to say what to fix
+        return ConfigError([f"builder {info.name!r} failed: {text}"])
     # anything else is a bug in the plugin: name the plugin and the exception type
     return ConfigError(
         [
-            f"builder {info.name!r} failed: {exc.__class__.__name__}: {exc} (a bug in the "
+            f"builder {info.name!r} failed: {exception_kind(exc)}: {text} (a bug in the "
             f"plugin {info.plugin}; report it to its authors)"
         ]
     )
@@ -564,14 +629,18 @@ def guard_rows(info: BuilderInfo, rows: Iterable[Mapping[str, Any]]) -> Iterator
     """Iterate ``rows``; an exception the builder raises mid-stream becomes a named error."""
     try:
         iterator = iter(rows)
-    except Exception as exc:
+    except BaseException as exc:
+        if stops_the_program(exc):
+            raise
         raise _failed(info, exc) from exc
     while True:
         try:
             row = next(iterator)
         except StopIteration:
             return
-        except Exception as exc:
+        except BaseException as exc:  # any class: see _failed
+            if stops_the_program(exc):
+                raise
             raise _failed(info, exc) from exc
         yield row
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..errors import printable
 from .record import END_REASONS, EpisodeRecord
 from .stats import PASS_SCORE, GroupStats, PromptGroups, UsageStats
 
@@ -150,7 +151,9 @@ class SummaryStats:
             lines.append(f"solved by turn    {_format_solved(solved)}")
         if total.errors_by_kind:
             kinds = sorted(total.errors_by_kind.items(), key=lambda kv: -kv[1])
-            lines.append("errors by kind    " + ", ".join(f"{k} {n}" for k, n in kinds[:6]))
+            # a kind holds a plugin's class name: its line breaks must not make lines
+            told = ", ".join(f"{printable(k)} {n}" for k, n in kinds[:6])
+            lines.append("errors by kind    " + told)
             if len(kinds) > 6:
                 lines[-1] += f", ... ({len(kinds) - 6} more kinds)"
         if len(self.groups) > 1:
@@ -337,7 +340,10 @@ class RunSummary:
             lines.append("interaction calls (requests the interactions made themselves):")
             lines += ["  " + line for line in calls]
         rate = self.episodes_per_second
-        rate_text = f" ({rate:,.0f} episodes/s)" if rate else ""
+        if not rate:
+            rate_text = ""
+        else:  # a slow run (long episodes, a model) is not "0 episodes/s"
+            rate_text = f" ({rate:,.0f} episodes/s)" if rate >= 10 else f" ({rate:.2g} episodes/s)"
         lines.append(f"time              {self.elapsed_s:.2f} s{rate_text}")
         if self.interrupted:
             lines.append("interrupted       yes (the run was stopped before the end)")

@@ -96,3 +96,25 @@ def run_summary(scores: list[float]) -> RunSummary:
     run = RunSummary()
     run.stats = summary(scores)
     return run
+
+
+def test_an_error_kind_cannot_add_lines_to_the_text_summary() -> None:
+    # A plugin's exception class named "Boom\nepisodes  1 (1 ok, 0 errored)" printed its
+    # own lines in the summary: every control character was escaped but the line break.
+    run = RunSummary()
+    forged = "Boom 1\nepisodes          1  (1 ok, 0 errored)"
+    run.stats.add("t", "error", 1, [], None, [{"where": "generate_response", "type": forged}])
+    lines = run.format().splitlines()
+    assert [line for line in lines if line.startswith("episodes")] == [
+        "episodes          1  (0 ok, 1 errored)"
+    ], lines
+    assert any("Boom 1\\nepisodes" in line for line in lines), lines
+
+
+def test_a_slow_run_tells_its_rate_in_episodes_per_second() -> None:
+    # One episode in 2.99 s read "(0 episodes/s)".
+    run = run_summary([0.5])
+    run.elapsed_s = 2.99
+    assert "(0.33 episodes/s)" in run.format(), run.format()
+    run.elapsed_s = 0.01
+    assert "(100 episodes/s)" in run.format(), run.format()

@@ -243,11 +243,42 @@ def build_ok(*, count: int = 3):
     for i in range(count):
         yield _row(i)
 
+def build_stops(*, how: str = "exit"):
+    """Stops itself in the second row, as a stray sys.exit() or argparse call does."""
+    for i in range(3):
+        if i == 1:
+            raise {"exit": SystemExit(0), "generator": GeneratorExit(),
+                   "interrupt": KeyboardInterrupt()}[how]
+        yield _row(i)
+
+class Liar:
+    @property
+    def __class__(self):
+        return dict
+
+def build_odd(*, what: str = "set"):
+    """One row holding a value JSON cannot hold as it is."""
+    row = _row(0)
+    if what == "cycle":
+        row["extra_info"] = {"me": row}
+    else:
+        odd = {"set": {1, 2}, "bytes": b"\\xff", "bigint": 10**5000, "key": {1: "a"},
+               "liar": Liar()}[what]
+        row["extra_info"] = {"odd": odd}
+    yield row
+
+def build_described():
+    """Fine rows."""
+    yield _row(0)
+
 @hookimpl
 def register_dataset_builders(register):
     register("crash", build_crash)
     register("nan", build_nan)
     register("ok", build_ok)
+    register("stops", build_stops)
+    register("odd", build_odd)
+    register("described", build_described, description="red \\x1b[31mtext\\nsecond line")
 '''
 
 
@@ -369,3 +400,66 @@ def test_bad_default_interaction_names_the_option(
     assert "--default-interaction 'nope' is not one of the interactions" in err
     assert "config.yaml:4" not in err
     assert run_ex(ex, "--default-interaction", "gsm8k") == 0
+
+
+@pytest.mark.parametrize(
+    ("how", "kind"),
+    [("exit", "SystemExit"), ("generator", "GeneratorExit"), ("interrupt", "KeyboardInterrupt")],
+)
+def test_a_builder_that_stops_itself_is_a_named_plugin_error(
+    builders: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str, kind: str
+) -> None:
+    # A stray sys.exit() ended `data` with exit 0, nothing written and nothing said; a
+    # GeneratorExit printed a bare traceback; a KeyboardInterrupt read as the user's Ctrl-C.
+    folder = tmp_path / "out"
+    folder.mkdir()
+    assert main(["data", "stops", "--how", how, "--output", str(folder / "rows.jsonl")]) == 1
+    err = capsys.readouterr().err
+    assert f"builder 'stops' failed: {kind}" in err and "a bug in the plugin" in err, err
+    assert "Traceback" not in err and "interrupted" not in err, err
+    assert list(folder.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("what", "told"),
+    [
+        ("cycle", "nested over 500 levels (a row that contains itself?)"),
+        ("set", "field extra_info.odd is a set"),
+        ("bytes", "field extra_info.odd is a bytes"),
+        ("bigint", "field extra_info.odd is an integer of 16,610 bits"),
+        ("key", "is a key that is not text"),
+        ("liar", "unreadable (AttributeError"),
+    ],
+)
+def test_a_row_json_cannot_hold_as_it_is_is_refused_by_name(
+    builders: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], what: str, told: str
+) -> None:
+    # A row that contains itself kept `data` walking it for ever; a set, bytes or an
+    # integer of thousands of digits was written as its text ("{1, 2}") without a word.
+    out = tmp_path / "rows.jsonl"
+    assert main(["data", "odd", "--what", what, "--output", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "row 1 produced by the builder is invalid" in err and told in err, err
+    assert "unexpected" not in err and not out.exists(), err
+
+
+def test_a_row_longer_than_a_line_run_reads_is_refused(
+    builders: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    # `data` wrote a 900 MB line that `run` then skipped as too long.
+    from interactions_core import _files
+
+    monkeypatch.setattr(_files, "MAX_LINE", 20)
+    out = tmp_path / "rows.jsonl"
+    assert main(["data", "ok", "--output", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "row 1 produced by the builder would be a JSON line over" in err, err
+    assert not out.exists()
+
+
+def test_the_builder_listing_escapes_what_plugins_wrote(
+    builders: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["data"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "red \\x1b[31mtext\\nsecond line" in out, out

@@ -464,3 +464,27 @@ async def test_a_content_length_of_thousands_of_digits_is_a_bad_header() -> None
     finally:
         await policy.aclose()
         server.close()
+
+
+@pytest.mark.parametrize(
+    ("head", "told"),
+    [
+        (b"HTTP/1.1 2000000000000000000000 OK\r\nContent-Length: 2\r\n\r\n", "not an HTTP/1.x"),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 9\r\n\r\n",
+            "two different Content-Length headers",
+        ),
+    ],
+    ids=["long-status", "two-lengths"],
+)
+async def test_a_malformed_status_or_framing_is_a_protocol_error(head: bytes, told: str) -> None:
+    # A status of 22 digits was read as 200 (its first three), and of two different
+    # Content-Length headers the first was used.
+    server = RawServer(head, lambda: iter([b"{}"]))
+    policy = OpenAIPolicy(model="m", base_url=server.url, retries=1, backoff=0.01, timeout=30)
+    try:
+        with pytest.raises(PolicyError, match=told):
+            await policy.reply(None, [])
+    finally:
+        await policy.aclose()
+        server.close()

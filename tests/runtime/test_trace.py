@@ -83,3 +83,19 @@ def test_tracing_registers_the_writer_for_the_block_only(tmp_path: Path) -> None
         assert host.observer("on_turn") is not None
     assert not host.manager.is_registered(writer)
     assert writer._fd is None  # closed on the way out
+
+
+def test_a_session_id_of_megabytes_is_cut_on_every_line(tmp_path: Path) -> None:
+    # A plugin's start_interaction chooses the id: one of 1 MB, repeated on each of an
+    # episode's lines, made a 1.2 GB trace beside 6 MB of records.
+    path = tmp_path / "t.jsonl"
+    writer = TraceWriter(path)
+    huge = "\x1b" * 1_000_000
+    for _ in range(3):
+        writer.on_session_start("g", huge, {})
+    writer.on_session_start("g", "short-id", {})
+    writer.close()
+    *cut, short = lines(path)
+    assert all(len(json.dumps(line)) < 10_000 for line in cut)
+    assert all(line["instance_id"].endswith("[... 999,000 more characters]") for line in cut)
+    assert short["instance_id"] == "short-id"

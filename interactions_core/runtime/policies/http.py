@@ -349,7 +349,7 @@ def _field(lower: bytes, name: bytes) -> bytes | None:
 
 def _parse_head(head: bytes) -> Response:
     """Status and framing headers, read from the bytes with three substring searches."""
-    if head[:7] != b"HTTP/1." or not head[9:12].isdigit():
+    if head[:7] != b"HTTP/1." or not head[9:12].isdigit() or head[12:13] not in (b" ", b"\r"):
         first = head.split(b"\r\n", 1)[0].decode("latin-1")
         raise ProtocolError(f"not an HTTP/1.x response: {first[:80]!r}")
     response = Response(int(head[9:12]), head)
@@ -368,6 +368,12 @@ def _parse_head(head: bytes) -> Response:
         if not length.isdigit() or len(length) > 18:  # (int() refuses 4,300 digits)
             shown = length[:40].decode("latin-1") + ("..." if len(length) > 40 else "")
             raise ProtocolError(f"bad Content-Length header {shown!r}")
+        if lower.count(b"\r\ncontent-length:") > 1:  # RFC 9112: differing ones are an error
+            values = {
+                v.split(b"\r\n", 1)[0].strip() for v in lower.split(b"\r\ncontent-length:")[1:]
+            }
+            if len(values) > 1:
+                raise ProtocolError("two different Content-Length headers")
         response.length = int(length)
     return response
 
