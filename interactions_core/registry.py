@@ -159,12 +159,16 @@ class PolicyInfo(Contribution):
             raise PluginLoadError(
                 f"policy {self.qualified} ({self.target}) is broken: {self.error}"
             )
+        from .errors import exception_kind, exception_text, stops_the_program
+
         try:
             return self.loader()
-        except Exception as exc:
+        except BaseException as exc:  # any class: a module may raise anything at import
+            if stops_the_program(exc):
+                raise
+            told = f"{exception_kind(exc)}: {exception_text(exc)}"  # never its own __str__
             raise PluginLoadError(
-                f"policy {self.qualified} ({self.target}) failed to import: "
-                f"{exc.__class__.__name__}: {exc}"
+                f"policy {self.qualified} ({self.target}) failed to import: {told}"
             ) from exc
 
 

@@ -57,6 +57,7 @@ __all__ = [
     "stdout_reader_gone",
     "stdout_unwritable",
     "timeout",
+    "turn_limit",
     "wait_seconds",
 ]
 
@@ -155,6 +156,17 @@ def positive_int(text: str) -> int:
     value = _parsed(text, int, "an integer")
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def turn_limit(text: str) -> int:
+    """A turn limit: an integer from 1 to 100,000, the most turns an episode's record
+    holds (``runtime.record.MAX_TURNS``, not imported: this module stays light)."""
+    value = positive_int(text)
+    if value > 100_000:
+        raise argparse.ArgumentTypeError(
+            f"must be at most 100,000 (the most turns an episode's record holds), not {value:,}"
+        )
     return value
 
 

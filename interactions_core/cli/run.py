@@ -31,6 +31,7 @@ from ._command import (
     positive_int,
     printable,
     timeout,
+    turn_limit,
 )
 
 TYPE_CHECKING = False
@@ -91,8 +92,8 @@ _POLICY_AND_LIMITS = [
         metavar="X",
         help="an episode passes (for pass@k) when its final score is at least X (default 1.0)",
     ),
-    Arg("--max-assistant-turns", type=positive_int, metavar="N", help="turn limit"),
-    Arg("--max-user-turns", type=positive_int, metavar="N", help="feedback message limit"),
+    Arg("--max-assistant-turns", type=turn_limit, metavar="N", help="turn limit (at most 100,000)"),
+    Arg("--max-user-turns", type=turn_limit, metavar="N", help="feedback message limit"),
     timeout("a timeout is an error for that episode only"),
     default_interaction("samples"),
 ]

@@ -50,7 +50,7 @@ import attrs
 
 from ..errors import PolicyError, SampleError, note_on
 from .observers import Observers
-from .record import EpisodeRecord
+from .record import MAX_TURNS, EpisodeRecord
 from .session import Session, SessionTracker, call_error, stops_the_run
 from .stats import PASS_SCORE
 from .step import CANCELLED, ERROR, EXHAUSTED, SINGLE_TURN, conclude_turn, copy_messages
@@ -92,7 +92,7 @@ def positive_int(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> 
 
 
 def _limit(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    """A turn limit: ``None`` (no limit) or a positive integer."""
+    """A turn limit: ``None`` (no limit) or a positive integer, at most :data:`MAX_TURNS`."""
     if value is not None:
         try:
             positive_int(instance, attribute, value)
@@ -100,6 +100,11 @@ def _limit(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
             raise ValueError(
                 f"{attribute.name} must be a positive integer or None, not {value!r}"
             ) from None
+        if value > MAX_TURNS:
+            raise ValueError(
+                f"{attribute.name} must be at most {MAX_TURNS:,} (the most turns an "
+                f"episode's record holds), not {value:,}"
+            )
 
 
 def _seconds(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -366,7 +371,10 @@ class EpisodeLoop:
         messages = record.messages
         scores = record.scores
         reply, reply_is_async, respond = self._reply, self._reply_is_async, session.respond
-        max_assistant_turns, max_user_turns = self.max_assistant_turns, self.max_user_turns
+        # Without a limit, MAX_TURNS is one: a record of more turns is one no reader of
+        # records takes (--resume and `report` refused the run's own records).
+        max_assistant_turns = self.max_assistant_turns or MAX_TURNS
+        max_user_turns = self.max_user_turns
         stopping = self.stopping
         turns = 0
         held_since = _perf_counter()

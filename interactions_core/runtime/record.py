@@ -460,8 +460,7 @@ def shorten_record(record: Mapping[str, Any], limit: int) -> dict[str, Any]:
     # Measured as ASCII JSON, the most a line can take (a line holding a lone surrogate
     # is written so): a character outside the BMP is 12 bytes there.
     for field in ("sample_id", "instance_id"):
-        if isinstance(short.get(field), str):
-            short[field] = cut_text(short[field], limit // 64)
+        short[field] = _cut_id(short.get(field), limit // 64)
     errors = short.get("errors")
     if isinstance(errors, list) and len(json.dumps(errors, default=str)) > limit // 4:
         kept = [_cut_error(error, limit // (8 * _ERRORS_KEPT)) for error in errors[:_ERRORS_KEPT]]
@@ -482,13 +481,25 @@ _COUNTERS = (
 )  # fmt: skip
 
 
+def _cut_id(value: Any, most: int) -> Any:
+    """An id of at most ``most`` characters: a text cut; an id of another kind (a
+    dataset's id may be a list or an object) whose JSON is longer, that JSON cut."""
+    import json
+
+    if isinstance(value, str):
+        return cut_text(value, most)
+    if value is None or type(value) in (int, float, bool):
+        return value
+    text = json.dumps(value, default=str)
+    return value if len(text) <= most else cut_text(text, most)
+
+
 def _counters_only(record: Mapping[str, Any]) -> dict[str, Any]:
     """The last resort of :func:`shorten_record`: what the summary and ``--resume`` count,
     ids and the first error cut to a few hundred characters, the conversation a note."""
     short = {field: record[field] for field in _COUNTERS if field in record}
     for field in ("sample_id", "instance_id"):
-        value = record.get(field)
-        short[field] = cut_text(value, 200) if isinstance(value, str) else value
+        short[field] = _cut_id(record.get(field), 200)
     short["scores"] = record.get("scores")
     errors = record.get("errors")
     if isinstance(errors, list) and errors:

@@ -707,6 +707,24 @@ def test_ids_of_astral_characters_with_a_lone_surrogate_are_cut_to_fit_the_line(
     assert len(short["errors"]) == 1
 
 
+def test_an_id_of_another_kind_is_cut_to_fit_the_line_too() -> None:
+    # A dataset's id may be a list or an object: only text ids were cut, and a list id of
+    # astral characters made a 72 MB line the run's own --resume refused.
+    from interactions_core.runtime.record import shorten_record
+    from interactions_core.runtime.records import encode_line
+
+    limit = 1 << 20
+    astral = "\udc80" + "\U0001f600" * (limit // 4)
+    for sample_id in ([astral], {"id": astral}):
+        record = {"index": 1, "sample_id": sample_id, "turns": 1, "scores": [1.0]}
+        short = shorten_record(record, limit)
+        line = encode_line(json.dumps(short, ensure_ascii=False), short)
+        assert len(line) <= limit, len(line)
+        assert short["turns"] == 1 and short["scores"] == [1.0]
+    small = shorten_record({"index": 1, "sample_id": [1, "a"], "turns": 0}, limit)
+    assert small["sample_id"] == [1, "a"]  # a short id of any kind stays as it is
+
+
 HOSTILE_TEXT = '''
 import asyncio
 

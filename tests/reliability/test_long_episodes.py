@@ -142,3 +142,38 @@ async def test_a_stopping_run_stops_every_long_episode_at_its_next_turn_of_the_l
     ended = await asyncio.gather(*tasks, return_exceptions=True)
     assert all(type(e) is asyncio.CancelledError for e in ended), ended
     assert counting.judged == before, (before, counting.judged)
+
+
+class _Trimming(ReplayPolicy):
+    """Replies for ever, keeping only the last message of the conversation: an episode of
+    a hundred thousand turns in seconds."""
+
+    def start(self, sample: Any, repeat: int = 0) -> Any:
+        return None
+
+    def reply(self, state: Any, messages: list[dict[str, Any]]) -> str:
+        del messages[:-1]
+        return "again"
+
+
+async def test_an_episode_without_a_limit_ends_at_the_turns_a_record_holds() -> None:
+    # An episode ran on past 100,000 turns, and its record was one that --resume and
+    # `interactions report` refuse ("'turns' is 100001, not a whole number from 0 to 100,000").
+    from interactions_core.runtime.record import MAX_TURNS, record_problem
+
+    loop = EpisodeLoop(_Trimming(), {"count": _Counting({"name": "count"})})
+    sample = {"prompt": [{"role": "user", "content": "q"}], "interaction_kwargs": {"name": "count"}}
+    record = await loop.run(sample)
+    assert record.turns == MAX_TURNS and record.end_reason == "max_assistant_turns"
+    assert record_problem(record.to_dict()) is None
+
+
+def test_a_turn_limit_over_the_turns_a_record_holds_is_refused(tmp_path: Path) -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="at most 100,000"):
+        EpisodeLoop(ReplayPolicy(), {}, max_assistant_turns=100_001)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit):
+        main(["run", "--max-assistant-turns", "100001"])
+    assert "must be at most 100,000" in err.getvalue(), err.getvalue()

@@ -310,6 +310,35 @@ def test_entry_point_policies_and_conflicts(make_dist: Any, forget_modules: None
     assert get_policy_class("acme-echo:replay", registry).__name__ == "Echo"
 
 
+@pytest.mark.parametrize("raised", ["KeyboardInterrupt", "RuntimeError"])
+def test_a_policy_whose_import_fails_unsayably_is_named(
+    make_dist: Any, forget_modules: None, raised: str
+) -> None:
+    # A module raising an exception whose __str__ raised KeyboardInterrupt stopped the run
+    # as "interrupted" (exit 130); with RuntimeError it read "unexpected RuntimeError ...
+    # please report it", a bug of the core's.
+    from interactions_core.errors import PluginLoadError
+
+    code = f"""
+        class Unsayable(Exception):
+            def __str__(self):
+                raise {raised}("from __str__")
+
+        raise Unsayable()
+    """
+    make_dist(
+        "acme-badpol",
+        entry_points={"interactions_core.policies": {"badpol": "acme_badpol:Policy"}},
+        modules={"acme_badpol": code},
+    )
+    registry = Registry.from_environment()
+    with pytest.raises(PluginLoadError) as failed:
+        get_policy_class("badpol", registry)
+    text = str(failed.value)
+    assert "failed to import" in text and "Unsayable" in text, text
+    assert f"<no message: its __str__ raised {raised}>" in text, text
+
+
 class RawServer:
     """A server on 127.0.0.1 that answers every request with ``head`` and then ``body()``'s
     parts, one every ``pause`` seconds, as long as the client takes them."""
