@@ -293,10 +293,17 @@ class ServedEpisode:
             try:
                 with tracked(inspect.currentframe()):  # as a step is (see there)
                     failure = await self._started(session, kwargs)
+                    # What the plugin kept in its kwargs (a resource in a nested one) goes
+                    # now, within this reset, when its start failed: the error's traceback
+                    # carried this frame, and them, out to the web server's handler.
+                    kwargs = {}
             finally:
                 hub.busy -= 1
             if failure is not None:
-                raise failure
+                # Raised without a local holding it: the frame stays in the error's
+                # traceback, and the two would hold each other until the collector ran.
+                held, failure = [failure], None
+                raise held.pop()
         return self.observation()
 
     async def _started(self, session: Session, kwargs: dict[str, Any]) -> ServeError | None:
@@ -393,7 +400,8 @@ class ServedEpisode:
         else:
             failure = None
         if failure is not None:
-            raise failure  # the plugin's error is dropped by now, within this step
+            held, failure = [failure], None  # raised without a local holding it: see start
+            raise held.pop()  # the plugin's error is dropped by now, within this step
         await self._bound_feedback(session, result.content, end is None)
         if end is not None:
             self.done = True

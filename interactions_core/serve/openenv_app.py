@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import ServeError
+from ..errors import sendable as sendable_text
 
 __all__ = [
     "MAX_TASK_RESPONSES",
@@ -87,9 +88,10 @@ async def _readable_validation_error(request: Any, exc: Any) -> Any:
 
     from .._files import json_safe
 
-    return JSONResponse(
-        status_code=422, content={"detail": json_safe(jsonable_encoder(exc.errors()))}
-    )
+    # A lone surrogate in the input (valid to Python's JSON reader) has no UTF-8 form:
+    # the 422 was a 500 with two tracebacks too. It is echoed as its escape.
+    detail = escape_surrogates(json_safe(jsonable_encoder(exc.errors())))
+    return JSONResponse(status_code=422, content={"detail": detail})
 
 
 # ``/schema`` with the reset observation, on every supported OpenEnv release.
@@ -232,11 +234,7 @@ def serves_task_api(app: Any) -> bool:
 def escape_surrogates(value: Any) -> Any:
     """``value`` with every lone surrogate in its strings written as ``\\udXXX``."""
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return value.encode("utf-8", "backslashreplace").decode("utf-8")
-        return value
+        return sendable_text(value)
     if isinstance(value, dict):
         return {escape_surrogates(k): escape_surrogates(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -236,3 +236,16 @@ def test_an_http_reset_with_a_non_finite_number_is_a_readable_422(small: Server)
         assert answer["detail"], answer
     assert "Traceback" not in small.output()
     _still_serves(small)
+
+
+def test_an_http_request_refused_with_a_lone_surrogate_is_a_readable_422(tmp_path: Path) -> None:
+    # FastAPI's 422 echoes the refused input: one holding "\ud83d" could not be encoded,
+    # and every such request was a 500 with two tracebacks in the log.
+    server = start_server(tmp_path, CONFIG)
+    try:
+        status, body = server.post("/reset", {"seed": "\ud83d", "interaction_kwargs": {}})
+        assert status == 422, (status, body)
+        assert "\\ud83d" in json.dumps(body), body
+    finally:
+        assert server.stop() == 0, server.output()
+    assert "Exception in ASGI application" not in server.output()

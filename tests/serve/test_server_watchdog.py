@@ -366,3 +366,32 @@ def test_what_a_plugin_keeps_in_its_kwargs_is_dropped_within_its_finalize(
     finally:
         assert server.stop() == 0, server.output()
     assert "blocking_plugins.SlowDel.__del__ blocked the event loop" in server.output()
+
+
+@pytest.mark.parametrize("over", ["ws", "http"])
+def test_what_a_failed_start_kept_in_its_kwargs_is_dropped_within_the_reset(
+    tmp_path: Path, over: str
+) -> None:
+    # A start_interaction that kept a resource in a nested kwarg and then failed: the
+    # refusal's traceback carried the reset's frame, and the kwargs with it, out to the
+    # web server's handler (HTTP: another client's step timed out) or into a reference
+    # cycle left to the collector (/ws: it ran at exit, 30 s later).
+    server = start_server(tmp_path, CONFIG, "--timeout", "1")
+    try:
+        steps: list[Any] = []
+        bystander = _bystander(server, steps)
+        kwargs = {"name": "blocking", "box": {}, "ground_truth": "x"}
+        if over == "http":
+            status, body = server.post("/reset", {"interaction_kwargs": kwargs})
+            assert status == 400 and "must be digits" in body["detail"], (status, body)
+        else:
+            with GenericEnvClient(base_url=server.url).sync() as env:
+                with pytest.raises(Exception, match="must be digits"):
+                    env.reset(interaction_kwargs=kwargs)
+                time.sleep(1.5)  # dropped within the reset: named while the server serves
+                assert "SlowDel.__del__ blocked the event loop" in server.output()
+        bystander.join(BLOCK_FOR)
+        assert len(steps) == 4 and all(isinstance(s, dict) for s in steps), steps
+    finally:
+        assert server.stop() == 0, server.output()
+    assert "blocking_plugins.SlowDel.__del__ blocked the event loop" in server.output()
