@@ -434,7 +434,16 @@ class _WebSocket:
 
     async def receive(self) -> Any:
         """The next message; one too costly to parse closes the connection (1009), and so
-        does one of OpenEnv's ``mcp`` type (1008, see :data:`MCP_REFUSED`)."""
+        does one of OpenEnv's ``mcp`` type (1008, see :data:`MCP_REFUSED`). One that is not
+        a JSON object, or nests past :data:`MAX_WS_NESTING`, is answered with an error
+        and the next one read: OpenEnv's own handler closed the connection for either."""
+        while True:
+            message = await self._checked()
+            if message is not None:
+                return message
+
+    async def _checked(self) -> Any:
+        """The next message, or ``None`` when it was answered with an error here."""
         message = await self._receive()
         if message["type"] != "websocket.receive":
             return message
@@ -455,7 +464,12 @@ class _WebSocket:
         if problem is None and text is not None and _is_mcp(text):
             problem = MCP_REFUSED
         if problem is None:
-            return message
+            wrong = _not_an_object(text) if text is not None else None
+            if wrong is None:
+                return message
+            error = {"type": "error", "data": {"message": wrong, "code": "INVALID_JSON"}}
+            await self.send({"type": "websocket.send", "text": json.dumps(error)})
+            return None
         self.guard._refusals.warning("closed a WebSocket: %s", problem)
         code = 1008 if problem is MCP_REFUSED else 1009  # a policy, or a message too big
         await self.inner_send({"type": "websocket.close", "code": code, "reason": problem})
@@ -494,6 +508,30 @@ class _WebSocket:
 #: connection its session id and ``openenv/session/close`` ends the session it names,
 #: from any connection, the token's or not. Interactions have no tools to serve.
 MCP_REFUSED = "this server serves no MCP (interactions have no tools): send reset and step"
+
+
+#: The most levels a ``/ws`` message may nest (a prompt nests at most 100; Python's JSON
+#: reader gives up near 1,000, and OpenEnv's handler then closed the connection).
+MAX_WS_NESTING = 200
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _not_an_object(text: str) -> str | None:
+    """Why ``text`` is not a message OpenEnv can take (not an object, nested too deep),
+    or ``None``. Invalid JSON is left to OpenEnv, which answers it and keeps serving."""
+    if not text.lstrip().startswith("{"):
+        if text.strip() in ("", "null", "true", "false") or text.lstrip()[:1] in '["-0123456789':
+            return 'a message must be a JSON object: {"type": "reset" or "step", "data": {...}}'
+        return None  # not JSON at all: OpenEnv says so
+    if text.count("[") + text.count("{") <= MAX_WS_NESTING:
+        return None
+    depth = deepest = 0
+    for bracket in _BRACKETS.finditer(_strings_out(text)[0]):  # type: ignore[arg-type]
+        depth += 1 if bracket.group() in "[{" else -1
+        deepest = max(deepest, depth)
+    if deepest > MAX_WS_NESTING:
+        return f"a message may nest lists and objects {MAX_WS_NESTING} levels deep at most"
+    return None
 
 
 def _is_mcp(text: str) -> bool:

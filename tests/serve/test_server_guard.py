@@ -118,6 +118,37 @@ def test_a_binary_frame_of_json_is_read_as_text(guarded: Server) -> None:
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 1007
 
 
+def test_a_message_that_is_not_an_object_is_answered_and_the_connection_serves_on(
+    guarded: Server,
+) -> None:
+    # OpenEnv's handler answered "'list' object has no attribute 'get'" (or a recursion
+    # error, for a message nested 3,000 deep) and closed the connection, its episode
+    # finalized.
+    import json
+
+    from websockets.sync.client import connect
+
+    url = guarded.url.replace("http://", "ws://") + "/ws"
+    reset = {"type": "reset", "data": {"interaction_kwargs": {"name": "weather"}, "token": TOKEN}}
+    deep = '{"type": "step", "data": {"content": "x", "z": ' + "[" * 3000 + "]" * 3000 + "}}"
+    with connect(url) as ws:
+        ws.send(json.dumps(reset))
+        assert json.loads(ws.recv(timeout=10))["type"] == "observation"
+        for wrong, told in [
+            ("[]", "must be a JSON object"),
+            ("null", "must be a JSON object"),
+            ('"x"', "must be a JSON object"),
+            (deep, "200 levels deep at most"),
+        ]:
+            ws.send(wrong)
+            answer = json.loads(ws.recv(timeout=10))
+            assert answer["type"] == "error" and told in answer["data"]["message"], answer
+        ws.send(json.dumps({"type": "step", "data": {"content": "What is the weather?"}}))
+        answer = json.loads(ws.recv(timeout=10))
+        assert answer["type"] == "observation", answer  # the episode went on
+    assert guarded.wait_sessions(0)["open"] == 0
+
+
 def test_a_non_ascii_token_is_compared_as_bytes(guarded: Server) -> None:
     status, body = guarded.post("/reset", {"token": "wrong"})
     assert status == 401 or status == 403, (status, body)
