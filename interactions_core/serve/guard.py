@@ -435,7 +435,7 @@ class _WebSocket:
     async def receive(self) -> Any:
         """The next message; one too costly to parse closes the connection (1009), and so
         does one of OpenEnv's ``mcp`` type (1008, see :data:`MCP_REFUSED`). One that is not
-        a JSON object, or nests past :data:`MAX_WS_NESTING`, is answered with an error
+        a JSON object, or nests too deep for the JSON reader, is answered with an error
         and the next one read: OpenEnv's own handler closed the connection for either."""
         while True:
             message = await self._checked()
@@ -510,28 +510,37 @@ class _WebSocket:
 MCP_REFUSED = "this server serves no MCP (interactions have no tools): send reset and step"
 
 
-#: The most levels a ``/ws`` message may nest (a prompt nests at most 100; Python's JSON
-#: reader gives up near 1,000, and OpenEnv's handler then closed the connection).
-MAX_WS_NESTING = 200
-_BRACKETS = re.compile(r"[\[\]{}]")
+#: Brackets a ``/ws`` message may hold before the guard checks that Python's JSON reader
+#: can read it at all (it gives up near 1,000 levels: a recursion error, after which
+#: OpenEnv's handler closed the connection).
+_PARSE_CHECK_FROM = 500
 
 
 def _not_an_object(text: str) -> str | None:
-    """Why ``text`` is not a message OpenEnv can take (not an object, nested too deep),
-    or ``None``. Invalid JSON is left to OpenEnv, which answers it and keeps serving."""
-    if not text.lstrip().startswith("{"):
-        if text.strip() in ("", "null", "true", "false") or text.lstrip()[:1] in '["-0123456789':
+    """Why ``text`` is not a message OpenEnv can take (JSON but not an object, nested
+    too deep to read), or ``None``. Invalid JSON is left to OpenEnv, which answers it and
+    keeps serving; so is a message nested past what a reset takes, which the runtime
+    answers more precisely."""
+    start = text.lstrip()[:1]
+    if start != "{":
+        if start in ("", "[", '"', "-") or start.isdigit() or text.strip() in _WORDS:
             return 'a message must be a JSON object: {"type": "reset" or "step", "data": {...}}'
         return None  # not JSON at all: OpenEnv says so
-    if text.count("[") + text.count("{") <= MAX_WS_NESTING:
+    if text.count("[") + text.count("{") < _PARSE_CHECK_FROM:
         return None
-    depth = deepest = 0
-    for bracket in _BRACKETS.finditer(_strings_out(text)[0]):  # type: ignore[arg-type]
-        depth += 1 if bracket.group() in "[{" else -1
-        deepest = max(deepest, depth)
-    if deepest > MAX_WS_NESTING:
-        return f"a message may nest lists and objects {MAX_WS_NESTING} levels deep at most"
+    try:
+        json.loads(text)
+    except RecursionError:
+        return (
+            "a message nests lists and objects too deep for the JSON reader (its recursion "
+            "limit); send flatter data"
+        )
+    except ValueError:
+        return None
     return None
+
+
+_WORDS = frozenset({"null", "true", "false"})
 
 
 def _is_mcp(text: str) -> bool:

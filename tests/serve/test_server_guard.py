@@ -138,7 +138,7 @@ def test_a_message_that_is_not_an_object_is_answered_and_the_connection_serves_o
             ("[]", "must be a JSON object"),
             ("null", "must be a JSON object"),
             ('"x"', "must be a JSON object"),
-            (deep, "200 levels deep at most"),
+            (deep, "too deep for the JSON reader (its recursion limit)"),
         ]:
             ws.send(wrong)
             answer = json.loads(ws.recv(timeout=10))
