@@ -358,6 +358,38 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+#: Integers of more bits are described, not written out: Python refuses to write one
+#: of over 4,300 digits as text, and a builder's default of ``10**5000`` made every
+#: listing of builders fail.
+MOST_INT_BITS = 4_000
+
+
+def shown(value: object, most: int = 200) -> str:
+    """``repr(value)`` for a line of a listing or of the terminal: cut to ``most``
+    characters and :func:`printable`. A plugin's value whose ``repr`` cannot be made
+    (it raises, or the integer is too long for text) is named by its type instead,
+    so one odd default never fails a whole command."""
+    kind = type(value)
+    if issubclass(kind, int) and int.bit_length(value) > MOST_INT_BITS:  # type: ignore[arg-type]
+        return f"an int of {int.bit_length(value):,} bits"  # type: ignore[arg-type]
+    if kind in (list, tuple, dict, set, frozenset) and len(value) > most:  # type: ignore[arg-type]
+        return f"a {kind.__name__} of {len(value):,} items"  # type: ignore[arg-type]
+    try:
+        text = _plain(repr(value))
+    except BaseException as exc:  # any class: a plugin's __repr__ may raise a stop too
+        if stops_the_program(exc):
+            raise
+        return f"<{class_name(kind)}: its repr raised {class_name(type(exc))}>"
+    return printable(cut_text(text, most))
+
+
+def printable_lines(text: str) -> str:
+    """``text`` for the terminal with its own line breaks kept: each line as
+    :func:`printable` makes it. For messages the program lays out over several
+    lines (a config's problems, the summary) that quote a plugin's text."""
+    return "\n".join(map(printable, text.split("\n")))
+
+
 def sendable(text: str) -> str:
     """``text`` with each lone surrogate written as its ``\\udXXX`` escape; else as is."""
     try:
@@ -450,6 +482,21 @@ def made_by_runtime(exc: BaseException) -> bool:
     raises them) is told as any plugin exception, its text cut and its attributes
     never trusted."""
     return type(exc) is InteractionCallError and noted_on(exc, _MADE_HERE) is True
+
+
+def plugin_exception(exc: BaseException) -> BaseException:
+    """The exception a plugin raised behind ``exc``: the chained cause of an
+    :class:`InteractionCallError` the runtime made, else ``exc`` itself.
+
+    Only the runtime's own wrapper is unwrapped: any other exception's
+    ``__cause__`` is plugin code (a property that raises, an object whose
+    ``__bool__`` raises) and is never read, so telling an error cannot fail.
+    """
+    if made_by_runtime(exc):
+        cause = exc.__cause__
+        if cause is not None:
+            return cause
+    return exc
 
 
 class InteractionCallError(InteractionsError):

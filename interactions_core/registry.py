@@ -388,6 +388,13 @@ class Registry:
         mark_conflicts(out, "use a qualified name (--policy {qualified})")
         return out
 
+    def hook_failures(self) -> dict[str, str]:
+        """Hook plugins that failed to load or whose registration hook raised, each with
+        ``Type: message``: what they register is missing from every listing, and the
+        listing says why."""
+        host = self.plugin_host
+        return {pid: host.error_message(pid) for pid in host.errors}
+
     def builders(self) -> list[BuilderInfo]:
         """Every registered dataset builder, sorted by name (hook plugins are imported)."""
         out = []
@@ -426,10 +433,10 @@ class Registry:
         builders = self.builders()
 
         def unknown() -> UnknownBuilderError:
-            failed = self.plugin_host.errors
+            failed = self.hook_failures()
             notes = [
                 f"{len(failed)} hook plugin(s) failed to load: "
-                + "; ".join(f"{pid}: {exc}" for pid, exc in failed.items())
+                + "; ".join(f"{pid}: {told}" for pid, told in failed.items())
                 + "."
             ]
             return UnknownBuilderError(

@@ -91,7 +91,9 @@ def compact_warnings() -> None:
 
 
 def _fail(message: str, code: int) -> int:
-    sys.stderr.write(f"interactions: error: {message}\n")
+    from ..errors import printable_lines  # a plugin's text never drives the terminal
+
+    sys.stderr.write(f"interactions: error: {printable_lines(message)}\n")
     return code
 
 
@@ -195,8 +197,10 @@ def _dispatch(run: Callable[[argparse.Namespace], int], args: argparse.Namespace
         # A bug, ours or a plugin's: say so, briefly.
         if os.environ.get("INTERACTIONS_DEBUG"):
             raise
+        from ..errors import exception_kind, exception_text
+
         return _fail(
-            f"unexpected {exc.__class__.__name__}: {exc}\n"
+            f"unexpected {exception_kind(exc)}: {exception_text(exc)}\n"
             "  (set INTERACTIONS_DEBUG=1 to see the traceback, and please report it)",
             1,
         )

@@ -17,11 +17,12 @@ callables: a bad value becomes argparse's own usage error.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
 
-from ..errors import printable
+from ..errors import MOST_INT_BITS, printable, printable_lines, shown, stops_the_program
 
 # ``typing`` is imported for type checkers only: this module is on the path of a
 # warm ``interactions list``, where importing ``typing`` alone costs about a
@@ -54,6 +55,7 @@ __all__ = [
     "positive_int",
     "positive_seconds",
     "printable",
+    "printable_lines",
     "stdout_reader_gone",
     "stdout_unwritable",
     "timeout",
@@ -303,11 +305,13 @@ def print_json(data: Any) -> None:
 
     The document is always valid JSON (RFC 8259): a float that is ``NaN`` or
     infinite, which ``json`` would print as the non-standard ``NaN`` or
-    ``Infinity``, is printed as ``null``.
+    ``Infinity``, is printed as ``null``. What a plugin put in it (a builder's
+    default, say) cannot fail the document: an integer too long to write, a key
+    JSON cannot hold or a value whose ``str`` raises is shown as text.
     """
     import json
 
-    text = json.dumps(_finite(data), indent=2, default=str, allow_nan=False)
+    text = json.dumps(_finite(data), indent=2, default=_text_of, allow_nan=False)
     try:
         (_json_stream or sys.stdout).write(text + "\n")
     except BrokenPipeError:
@@ -380,15 +384,46 @@ class _Checked:
         return getattr(self._stream, name)
 
 
-def _finite(data: Any) -> Any:
-    """``data`` with every non-finite float replaced by ``None`` (lists, tuples, dicts)."""
-    if isinstance(data, float):
-        return data if data - data == 0.0 else None  # NaN and ±inf give NaN
-    if isinstance(data, dict):
-        return {key: _finite(value) for key, value in data.items()}
-    if isinstance(data, list | tuple):
-        return [_finite(value) for value in data]
-    return data
+#: Keys ``json`` writes as they are; any other key is shown as text.
+_JSON_KEYS = (str, int, float, bool, type(None))
+
+
+def _finite(data: Any, depth: int = 0) -> Any:
+    """``data`` ready for ``json.dumps``: every non-finite float replaced by ``None``
+    (in lists, tuples, dicts), and what ``json`` would refuse (an integer too long
+    for text, an odd key, nesting past 100 levels) shown by :func:`errors.shown`."""
+    kind = type(data)
+    if issubclass(kind, float):
+        return data if math.isfinite(data) else None
+    if issubclass(kind, int) and int.bit_length(data) > MOST_INT_BITS:
+        return shown(data)
+    if not issubclass(kind, dict | list | tuple):
+        return data
+    if depth >= 100:  # a default that holds itself
+        return shown(data)
+    if issubclass(kind, dict):
+        return {
+            (key if type(key) in _JSON_KEYS and not _too_long(key) else shown(key)): _finite(
+                value, depth + 1
+            )
+            for key, value in dict.items(data)
+        }
+    return [_finite(value, depth + 1) for value in data]
+
+
+def _too_long(key: Any) -> bool:
+    return type(key) is int and key.bit_length() > MOST_INT_BITS
+
+
+def _text_of(value: Any) -> str:
+    """``str(value)`` for a type ``json`` does not know; :func:`errors.shown` when that raises."""
+    try:
+        text = str(value)
+    except BaseException as exc:  # a plugin's __str__ may raise anything
+        if stops_the_program(exc):
+            raise
+        return shown(value)
+    return text if type(text) is str else shown(value)
 
 
 def stdout_reader_gone() -> None:

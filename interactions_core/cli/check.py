@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     import os
 
     from .._classes import CLASS_PATHS_VAR
-    from ..errors import ConfigError
+    from ..errors import ConfigError, printable, printable_lines
     from ..loader import load_config
 
     if args.no_class_paths:
@@ -38,13 +38,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         loaded = load_config(args.config)
     except ConfigError as exc:
-        sys.stderr.write(f"{args.config}: invalid config\n")
+        sys.stderr.write(printable(f"{args.config}: invalid config") + "\n")
         for problem in exc.problems:
-            sys.stderr.write(f"  {problem}\n")
+            sys.stderr.write(f"  {printable_lines(problem)}\n")
         return 1
     n = len(loaded.entries)
-    print(f"{args.config}: OK, {n} interaction{'s' if n != 1 else ''}")
+    print(printable(f"{args.config}: OK, {n} interaction{'s' if n != 1 else ''}"))
     for r in loaded.entries:
         marker = "  (default)" if r.name == loaded.default else ""
-        print(f"  {r.name}: {r.origin}{marker}")
+        print(printable(f"  {r.name}: {r.origin}{marker}"))
     return 0

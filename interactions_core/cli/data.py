@@ -6,7 +6,8 @@ import argparse
 import os
 import sys
 
-from ._command import Arg, Command, flag, positive_int
+from ..errors import cut_text
+from ._command import Arg, Command, flag, positive_int, printable, printable_lines
 
 #: The command's own options. They may also follow BUILDER, among the builder's
 #: options: :func:`_split` picks them out there by these same declarations.
@@ -78,9 +79,14 @@ def _converted(option: Arg, key: str, value: str) -> object:
 
 
 def _list(as_json: bool) -> int:
+    from ..registry import get_registry
     from ..runtime.datasets import list_builders
 
-    builders = list_builders()
+    registry = get_registry()
+    builders = list_builders(registry)
+    for pid, told in registry.hook_failures().items():  # on stderr: --json stays a list
+        note = f"note: hook plugin {pid} failed, so its dataset builders are missing: {told}"
+        sys.stderr.write(printable(cut_text(note, 1000)) + "\n")
     if as_json:
         from ._command import print_json
 
@@ -103,6 +109,7 @@ def _list(as_json: bool) -> int:
 def _help(info: object) -> int:
     import inspect
 
+    from ..errors import shown
     from ..runtime.datasets import BuilderInfo, builder_options
 
     assert isinstance(info, BuilderInfo)
@@ -113,9 +120,9 @@ def _help(info: object) -> int:
     lines.append("options:")
     for name, param in builder_options(info.builder).items():
         default = info.defaults.get(name, param.default)
-        shown = "required" if default is param.empty else f"default {default!r}"
-        lines.append(f"  --{name.replace('_', '-')}  ({shown})")
-    print("\n".join(lines))
+        told = "required" if default is param.empty else f"default {shown(default)}"
+        lines.append(f"  --{name.replace('_', '-')}  ({told})")
+    print(printable_lines("\n".join(lines)))  # the builder's own text, escaped
     return 0
 
 

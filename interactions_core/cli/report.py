@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._command import Arg, Command, flag
+from ._command import Arg, Command, flag, printable
 
 if TYPE_CHECKING:
     import argparse
@@ -62,24 +62,25 @@ def run(args: argparse.Namespace) -> int:
         size = write_report(runs, output, title=args.title)
     episodes = sum(r.stats.total.episodes for r in runs)
     sys.stderr.write(
-        f"wrote {output} ({size / 1024:,.0f} KiB, {episodes:,} episodes"
+        f"wrote {printable(str(output))} ({size / 1024:,.0f} KiB, {episodes:,} episodes"
         f"{f' in {len(runs)} runs' if len(runs) > 1 else ''})\n"
     )
     for r in runs:
+        label = printable(r.label)
         if r.bad_lines:
-            sys.stderr.write(f"note: {r.label}: {r.bad_lines} unreadable line(s) skipped\n")
+            sys.stderr.write(f"note: {label}: {r.bad_lines} unreadable line(s) skipped\n")
         if len(r.fingerprints) > 1:
             sys.stderr.write(
-                f"warning: {r.label} holds the records of {len(r.fingerprints)} different runs "
+                f"warning: {label} holds the records of {len(r.fingerprints)} different runs "
                 "(their config_hash or data_hash differ), counted here as one run, in which a "
                 "later record replaces an earlier one of the same sample and repeat; to "
                 "compare runs, give each its own file: interactions report A.jsonl B.jsonl\n"
             )
         if r.superseded:
             sys.stderr.write(
-                f"note: {r.label}: {r.superseded} record(s) replaced by a later record of the "
+                f"note: {label}: {r.superseded} record(s) replaced by a later record of the "
                 "same sample and repeat (--retry-errors); only the last one counts\n"
             )
         if r.torn_line:
-            sys.stderr.write(f"note: {r.torn_line}\n")
+            sys.stderr.write(printable(f"note: {r.torn_line}") + "\n")
     return 0

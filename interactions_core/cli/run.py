@@ -30,6 +30,7 @@ from ._command import (
     flag,
     positive_int,
     printable,
+    printable_lines,
     timeout,
     turn_limit,
 )
@@ -209,7 +210,7 @@ def finish(
     code = _tell(args, inputs, played, stopped)
     for problem in (unprinted, unwritten):  # told last, the summary and the rest above it
         if problem is not None:
-            sys.stderr.write(f"interactions: error: {problem}\n")
+            sys.stderr.write(f"interactions: error: {printable_lines(problem)}\n")
             code = code or 1
     return code
 
@@ -255,9 +256,11 @@ def _tell(args: argparse.Namespace, inputs: RunInputs, played: Played, stopped: 
         _tell_blocking(played.watchdog)
     if played.broken is not None:
         where = f"; records are in {args.output} (continue with --resume)" if args.output else ""
+        told = f"{played.broken} after {summary.episodes} episode(s) "
         sys.stderr.write(
-            f"interactions: error: {played.broken} after {summary.episodes} episode(s) "
-            f"({played.still_open} session(s) left open){where}\n"
+            printable(f"interactions: error: {told}({played.still_open} session(s) left open)")
+            + printable(where)
+            + "\n"
         )
         return 1
     if summary.interrupted or stopped:
@@ -312,10 +315,8 @@ def _print_summary(args: argparse.Namespace, summary: Any, watchdog: Any) -> str
 
 def _summary_to_stdout(args: argparse.Namespace, summary: Any, watchdog: Any) -> None:
     if not args.json:
-        from ._command import printable
-
         # Error kinds are plugin class names, which may hold control characters.
-        text = "\n".join(map(printable, summary.format().split("\n")))
+        text = printable_lines(summary.format())
         try:
             print(text)
             sys.stdout.flush()
@@ -353,14 +354,14 @@ def _tell_bad_rows(reader: Any) -> None:
     err = sys.stderr
     err.write(f"skipped {reader.skipped} bad row{'s' if reader.skipped != 1 else ''}:\n")
     for bad in reader.bad_rows[:10]:
-        err.write(f"  {bad}\n")
+        err.write(f"  {printable(str(bad))}\n")
     if reader.skipped > 10:
         err.write(f"  ... and {reader.skipped - 10} more\n")
 
 
 def _tell_blocking(watchdog: Any) -> None:
     for line in watchdog.report():
-        sys.stderr.write(f"interactions: warning: {line}\n")
+        sys.stderr.write(f"interactions: warning: {printable_lines(line)}\n")
     if watchdog.blocks:
         from ..runtime.watchdog import BLOCKING_ADVICE
 
@@ -394,4 +395,5 @@ def _tell_errors(args: argparse.Namespace, summary: Any) -> None:
         what = what if len(what) <= 1000 else what[:1000] + f" [... {len(what) - 1000:,} more]"
         sys.stderr.write(printable(f"  sample {example.get('sample_id')!r}: {what}{at}") + "\n")
         if example.get("traceback"):  # INTERACTIONS_DEBUG=1
-            sys.stderr.write("    " + example["traceback"].replace("\n", "\n    ") + "\n")
+            told = printable_lines(str(example["traceback"]))
+            sys.stderr.write("    " + told.replace("\n", "\n    ") + "\n")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ._command import Arg, Command, flag
+from ..errors import shown
+from ._command import Arg, Command, flag, printable_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -69,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
     if info["path"]:
         lines.append(f"  from:    {info['path']}")
     if info["defaults"]:
-        lines.append(f"  defaults: {info['defaults']}")
+        told = ", ".join(f"{shown(k)}: {shown(v)}" for k, v in info["defaults"].items())
+        lines.append(f"  defaults: {{{told}}}")
     doc = info["description"] or info["doc"]
     if doc:
         lines += ["", *("  " + line if line else "" for line in doc.splitlines())]
@@ -82,9 +84,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         lines.append("config:")
         for f in schema:
-            default = "required" if f["required"] else f"default {f['default']!r}"
+            default = "required" if f["required"] else f"default {shown(f['default'])}"
             lines.append(f"  {f['name']}: {f['type']}  ({default})")
             if f["help"]:
                 lines.append(f"      {f['help']}")
-    print("\n".join(lines))
+    print(printable_lines("\n".join(lines)))  # the plugin's own text, escaped
     return 0

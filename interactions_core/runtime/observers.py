@@ -204,7 +204,7 @@ def tracing(
 
 def _error_text(error: BaseException) -> str:
     """``Type: message``, and where in plugin code it was raised when that is known."""
-    from ..errors import exception_kind, exception_text
+    from ..errors import exception_kind, exception_text, plugin_exception
 
-    at = fault_location(error.__cause__ or error).get("at")
+    at = fault_location(plugin_exception(error)).get("at")
     return f"{exception_kind(error)}: {exception_text(error)}" + (f" (at {at})" if at else "")

@@ -20,6 +20,7 @@ from ..errors import (
     exception_kind,
     exception_text,
     made_by_runtime,
+    plugin_exception,
 )
 from .step import END_REASONS, ERROR
 
@@ -200,12 +201,10 @@ class EpisodeRecord:
             "type": exception_kind(exc),
             "message": cut_text(about + exception_text(exc), MAX_MESSAGE),
         }
-        cause = exc
+        cause = plugin_exception(exc)
         if made_by_runtime(exc):  # a plugin's own InteractionCallError is told as raised
             entry["where"] = exc.method  # type: ignore[attr-defined]
-            if exc.__cause__ is not None:
-                cause = exc.__cause__
-                entry["type"] = exception_kind(cause)
+            entry["type"] = exception_kind(cause)
         entry.update(fault_location(cause))
         if self.errors is _NO_ERRORS:
             self.errors = []

@@ -1,0 +1,187 @@
+"""What plugins hand the CLI to show (builder defaults, error text, hook failures) is shown
+as text, whatever it is: the command says what it has and never fails on the plugin's
+value, nor lets the plugin's text drive the terminal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interactions_core.cli import main
+
+BUILDERS = '''
+from interactions_core import hookimpl
+
+
+class Unshowable:
+    def __repr__(self):
+        raise RuntimeError("no repr")
+
+    __str__ = __repr__
+
+
+def _row(i):
+    return {"prompt": [{"role": "user", "content": f"q{i}"}]}
+
+
+def build_odd_defaults(*, big: int = 10**5000, odd: object = Unshowable(), fine: int = 3):
+    """Rows; options with defaults no plain repr can show."""
+    yield _row(0)
+
+
+def build_registered(*, n: int = 1, odd: object = None, text: str = ""):
+    """Rows; registered with defaults that cannot be shown."""
+    yield _row(0)
+
+
+@hookimpl
+def register_dataset_builders(register):
+    register("odd-defaults", build_odd_defaults)
+    register("registered", build_registered,
+             defaults={"n": 10**5000, "odd": Unshowable(), "text": "red \\x1b[31m"})
+'''
+
+FAILING_HOOK = """
+from interactions_core import hookimpl
+
+
+@hookimpl
+def register_dataset_builders(register):
+    raise RuntimeError("cannot register \\x1b[31mred")
+"""
+
+
+@pytest.fixture
+def builders(make_dist: Any, forget_modules: None) -> None:
+    make_dist(
+        "acme-odd-builders",
+        entry_points={"interactions_core.plugins": {"odd": "acme_odd_builders"}},
+        modules={"acme_odd_builders": BUILDERS},
+    )
+
+
+@pytest.mark.parametrize("name", ["odd-defaults", "registered"])
+def test_builder_defaults_that_cannot_be_shown_are_named_in_data_help(
+    builders: None, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`data BUILDER --help` failed with `unexpected ValueError` (10**5000's repr) or the
+    default's own RuntimeError."""
+    assert main(["data", name, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "unexpected" not in out and "\x1b" not in out
+    assert "an int of 16,610 bits" in out
+    assert "<Unshowable: its repr raised RuntimeError>" in out
+
+
+def test_builder_defaults_that_cannot_be_shown_keep_data_json_valid(
+    builders: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`data --json` failed as a whole, for every builder, on one builder's default."""
+    assert main(["data", "--json"]) == 0
+    listed = {b["name"]: b for b in json.loads(capsys.readouterr().out)}
+    options = listed["odd-defaults"]["options"]
+    assert options["fine"] == 3
+    assert options["big"] == "an int of 16,610 bits"
+    assert options["odd"] == "<Unshowable: its repr raised RuntimeError>"
+
+
+def test_a_hook_that_fails_to_register_builders_is_told_by_data(
+    make_dist: Any, forget_modules: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`interactions data` said "No dataset builders installed." and nothing of the
+    hook plugin whose register_dataset_builders raised."""
+    make_dist(
+        "acme-failing-hook",
+        entry_points={"interactions_core.plugins": {"failing": "acme_failing_hook"}},
+        modules={"acme_failing_hook": FAILING_HOOK},
+    )
+    assert main(["data"]) == 0
+    captured = capsys.readouterr()
+    told = captured.out + captured.err
+    assert "acme-failing-hook" in told and "cannot register" in told, told
+    assert "\x1b" not in told
+
+
+def test_plugin_text_in_an_error_never_drives_the_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A config's plugin failing at import printed its message's escape sequences raw,
+    through `check` and through the CLI's error line."""
+    (tmp_path / "paints_import.py").write_text(
+        'raise RuntimeError("bad \\x1b[31mred\\x07")\n', encoding="utf-8"
+    )
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "interaction:\n  - name: p\n    class_name: paints_import.P\n    config: {}\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"prompt": [{"role": "user", "content": "q"}]}\n', encoding="utf-8")
+    for command in (["check", str(config)], ["run", str(config), "--data", str(data)]):
+        assert main(command) == 1
+        err = capsys.readouterr().err
+        assert "\x1b" not in err and "\x07" not in err, err
+        assert "bad \\x1b[31mred\\x07" in err, err
+
+
+HOSTILE_ERRORS = """
+from interactions_core import BaseInteraction
+
+
+class Falsy(Exception):
+    def __bool__(self):
+        raise RuntimeError("no truth")
+
+
+class LyingCause(Exception):
+    @property
+    def __cause__(self):
+        raise RuntimeError("no cause")
+
+
+class Hostile(BaseInteraction):
+    async def generate_response(self, instance_id, messages, **kwargs):
+        if kwargs["mode"] == "bool":
+            raise Falsy("f")
+        raise LyingCause("c")
+"""
+
+
+def test_an_error_that_cannot_be_tested_for_truth_keeps_its_trace_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The trace lost the session_end of an episode whose plugin error's `__bool__`
+    raised, and the summary counted an observer error the episode never had."""
+    (tmp_path / "hostile_errors.py").write_text(HOSTILE_ERRORS, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "interaction:\n  - name: h\n    class_name: hostile_errors.Hostile\n    config: {}\n",
+        encoding="utf-8",
+    )
+    data, trace, out = tmp_path / "d.jsonl", tmp_path / "t.jsonl", tmp_path / "o.jsonl"
+    with data.open("w", encoding="utf-8") as file:
+        for mode in ("bool", "cause"):
+            prompt = [{"role": "user", "content": "q"}]
+            kwargs = {"name": "h", "mode": mode}
+            file.write(
+                json.dumps({"prompt": prompt, "responses": ["a"], "interaction_kwargs": kwargs})
+                + "\n"
+            )
+    command = ["run", str(config), "--data", str(data), "--trace", str(trace), "--output", str(out)]
+    assert main(command) == 1
+    captured = capsys.readouterr()
+    assert "observer" not in captured.out + captured.err
+    ends = [
+        e for e in map(json.loads, trace.read_text().splitlines()) if e["event"] == "session_end"
+    ]
+    assert len(ends) == 2
+    for end in ends:
+        assert "hostile_errors.py:" in end["error"], end["error"]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["errors"][0]["type"] for r in records) == ["Falsy", "LyingCause"]
+    assert all("hostile_errors.py:" in r["errors"][0]["at"] for r in records)
