@@ -169,8 +169,10 @@ def run(args: argparse.Namespace) -> int:
         if isinstance(exc, InteractionsError):
             raise
         # the rows could not be written as the format needs (e.g. mixed types for parquet)
-        raise ConfigError(
-            [f"builder {info.name!r} failed: {exc.__class__.__name__}: {exc}"]
-        ) from exc
+        from ..errors import exception_kind, exception_text
+
+        # pyarrow quotes the value it could not convert: a row's field may be megabytes
+        told = cut_text(exception_text(exc), 2_000)
+        raise ConfigError([f"builder {info.name!r} failed: {exception_kind(exc)}: {told}"]) from exc
     sys.stderr.write(f"wrote {count} row{'s' if count != 1 else ''} to {args.output}\n")
     return 0

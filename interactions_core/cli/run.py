@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..errors import cut_text, shown
 from ._command import (
     Arg,
     Command,
@@ -347,6 +348,11 @@ def _summary_to_stdout(args: argparse.Namespace, summary: Any, watchdog: Any) ->
     print_json(document)
 
 
+def _text(value: Any) -> str:
+    """A field of a record's error as text: itself when it is text, else shown."""
+    return value if type(value) is str else shown(value)
+
+
 def _tell_bad_rows(reader: Any) -> None:
     """The first ten rows of the data that were skipped, and how many more."""
     if not reader.bad_rows:
@@ -389,11 +395,11 @@ def _tell_errors(args: argparse.Namespace, summary: Any) -> None:
         + ":\n"
     )
     for example in summary.error_examples:
-        at = f" (at {example['at']})" if example.get("at") else ""
-        # A resumed record's error may lack 'where' (a hand-made or older file).
-        what = ": ".join(str(example[k]) for k in ("where", "message") if k in example)
-        what = what if len(what) <= 1000 else what[:1000] + f" [... {len(what) - 1000:,} more]"
-        sys.stderr.write(printable(f"  sample {example.get('sample_id')!r}: {what}{at}") + "\n")
+        # A resumed record's error may lack 'where' or hold odd values (a hand-made file).
+        at = f" (at {cut_text(_text(example['at']), 1000)})" if example.get("at") else ""
+        what = ": ".join(_text(example[k]) for k in ("where", "message") if k in example)
+        told = f"  sample {shown(example.get('sample_id'))}: {cut_text(what, 1000)}{at}"
+        sys.stderr.write(printable(told) + "\n")
         if example.get("traceback"):  # INTERACTIONS_DEBUG=1
             told = printable_lines(str(example["traceback"]))
             sys.stderr.write("    " + told.replace("\n", "\n    ") + "\n")

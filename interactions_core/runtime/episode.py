@@ -52,7 +52,7 @@ from ..errors import PolicyError, SampleError, note_on
 from .observers import Observers
 from .record import MAX_TURNS, EpisodeRecord
 from .session import Session, SessionTracker, call_error, stops_the_run
-from .stats import PASS_SCORE
+from .stats import PASS_SCORE, counted_usage
 from .step import CANCELLED, ERROR, EXHAUSTED, SINGLE_TURN, conclude_turn, copy_messages
 from .watchdog import tracked
 
@@ -459,7 +459,7 @@ class EpisodeLoop:
                 usage = self._usage(state)
                 if usage is not None and not isinstance(usage, Mapping):
                     raise PolicyError(f"usage() must return a dict, not {type(usage).__name__}")
-                record.usage = usage  # type: ignore[assignment]  # a mapping, kept as given
+                record.usage = None if usage is None else counted_usage(usage)
             except BaseException as exc:  # any class: it costs this episode only
                 if stops_the_run(exc, self.stopping):
                     raise

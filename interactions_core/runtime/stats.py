@@ -37,6 +37,7 @@ __all__ = [
     "GroupStats",
     "PromptGroups",
     "UsageStats",
+    "counted_usage",
     "pass_at_k",
     "percentile",
     "reported_ks",
@@ -538,6 +539,17 @@ def token_count(value: Any) -> int | None:
     if type(value) is int and 0 <= value <= MAX_TOKENS:
         return value
     return None
+
+
+def counted_usage(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """A policy's ``usage`` for its record: a plain dict with ``prompt_tokens`` and
+    ``completion_tokens`` by :func:`token_count` (``None`` where the policy gave no
+    count of tokens), so the record says what the summary adds up."""
+    kept = dict(usage)
+    for key in ("prompt_tokens", "completion_tokens"):
+        if key in kept:
+            kept[key] = token_count(kept[key])
+    return kept
 
 
 MAX_LATENCY = 1e7

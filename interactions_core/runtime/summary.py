@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..errors import printable
+from ..errors import MAX_MESSAGE, cut_text, printable, shown
 from .record import END_REASONS, EpisodeRecord
 from .stats import PASS_SCORE, GroupStats, PromptGroups, UsageStats
 
@@ -29,6 +29,25 @@ __all__ = ["ERROR_EXAMPLES", "NO_INTERACTION", "RunSummary", "SummaryStats"]
 ERROR_EXAMPLES = 5
 #: The label of episodes played without an interaction (single-turn runs).
 NO_INTERACTION = "(none)"
+
+
+#: The most characters of a sample id an error example shows.
+MOST_ID_SHOWN = 200
+
+
+def _example(record: EpisodeRecord) -> dict[str, Any]:
+    """The first error of ``record``, for the summary: its texts cut to what a record
+    keeps, and its sample id to a line. A record read back (``--resume``) may hold a
+    sample id or an error text of megabytes, told five times over otherwise."""
+    sample_id = record.sample_id
+    if type(sample_id) not in (int, float, bool, type(None)):
+        text = sample_id if type(sample_id) is str else shown(sample_id, MOST_ID_SHOWN)
+        sample_id = cut_text(text, MOST_ID_SHOWN)
+    example: dict[str, Any] = {"index": record.index, "sample_id": sample_id}
+    first = record.errors[0]
+    for key, value in first.items() if type(first) is dict else ():
+        example[key] = cut_text(value, MAX_MESSAGE) if type(value) is str else value
+    return example
 
 
 class SummaryStats:
@@ -234,10 +253,7 @@ class RunSummary:
                 self.interaction_usage.add(calls)
         if record.errors:
             if len(self.error_examples) < ERROR_EXAMPLES:
-                first = record.errors[0]
-                self.error_examples.append(
-                    {"index": record.index, "sample_id": record.sample_id, **first}
-                )
+                self.error_examples.append(_example(record))
             return
         final = record.final_score
         if final is not None:

@@ -37,8 +37,15 @@ def build_registered(*, n: int = 1, odd: object = None, text: str = ""):
     yield _row(0)
 
 
+def build_mixed():
+    """Rows whose field changes type, with a long text parquet quotes whole."""
+    yield {**_row(0), "x": 1}
+    yield {**_row(1), "x": "A" * 200_000}
+
+
 @hookimpl
 def register_dataset_builders(register):
+    register("mixed", build_mixed)
     register("odd-defaults", build_odd_defaults)
     register("registered", build_registered,
              defaults={"n": 10**5000, "odd": Unshowable(), "text": "red \\x1b[31m"})
@@ -185,3 +192,45 @@ def test_an_error_that_cannot_be_tested_for_truth_keeps_its_trace_line(
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted(r["errors"][0]["type"] for r in records) == ["Falsy", "LyingCause"]
     assert all("hostile_errors.py:" in r["errors"][0]["at"] for r in records)
+
+
+def test_a_parquet_error_quoting_a_huge_value_is_cut(
+    builders: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pyarrow's error quoted the 200,000-character field whole on the error line."""
+    pytest.importorskip("pyarrow", reason="parquet needs pyarrow (the [parquet] extra)")
+    assert main(["data", "mixed", "--output", str(tmp_path / "rows.parquet")]) == 1
+    err = capsys.readouterr().err
+    assert "builder 'mixed' failed: Arrow" in err and "more characters]" in err
+    assert len(err) < 3_000, len(err)
+
+
+def test_error_examples_of_resumed_records_are_bounded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Resumed records with a sample id and error fields of megabytes were told whole on
+    stderr and in --json, once per example."""
+    rows = tmp_path / "d.jsonl"
+    with rows.open("w", encoding="utf-8") as file:
+        for i in range(3):
+            row = {"prompt": [{"role": "user", "content": f"q{i}"}], "responses": ["a"]}
+            file.write(json.dumps(row) + "\n")
+    out = tmp_path / "o.jsonl"
+    assert main(["run", "--data", str(rows), "--output", str(out), "--limit", "1"]) == 0
+    first = json.loads(out.read_text().splitlines()[0])
+    huge = "S" * 2_000_000
+    first.update(
+        sample_id=huge,
+        end_reason="error",
+        final_score=None,
+        errors=[{"where": "generate_response", "message": "M" * 2_000_000, "at": "A" * 100_000}],
+    )
+    out.write_text(json.dumps(first) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    command = ["run", "--data", str(rows), "--output", str(out), "--resume", "--json"]
+    main(command)
+    captured = capsys.readouterr()
+    assert len(captured.err) < 5_000, len(captured.err)
+    (example,) = json.loads(captured.out)["error_examples"]
+    assert len(example["sample_id"]) < 300 and len(example["message"]) < 10_100
+    assert example["sample_id"].startswith("SSS") and len(example["at"]) < 10_100

@@ -345,3 +345,29 @@ def test_usage_figures_a_server_or_plugin_could_not_mean_are_left_out() -> None:
     assert (data["prompt_tokens"], data["completion_tokens"], data["requests"]) == (7, 3, 1)
     assert data["latency_s"]["max"] == 0.25
     assert usage.format_lines()  # prints
+
+
+async def test_a_policys_token_counts_in_the_record_are_what_the_summary_adds_up() -> None:
+    """A plugin policy's record kept `prompt_tokens: -5` (or 1.5, or 10**30), which the
+    summary's sums skip: the record and the summary disagreed on the same episode."""
+
+    class Odd:
+        def start(self, sample: Any) -> list[int]:
+            return [sample["i"]]
+
+        def reply(self, state: list[int], messages: Any) -> str:
+            return "x"
+
+        def usage(self, state: list[int]) -> dict[str, Any]:
+            odd: list[Any] = [-5, 1.5, 10**30, "7", True, 12]
+            return {"prompt_tokens": odd[state[0]], "completion_tokens": 3, "note": "kept"}
+
+    samples = [{"prompt": [{"role": "user", "content": "q"}], "i": i} for i in range(6)]
+    summary = await run_episodes(samples, Odd(), None, keep_records=True, observe=False)
+    assert summary.records is not None
+    told = sorted(summary.records, key=lambda r: r.index)
+    assert [r.usage["prompt_tokens"] for r in told] == [None] * 5 + [12]
+    assert all(r.usage["completion_tokens"] == 3 and r.usage["note"] == "kept" for r in told)
+    assert summary.as_dict()["usage"]["prompt_tokens"] == sum(
+        r.usage["prompt_tokens"] or 0 for r in told
+    )
