@@ -28,7 +28,7 @@ from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .record import error_kind
+from .record import END_REASONS, error_kind
 
 K = TypeVar("K")
 
@@ -41,6 +41,7 @@ __all__ = [
     "pass_at_k",
     "percentile",
     "reported_ks",
+    "told_reasons",
 ]
 
 #: An episode passes when its final score is at least this, and a turn scoring at
@@ -401,7 +402,7 @@ class GroupStats:
             "episodes": self.episodes,
             "errors": self.errors,
             "terminated": self.terminated,
-            "end_reasons": dict(sorted(self.end_reasons.items(), key=lambda kv: -kv[1])),
+            "end_reasons": told_reasons(self.end_reasons),
             "turns": {str(n): self.turns[n] for n in sorted(self.turns)},
             "assistant_turns": self.assistant_turns(),
             "final_score": self.final_score(),
@@ -539,6 +540,29 @@ def token_count(value: Any) -> int | None:
     if type(value) is int and 0 <= value <= MAX_TOKENS:
         return value
     return None
+
+
+#: How many end reasons outside :data:`END_REASONS` (a hand-made record's) are told by
+#: name; the rest are added up as ``other``.
+OTHER_REASONS_SHOWN = 5
+
+
+def told_reasons(counts: Mapping[str, int]) -> dict[str, int]:
+    """Episodes by end reason, for a summary: the known reasons in their order, then
+    those a record read back carried that the runtime never writes, the most frequent
+    by name and the rest as ``other``. Every episode is in one bucket, and a file of a
+    million made-up reasons is told in a line."""
+    told = {r: counts[r] for r in END_REASONS if r in counts}
+    others = sorted((n, r) for r, n in counts.items() if r not in told)
+    others.sort(key=lambda nr: -nr[0])  # most frequent first, ties by name
+    shown = others if len(others) <= OTHER_REASONS_SHOWN else others[: OTHER_REASONS_SHOWN - 1]
+    for n, r in shown:
+        name = r if len(r) <= 40 else r[:37] + "..."
+        told[name] = told.get(name, 0) + n
+    rest = sum(n for n, _ in others[len(shown) :])
+    if rest:
+        told["other"] = told.get("other", 0) + rest
+    return told
 
 
 def counted_usage(usage: Mapping[str, Any]) -> dict[str, Any]:

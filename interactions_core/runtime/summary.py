@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import MAX_MESSAGE, cut_text, printable, shown
-from .record import END_REASONS, EpisodeRecord
-from .stats import PASS_SCORE, GroupStats, PromptGroups, UsageStats
+from .record import EpisodeRecord
+from .stats import PASS_SCORE, GroupStats, PromptGroups, UsageStats, told_reasons
 
 __all__ = ["ERROR_EXAMPLES", "NO_INTERACTION", "RunSummary", "SummaryStats"]
 
@@ -303,7 +303,7 @@ class RunSummary:
             "turns": {str(n): self.turns[n] for n in sorted(self.turns)},
             "final_score_mean": self.final_score_mean,
             "errors": self.errors,
-            "end_reasons": {r: self.end_reasons[r] for r in END_REASONS if r in self.end_reasons},
+            "end_reasons": told_reasons(self.end_reasons),
             "score_by_turn": {str(n): s for n, s in self.score_by_turn.items()},
             "skipped_rows": self.skipped_rows,
             "elapsed_s": round(self.elapsed_s, 6),
@@ -336,9 +336,7 @@ class RunSummary:
             lines.append(f"skipped rows      {self.skipped_rows} (invalid rows in the dataset)")
         lines.append(f"terminated        {self.terminated}{pct(self.terminated)}")
         if self.end_reasons:
-            reasons = ", ".join(
-                f"{r} {self.end_reasons[r]}" for r in END_REASONS if r in self.end_reasons
-            )
+            reasons = ", ".join(f"{r} {n}" for r, n in told_reasons(self.end_reasons).items())
             lines.append(f"ended by          {reasons}")
         if self.turns:
             hist = _elided([f"{n}: {self.turns[n]}" for n in sorted(self.turns)])

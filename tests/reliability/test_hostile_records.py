@@ -338,3 +338,30 @@ def test_report_draws_turn_scores_near_the_float_limit(tmp_path: Path, score: fl
     code, _, err = run_cli("report", str(out), "-o", str(page))
     assert code == 0 and "unexpected" not in err, err
     assert page.read_bytes().rstrip().endswith(b"</html>")
+
+
+def test_end_reasons_the_runtime_never_writes_are_counted_in_a_bounded_line(
+    tmp_path: Path,
+) -> None:
+    """A resumed record with a made-up end_reason was counted as an episode but in no
+    bucket of `end_reasons`: the buckets added up to fewer episodes than the run had."""
+    data, out = play(tmp_path, 12)
+    lines = out.read_bytes().splitlines(keepends=True)
+    made_up = {1: "made-up-1", 2: "made-up-1", 3: "a" * 1000, 4: "a" * 1000}
+    for i in range(8):  # six made-up reasons, one of them 1,000 characters long
+        record = json.loads(lines[i])
+        reason = made_up.get(i, f"made-up-{i}")
+        lines[i] = json.dumps({**record, "end_reason": reason}).encode() + b"\n"
+    out.write_bytes(b"".join(lines))
+    command = ["run", "--data", str(data), "--output", str(out), "--resume"]
+    code, text, err = run_cli(*command)
+    assert code == 0, err
+    (ended,) = [line for line in text.splitlines() if line.startswith("ended by")]
+    assert "other 2" in ended and "made-up-1 2" in ended and len(ended) < 200, ended
+    assert ended.endswith(
+        f"single_turn 4, {'a' * 37}... 2, made-up-1 2, made-up-0 1, made-up-5 1, other 2"
+    )
+    code, text, err = run_cli(*command, "--json")
+    reasons = json.loads(text)["end_reasons"]
+    assert sum(reasons.values()) == 12 and reasons["single_turn"] == 4, reasons
+    assert len(reasons) == 6 and all(len(r) <= 40 for r in reasons)
