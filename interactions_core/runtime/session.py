@@ -279,8 +279,11 @@ def call_error(
     if made_by_runtime(exc):  # told already (a plugin's own one is told as it raised it)
         return exc  # type: ignore[return-value]
     kind = type(exc)  # not isinstance: it reads a plugin exception's own __class__
-    if issubclass(kind, asyncio.TimeoutError) and not its_own_timeout(exc):
-        problem = f"timed out after {timeout:g} s" if timeout else "timed out"
+    # Without a timeout the runtime ends no call: any TimeoutError is the plugin's own
+    # (its HTTP client's deadline, say), told with its message.
+    ours = timeout is not None and not its_own_timeout(exc)
+    if issubclass(kind, asyncio.TimeoutError) and ours:
+        problem = f"timed out after {timeout:g} s"
     else:
         text = cut_text(exception_text(exc), MAX_MESSAGE)
         problem = f"raised {exception_kind(exc)}: {text}".rstrip(": ")

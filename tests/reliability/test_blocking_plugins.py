@@ -401,7 +401,7 @@ def test_a_plugins_own_timeout_is_not_told_as_the_runs(watched: bool) -> None:
     namespace: dict[str, Any] = {"__name__": "acme_deadline"}
     exec(compile(OWN_TIMEOUT, "<acme_deadline>", "exec"), namespace)
 
-    async def main(timeout: float) -> str:
+    async def main(timeout: float | None) -> str:
         watchdog = LoopWatchdog(asyncio.get_running_loop()).start() if watched else None
         try:
             session = Session(namespace["OwnDeadline"](), "deadline", "s-1", timeout=timeout)
@@ -419,3 +419,5 @@ def test_a_plugins_own_timeout_is_not_told_as_the_runs(watched: bool) -> None:
 
     assert "raised TimeoutError" in asyncio.run(main(30.0))
     assert "timed out after 0.01 s" in asyncio.run(main(0.01))  # the runtime's own
+    # With no timeout at all the runtime ends no call: this read "timed out" too.
+    assert "raised TimeoutError" in asyncio.run(main(None))
