@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from .._files import MAX_NESTING
 from .connections import ConnectionGate, Throttled, peer_key
 
 __all__ = [
@@ -510,37 +511,58 @@ class _WebSocket:
 MCP_REFUSED = "this server serves no MCP (interactions have no tools): send reset and step"
 
 
-#: Brackets a ``/ws`` message may hold before the guard checks that Python's JSON reader
-#: can read it at all (it gives up near 1,000 levels: a recursion error, after which
-#: OpenEnv's handler closed the connection).
-_PARSE_CHECK_FROM = 500
+#: The deepest a ``/ws`` message may nest lists and objects. OpenEnv answers a message
+#: it cannot validate with an error that echoes it, and its JSON writer (pydantic's)
+#: gives up near 255 levels, after which the handler closed the connection; Python's
+#: JSON reader gives up near 1,000. A prompt or ``interaction_kwargs`` may nest 100.
+MOST_LEVELS = 200
+
+_NOT_AN_OBJECT = 'a message must be a JSON object: {"type": "reset" or "step", "data": {...}}'
 
 
 def _not_an_object(text: str) -> str | None:
     """Why ``text`` is not a message OpenEnv can take (JSON but not an object, nested
-    too deep to read), or ``None``. Invalid JSON is left to OpenEnv, which answers it and
-    keeps serving; so is a message nested past what a reset takes, which the runtime
-    answers more precisely."""
-    start = text.lstrip()[:1]
-    if start != "{":
-        if start in ("", "[", '"', "-") or start.isdigit() or text.strip() in _WORDS:
-            return 'a message must be a JSON object: {"type": "reset" or "step", "data": {...}}'
-        return None  # not JSON at all: OpenEnv says so
-    if text.count("[") + text.count("{") < _PARSE_CHECK_FROM:
+    deeper than :data:`MOST_LEVELS`), or ``None``. Invalid JSON is left to OpenEnv, which
+    answers it and keeps serving.
+
+    A usual message (an object with few brackets) is let through unparsed; any other
+    is parsed once here: ``NaN`` and ``Infinity`` are JSON to Python's reader, and a
+    first-character test let them through to OpenEnv's handler, which closed the
+    connection on them.
+    """
+    if text.lstrip()[:1] == "{" and text.count("[") + text.count("{") <= MOST_LEVELS:
         return None
     try:
-        json.loads(text)
+        parsed = json.loads(text)
     except RecursionError:
         return (
             "a message nests lists and objects too deep for the JSON reader (its recursion "
             "limit); send flatter data"
         )
     except ValueError:
-        return None
+        return None  # not JSON at all: OpenEnv says so
+    if type(parsed) is not dict:
+        return _NOT_AN_OBJECT
+    if _deeper_than(parsed, MOST_LEVELS):
+        return (
+            f"a message nests lists and objects more than {MOST_LEVELS} levels deep; send "
+            f"flatter data (a prompt or interaction_kwargs may nest {MAX_NESTING} levels)"
+        )
     return None
 
 
-_WORDS = frozenset({"null", "true", "false"})
+def _deeper_than(value: Any, most: int) -> bool:
+    """Whether ``value`` (parsed JSON) nests lists and objects more than ``most`` deep."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > most:
+            return True
+        if type(item) is dict:
+            stack.extend((v, depth + 1) for v in item.values() if type(v) in (dict, list))
+        elif type(item) is list:
+            stack.extend((v, depth + 1) for v in item if type(v) in (dict, list))
+    return False
 
 
 def _is_mcp(text: str) -> bool:

@@ -118,6 +118,12 @@ def test_a_binary_frame_of_json_is_read_as_text(guarded: Server) -> None:
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 1007
 
 
+def echoed(levels: int, kind: str) -> str:
+    """A ``kind`` message with a field OpenEnv does not know, nested ``levels`` deep."""
+    data = ', "data": {"content": "x"}' if kind == "step" else ""
+    return '{"type": "' + kind + '"' + data + ', "zz": ' + "[" * levels + "]" * levels + "}"
+
+
 def test_a_message_that_is_not_an_object_is_answered_and_the_connection_serves_on(
     guarded: Server,
 ) -> None:
@@ -139,6 +145,16 @@ def test_a_message_that_is_not_an_object_is_answered_and_the_connection_serves_o
             ("null", "must be a JSON object"),
             ('"x"', "must be a JSON object"),
             (deep, "too deep for the JSON reader (its recursion limit)"),
+            # JSON to Python's reader; a first-character test had let them through to
+            # OpenEnv's handler, which closed the connection and finalized the episode
+            ("NaN", "must be a JSON object"),
+            ("Infinity", "must be a JSON object"),
+            (" NaN", "must be a JSON object"),
+            ("-Infinity", "must be a JSON object"),
+            # deep enough that OpenEnv's echo of the invalid message (pydantic's JSON
+            # writer gives up near 255 levels) failed, and it closed the connection
+            (echoed(300, "step"), "more than 200 levels deep"),
+            (echoed(900, "state"), "more than 200 levels deep"),
         ]:
             ws.send(wrong)
             answer = json.loads(ws.recv(timeout=10))

@@ -90,9 +90,21 @@ def test_a_prompt_nested_900_levels_is_refused_before_any_session(
     started += 1
     reply = ws_reset(server, body)
     assert reply["type"] == "error", reply
-    assert "more than 100 levels deep" in reply["data"]["message"]
+    # over 200 levels, the /ws guard answers before OpenEnv's handler sees it
+    assert "more than 200 levels deep" in reply["data"]["message"]
+    assert "a prompt or interaction_kwargs may nest 100 levels" in reply["data"]["message"]
     assert_free(server, started)
     assert "Traceback" not in server.output()
+
+
+def test_a_ws_prompt_nested_under_the_guards_bound_gets_the_runtimes_refusal(
+    server: Server,
+) -> None:
+    started = server.sessions()["started"]
+    reply = ws_reset(server, reset_body(150, "dict", "extra"))
+    assert reply["type"] == "error", reply
+    assert "prompt[0] nests lists and objects more than 100 levels deep" in str(reply)
+    assert_free(server, started)
 
 
 def test_a_body_too_deep_to_parse_is_refused_and_takes_no_session(server: Server) -> None:
