@@ -404,8 +404,14 @@ class ServedEpisode:
             raise held.pop()  # the plugin's error is dropped by now, within this step
         await self._bound_feedback(session, result.content, end is None)
         if end is not None:
+            failed = await self._close(session)
+            if failed is not None:  # as `run` records it: an error, no reward
+                self.final_score = None
+                raise ServeError(
+                    f"{failed}. The episode is over and its session finalized, with no "
+                    "reward; call reset to start another."
+                )
             self.done = True
-            await self._close(session)
         else:
             self.user_turns += 1  # the step appended the feedback
             self.chars += len(result.content)
@@ -481,19 +487,25 @@ class ServedEpisode:
             if session is not None and session.is_open:
                 await self._close(session)
 
-    async def _close(self, session: Session) -> None:
-        # Tracked as a step is, wherever it is called from (a new reset, a message too
-        # long, a client gone, an idle timeout): a finalize's error, and what it holds,
-        # is dropped here, charged to this close; it had been dropped outside every
-        # tracked frame, where a slow __del__ timed out other clients' steps.
+    async def _close(self, session: Session) -> str | None:
+        """Finalize ``session``; the text of the finalize's error, if it failed.
+
+        Tracked as a step is, wherever it is called from (a new reset, a message too
+        long, a client gone, an idle timeout): a finalize's error, and what it holds,
+        is dropped here, charged to this close; it had been dropped outside every
+        tracked frame, where a slow __del__ timed out other clients' steps.
+        """
         with tracked(inspect.currentframe()):
             try:
                 error = await session.finalize()
             finally:
                 self.hub.release(self)
-            if error is not None:
-                log.warning("%s", exception_text(error))
-                del error
+            if error is None:
+                return None
+            told = exception_text(error)
+            log.warning("%s", told)
+            del error
+            return told
 
     def __repr__(self) -> str:
         state = "open" if self.is_open else ("done" if self.done else "idle")

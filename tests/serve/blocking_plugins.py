@@ -138,7 +138,7 @@ class Blocking(BaseInteraction):
     A reset with ``slow_del`` returns a :class:`SlowDel`; with ``error_del``, its
     ``start_interaction`` raises a :class:`DelError`; with ``box`` (a mapping), it keeps a
     :class:`SlowDel` in it; with ``finalize_error_del``, its finalize raises a
-    :class:`DelError`.
+    :class:`DelError`; with ``finalize_raises``, a plain ``RuntimeError``.
     """
 
     async def start_interaction(
@@ -147,6 +147,7 @@ class Blocking(BaseInteraction):
         slow_del: bool = False,
         error_del: bool = False,
         finalize_error_del: bool = False,
+        finalize_raises: bool = False,
         ground_truth: str = "0",
         box: dict[str, Any] | None = None,
         **kwargs: Any,
@@ -162,6 +163,8 @@ class Blocking(BaseInteraction):
         instance_id = await super().start_interaction(instance_id, **kwargs)
         if finalize_error_del:
             self.finalize_error_del = instance_id
+        if finalize_raises:
+            self.finalize_raises = instance_id
         return instance_id
 
     async def generate_response(
@@ -253,6 +256,8 @@ class Blocking(BaseInteraction):
     async def finalize_interaction(self, instance_id: str, **kwargs: Any) -> Any:
         if getattr(self, "finalize_error_del", None) == instance_id:
             raise DelError("cleanup failed")
+        if getattr(self, "finalize_raises", None) == instance_id:
+            raise RuntimeError("cleanup failed plainly")
         if getattr(self, "final_del", None) == instance_id:
             return SlowDel()  # what the runtime drops: a result it never uses
         return None

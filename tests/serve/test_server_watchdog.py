@@ -298,6 +298,28 @@ def test_a_finalize_error_is_dropped_within_its_close_wherever_it_ends(
     assert "DelError: cleanup failed" in server.output()
 
 
+def test_a_finalize_that_fails_on_the_last_turn_is_the_episodes_error(tmp_path: Path) -> None:
+    # The client got the last turn's reward and `done` as if all went well, the error in
+    # the server's log only; `interactions run` records the same episode as an error.
+    server = start_server(tmp_path, CONFIG)
+    try:
+        with GenericEnvClient(base_url=server.url).sync() as env:
+            env.reset(interaction_kwargs={"name": "blocking", "finalize_raises": True})
+            with pytest.raises(Exception) as caught:
+                env.step({"content": "final del"})
+            text = str(caught.value)
+            assert "finalize_interaction raised RuntimeError: cleanup failed plainly" in text
+            assert "with no reward" in text, text
+            with pytest.raises(Exception, match="the episode ended with an error"):
+                env.step({"content": "again"})
+            env.reset(interaction_kwargs={"name": "blocking"})  # the connection serves on
+            assert env.step({"content": "final del"}).done  # a clean last turn as before
+        counts = server.wait_sessions(0)
+        assert counts["open"] == 0 and counts["started"] == counts["finalized"] == 2, counts
+    finally:
+        assert server.stop() == 0, server.output()
+
+
 def test_a_plugins_own_call_error_is_told_as_any_plugin_error(tmp_path: Path) -> None:
     # Session is public API: a plugin delegating to another interaction raises its
     # InteractionCallError, which was passed on untouched: 5 MB sent to the client and the
