@@ -82,6 +82,24 @@ class LoopBlocked(BaseException):
     """Raised inside a call that held the event loop past the allowed time."""
 
 
+class _QuietBreaks:
+    """``sys.unraisablehook`` while a watchdog runs: a :class:`LoopBlocked` that broke a
+    plugin's ``__del__`` (or another callback Python cannot raise from) is not printed
+    again with its traceback, since the watchdog has named the block in one line; any
+    other goes to the hook that was there before."""
+
+    def __init__(self) -> None:
+        self.previous: Any = sys.__unraisablehook__
+
+    def __call__(self, unraisable: Any) -> None:
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, LoopBlocked):
+            return
+        self.previous(unraisable)
+
+
+_quiet_breaks = _QuietBreaks()
+
+
 class Call:
     """One plugin call under a timeout, as the watchdog knows it: how long its own blocks
     (in its own coroutines, not in tasks it starts) have held the loop."""
@@ -311,6 +329,8 @@ class LoopWatchdog:
         self._thread.start()
         if not _WATCHING:
             gc.callbacks.append(_collecting)
+            _quiet_breaks.previous = sys.unraisablehook
+            sys.unraisablehook = _quiet_breaks
         _WATCHING.append(self)
         return self
 
@@ -319,6 +339,8 @@ class LoopWatchdog:
             _WATCHING.remove(self)
             if not _WATCHING and _collecting in gc.callbacks:
                 gc.callbacks.remove(_collecting)
+            if not _WATCHING and sys.unraisablehook is _quiet_breaks:
+                sys.unraisablehook = _quiet_breaks.previous
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
