@@ -83,18 +83,35 @@ class LoopBlocked(BaseException):
 
 
 class _QuietBreaks:
-    """``sys.unraisablehook`` while a watchdog runs: a :class:`LoopBlocked` that broke a
-    plugin's ``__del__`` (or another callback Python cannot raise from) is not printed
-    again with its traceback, since the watchdog has named the block in one line; any
-    other goes to the hook that was there before."""
+    """``sys.unraisablehook`` while a watchdog runs, for what Python cannot raise (an
+    exception leaving a plugin's ``__del__``): a :class:`LoopBlocked` that broke it is
+    not told again, since the watchdog has named the block in one line; any other is
+    told in one escaped line with the plugin's ``file:line``, as a run tells a plugin's
+    errors (Python printed a traceback, and the plugin's text raw). With
+    ``INTERACTIONS_DEBUG=1`` it goes to the hook that was there before."""
 
     def __init__(self) -> None:
         self.previous: Any = sys.__unraisablehook__
 
     def __call__(self, unraisable: Any) -> None:
-        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, LoopBlocked):
+        import os
+
+        kind = unraisable.exc_type
+        if kind is not None and issubclass(kind, LoopBlocked):
             return
-        self.previous(unraisable)
+        exc = unraisable.exc_value
+        if exc is None or os.environ.get("INTERACTIONS_DEBUG", "").strip() not in ("", "0"):
+            self.previous(unraisable)
+            return
+        from .._classes import describe
+        from ..errors import printable, shown
+
+        where = unraisable.err_msg or "Exception ignored in"
+        told = f"{where} {shown(unraisable.object, 200)}: {describe(exc)}"
+        try:
+            sys.stderr.write(f"interactions: warning: {printable(told)}\n")
+        except (OSError, ValueError):  # stderr closed: nothing to tell it on
+            pass
 
 
 _quiet_breaks = _QuietBreaks()
@@ -382,9 +399,16 @@ class LoopWatchdog:
                 held += time.monotonic() - block[1]
         return held
 
-    def _end_block(self, until: float) -> None:
-        """Charge the block in progress, up to ``until``, to the call that ran it."""
-        with self._lock:
+    def _end_block(self, until: float, wait: bool = True) -> None:
+        """Charge the block in progress, up to ``until``, to the call that ran it.
+
+        ``wait=False`` (from the signal handler, in the loop's thread, which may be
+        inside :meth:`held_elsewhere` already) leaves it to the next heartbeat when
+        the lock is taken.
+        """
+        if not self._lock.acquire(blocking=wait):
+            return
+        try:
             if self._block is None:
                 return
             call, since = self._block
@@ -392,6 +416,8 @@ class LoopWatchdog:
             self._held_total += held
             call.held += held
             self._block = None
+        finally:
+            self._lock.release()
 
     def _call_of(self, frame: Any) -> Call | None:
         """The tracked call whose coroutine is on ``frame``'s stack, if any."""
@@ -527,8 +553,11 @@ class LoopWatchdog:
             return
         now = time.monotonic()
         if self._sent and now - self._beat >= self.report_after and _inside(frame, self._held):
-            # This block ends here: a later one is timed (and broken) afresh.
+            # This block ends here: a later one is timed (and broken) afresh. It is
+            # charged up to now, not to the next heartbeat: the call that follows in the
+            # same turn of the loop (the next episode's) would be forgiven the rest.
             held = now - self._held_since
+            self._end_block(now, wait=False)
             self._beat = now
             self._broken, self._broken_named = self._held, self._named
             self._held, self._current, self._sent, self._fresh = None, None, False, True

@@ -987,3 +987,88 @@ def test_a_mapping_of_a_plugins_is_counted_as_its_items_come(
     with pytest.raises(ValueError, match="values"):
         _files.json_safe({"v": Long()}, text=True)
     assert pulled[0] <= 10_000, pulled[0]
+
+
+SLOW_STATE = '''
+import time
+
+from interactions_core import InteractionResult, SessionInteraction
+
+
+class SlowDel:
+    def __del__(self):
+        time.sleep(3)
+
+
+class RaisingDel:
+    def __del__(self):
+        raise RuntimeError("del boom \\x1b[31mRED")
+
+
+class Holder:
+    def __init__(self, kind):
+        self.resource = kind()
+
+
+class SlowState(SessionInteraction):
+    """Its session state holds a resource whose __del__ blocks (or raises)."""
+
+    def new_session(self, **kwargs):
+        return Holder(RaisingDel if kwargs.get("raising") else SlowDel)
+
+    async def respond(self, state, messages, **kwargs):
+        return InteractionResult(True, "ok", 1.0)
+
+    async def score(self, state, **kwargs):
+        return 1.0
+'''
+
+
+def test_a_state_slow_to_drop_fails_every_episode_alike_and_is_told_in_a_line(
+    tmp_path: Path,
+) -> None:
+    """Three identical episodes whose state's __del__ blocks 3 s under --timeout 1: the
+    first was recorded as timed out and the others as fine (the first block was charged up
+    to the next heartbeat, forgiving the next episode's finalize the rest), and each
+    break printed Python's "Exception ignored in" traceback of the runtime's LoopBlocked."""
+    import subprocess
+
+    config = write_plugin(tmp_path, "slow_state", SLOW_STATE, "SlowState")
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    with data.open("w", encoding="utf-8") as file:
+        for i in range(3):
+            row = {"prompt": [{"role": "user", "content": f"q{i}"}], "responses": ["a"]}
+            row["interaction_kwargs"] = {"name": "p"}
+            file.write(json.dumps(row) + "\n")
+    command, env = child_run(tmp_path, config, data)
+    command += ["--timeout", "1", "--concurrency", "1", "--output", str(out)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    records = read_lines(out)
+    assert [r["end_reason"] for r in records] == ["error"] * 3, records
+    assert all(
+        "finalize_interaction timed out after 1 s" in r["errors"][0]["message"] for r in records
+    )
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert "slow_state.SlowDel.__del__ blocked the event loop 3 time(s)" in done.stderr
+
+
+def test_an_exception_leaving_a_del_is_told_in_one_escaped_line(tmp_path: Path) -> None:
+    """Python printed "Exception ignored in" with a traceback and the plugin's text raw
+    (escape sequences and all), once per episode."""
+    import subprocess
+
+    config = write_plugin(tmp_path, "slow_state", SLOW_STATE, "SlowState")
+    data = tmp_path / "d.jsonl"
+    row = {"prompt": [{"role": "user", "content": "q"}], "responses": ["a"]}
+    row["interaction_kwargs"] = {"name": "p", "raising": True}
+    data.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    command, env = child_run(tmp_path, config, data)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "\x1b" not in done.stderr, done.stderr
+    (told,) = [line for line in done.stderr.splitlines() if "RaisingDel.__del__" in line]
+    assert told.startswith(
+        "interactions: warning: Exception ignored in <function RaisingDel.__del__"
+    )
+    assert "RuntimeError: del boom \\x1b[31mRED (at " in told and "slow_state.py:" in told

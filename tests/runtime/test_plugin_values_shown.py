@@ -234,3 +234,27 @@ def test_error_examples_of_resumed_records_are_bounded(
     (example,) = json.loads(captured.out)["error_examples"]
     assert len(example["sample_id"]) < 300 and len(example["message"]) < 10_100
     assert example["sample_id"].startswith("SSS") and len(example["at"]) < 10_100
+
+
+PAINTED_DOC = '''
+from interactions_core import BaseInteraction
+
+
+class Painted(BaseInteraction):
+    """Turns the terminal \\x1b[31mred\\x07 when its doc is printed."""
+'''
+
+
+def test_show_escapes_a_plugins_docstring(
+    make_dist: Any, forget_modules: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`interactions show` printed a plugin's docstring with its escape sequences."""
+    make_dist(
+        "acme-painted",
+        entry_points={"interactions_core.interactions": {"painted": "acme_painted:Painted"}},
+        modules={"acme_painted": PAINTED_DOC},
+    )
+    assert main(["show", "painted"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "Turns the terminal \\x1b[31mred\\x07 when its doc is printed." in out
