@@ -237,44 +237,74 @@ MAX_ROW_DEPTH = 500
 _MAX_INT_BITS = 14_000
 
 
-def unwritable_field(row: Any) -> tuple[str, str] | None:
-    """``(path, what)`` of the first value in ``row`` that JSON cannot hold as it is:
-    a NaN or infinite float, a set, bytes, an object, an integer of thousands of
-    digits, a row nested past :data:`MAX_ROW_DEPTH` (one that contains itself).
+class Unwritable(ValueError):
+    """A value of a builder's row that JSON cannot hold as it is: ``where`` (``a.b[2]``)
+    and ``what`` it is."""
+
+    def __init__(self, where: str, what: str) -> None:
+        super().__init__(f"{where}: {what}")
+        self.where = where
+        self.what = what
+
+
+def plain_row(row: Any) -> Any:
+    """A copy of ``row`` made of plain dicts, lists and JSON's scalars: what is checked
+    and written, so the two are the same data. :class:`Unwritable` names the first
+    value JSON cannot hold as it is: a NaN or infinite float, a set, bytes, an object,
+    an integer of thousands of digits, a row nested past :data:`MAX_ROW_DEPTH` (one
+    that contains itself).
 
     A dataset is data for another program: such a value written as its text (a set
-    as ``"{1, 2}"``) would change it without a word. The path reads ``a.b[2]``.
+    as ``"{1, 2}"``, a ``Mapping`` that is no ``dict`` as its ``repr``) would change it
+    without a word. Each mapping's items are read once, here, by its type's own
+    method (a ``dict`` subclass by ``dict``'s), so what is written is what was checked;
+    and a builder that reuses one row, editing it between yields, writes each row as
+    it was when yielded, in parquet too.
     """
-    stack: list[tuple[str, Any, int]] = [("", row, 0)]
+    top: list[Any] = [None]
+    stack: list[tuple[str, Any, int, Any, Any]] = [("", row, 0, top, 0)]
     while stack:
-        where, obj, depth = stack.pop()
+        where, obj, depth, parent, key = stack.pop()
         kind = type(obj)  # never the value's own __class__
         if kind is str or kind is bool or obj is None:
+            parent[key] = obj
             continue
         if kind is float:
             if not math.isfinite(obj):
-                return where or "<row>", repr(obj)
+                raise Unwritable(where or "<row>", repr(obj))
+            parent[key] = obj
             continue
         if kind is int:
             if obj.bit_length() > _MAX_INT_BITS:
-                return where or "<row>", f"an integer of {obj.bit_length():,} bits"
+                raise Unwritable(where or "<row>", f"an integer of {obj.bit_length():,} bits")
+            parent[key] = obj
             continue
         if depth >= MAX_ROW_DEPTH:
             deep = f"nested over {MAX_ROW_DEPTH} levels (a row that contains itself?)"
-            return where or "<row>", deep
-        if issubclass(kind, dict) or isinstance(obj, Mapping):
+            raise Unwritable(where or "<row>", deep)
+        if issubclass(kind, (dict, Mapping)):
             pairs = list(dict.items(obj) if issubclass(kind, dict) else obj.items())
+            mapping: dict[str, Any] = {}
             for k, _ in pairs:
                 if type(k) is not str:
-                    return f"{where}[{class_name(type(k))}]", "a key that is not text"
-            items = [(f"{where}.{k}" if where else k, v, depth + 1) for k, v in pairs]
-            stack.extend(reversed(items))
+                    raise Unwritable(f"{where}[{class_name(type(k))}]", "a key that is not text")
+                mapping[k] = None  # the order the items came in
+            parent[key] = mapping
+            stack.extend(
+                reversed(
+                    [(f"{where}.{k}" if where else k, v, depth + 1, mapping, k) for k, v in pairs]
+                )
+            )
         elif issubclass(kind, (list, tuple)):
-            values = list.__iter__(obj) if issubclass(kind, list) else tuple.__iter__(obj)
-            stack.extend(reversed([(f"{where}[{i}]", v, depth + 1) for i, v in enumerate(values)]))
+            values = list(list.__iter__(obj) if issubclass(kind, list) else tuple.__iter__(obj))
+            items: list[Any] = [None] * len(values)
+            parent[key] = items
+            stack.extend(
+                reversed([(f"{where}[{i}]", v, depth + 1, items, i) for i, v in enumerate(values)])
+            )
         else:
-            return where or "<row>", f"a {class_name(kind)}"
-    return None
+            raise Unwritable(where or "<row>", f"a {class_name(kind)}")
+    return top[0]
 
 
 class BadRow:
@@ -458,21 +488,23 @@ def write_rows(
 def _checked(rows: Iterable[Mapping[str, Any]], strict: bool) -> Iterator[Mapping[str, Any]]:
     """``rows``, raising at the first invalid one when ``strict``."""
     for number, row in enumerate(rows, start=1):
-        problem = check_row(row) if strict else None
-        if problem is None and strict:
-            try:
-                found = unwritable_field(row)
-            except Exception as exc:  # a builder's mapping whose items() raises, say
-                kind, text = exception_kind(exc), cut_text(exception_text(exc), 200)
-                found = ("<row>", f"unreadable ({kind}: {text})")
-            if found is not None:
-                problem = (
-                    f"field {found[0]} is {found[1]}, which JSON cannot hold as it is "
-                    "(convert it in the builder)"
-                )
+        if not strict:
+            yield row
+            continue
+        try:
+            plain = plain_row(row)
+            problem = check_row(plain)
+        except Unwritable as exc:
+            problem = (
+                f"field {exc.where} is {exc.what}, which JSON cannot hold as it is "
+                "(convert it in the builder)"
+            )
+        except Exception as exc:  # a builder's mapping whose items() raises, say
+            kind, text = exception_kind(exc), cut_text(exception_text(exc), 200)
+            problem = f"field <row> is unreadable ({kind}: {text})"
         if problem is not None:
             raise DatasetError(f"row {number} produced by the builder is invalid: {problem}")
-        yield row
+        yield plain
 
 
 def _write(fmt: str, path: str, rows: Iterable[Mapping[str, Any]]) -> int:

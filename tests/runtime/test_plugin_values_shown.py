@@ -43,8 +43,41 @@ def build_mixed():
     yield {**_row(1), "x": "A" * 200_000}
 
 
+def build_mappings():
+    """A row that is a Mapping but no dict, and one holding such a Mapping."""
+    import types
+
+    row = {"prompt": [{"role": "user", "content": "2+2?"}],
+           "extra_info": {"interaction_kwargs": {"name": "gsm8k", "ground_truth": "4"}}}
+    yield types.MappingProxyType(row)
+    yield {**row, "meta": types.MappingProxyType({"source": "x"})}
+
+
+class LyingItems(dict):
+    def items(self):
+        return [("prompt", [{"role": "user", "content": "x"}]), ("v", {1, 2, 3})]
+
+
+def build_lying():
+    """A dict subclass whose items() says other than what it holds."""
+    yield LyingItems(prompt=[{"role": "user", "content": "checked"}])
+
+
+def build_reused():
+    """One row, edited between yields, as a careless builder does."""
+    row = _row(0)
+    row["extra_info"] = {"interaction_kwargs": {"ground_truth": "0"}}
+    for i in range(3):
+        row["extra_info"]["interaction_kwargs"]["ground_truth"] = str(i)
+        row["prompt"][0]["content"] = f"question {i}"
+        yield row
+
+
 @hookimpl
 def register_dataset_builders(register):
+    register("mappings", build_mappings)
+    register("lying", build_lying)
+    register("reused", build_reused)
     register("mixed", build_mixed)
     register("odd-defaults", build_odd_defaults)
     register("registered", build_registered,
@@ -242,6 +275,9 @@ from interactions_core import BaseInteraction
 
 class Painted(BaseInteraction):
     """Turns the terminal \\x1b[31mred\\x07 when its doc is printed."""
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        return True, "ok", 1.0, {}
 '''
 
 
@@ -258,3 +294,41 @@ def test_show_escapes_a_plugins_docstring(
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
     assert "Turns the terminal \\x1b[31mred\\x07 when its doc is printed." in out
+
+
+def test_rows_that_are_mappings_are_written_as_objects(
+    builders: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Mapping row (and a Mapping inside a row) was written as its Python repr, a JSON
+    string, with exit 0: `run` then skipped the row."""
+    out = tmp_path / "rows.jsonl"
+    assert main(["data", "mappings", "--output", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert all(type(r) is dict for r in rows), rows
+    assert rows[0]["prompt"][0]["content"] == "2+2?" and rows[1]["meta"] == {"source": "x"}
+
+
+def test_what_is_written_is_what_was_checked(
+    builders: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dict subclass was checked by dict's items and written by its own, which held a
+    set: written as the text "{1, 2, 3}", exit 0."""
+    out = tmp_path / "rows.jsonl"
+    assert main(["data", "lying", "--output", str(out)]) == 0
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row == {"prompt": [{"role": "user", "content": "checked"}]}
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
+def test_a_row_edited_between_yields_is_written_as_it_was_yielded(
+    builders: None, tmp_path: Path, suffix: str
+) -> None:
+    """Parquet kept the rows until the end and wrote the last state three times."""
+    if suffix == "parquet":
+        pytest.importorskip("pyarrow", reason="parquet needs pyarrow (the [parquet] extra)")
+    from interactions_core.runtime.datasets import SampleReader
+
+    out = tmp_path / f"rows.{suffix}"
+    assert main(["data", "reused", "--output", str(out)]) == 0
+    read = list(SampleReader(out))
+    assert [s["prompt"][0]["content"] for s in read] == [f"question {i}" for i in range(3)]

@@ -428,7 +428,7 @@ def test_a_builder_that_stops_itself_is_a_named_plugin_error(
         ("bytes", "field extra_info.odd is a bytes"),
         ("bigint", "field extra_info.odd is an integer of 16,610 bits"),
         ("key", "is a key that is not text"),
-        ("liar", "unreadable (AttributeError"),
+        ("liar", "field extra_info.odd is a Liar"),
     ],
 )
 def test_a_row_json_cannot_hold_as_it_is_is_refused_by_name(
