@@ -59,6 +59,19 @@ class BuiltinPlugin:
             register(name, target)
 
 
+def _text(description: Any) -> str | None:
+    """A registration's description as plain text: every listing shows it, and a ``str``
+    subclass's own methods (a ``__len__`` that raises) or a value of another type (bytes)
+    had failed every listing of every plugin's names."""
+    if description is None or type(description) is str:
+        return description
+    if issubclass(type(description), str):  # not its own __class__: plugin code
+        return str.__str__(description)
+    from .errors import class_name
+
+    return f"<the description registered is of type {class_name(type(description))}, not text>"
+
+
 class Registration:
     """One thing a plugin registered through a ``register_*`` hook.
 
@@ -79,7 +92,7 @@ class Registration:
         self.obj = obj
         self.plugin = plugin
         self.defaults = dict(defaults or {})
-        self.description = description
+        self.description = _text(description)
 
     @property
     def distribution(self) -> str:

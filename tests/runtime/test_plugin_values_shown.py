@@ -73,8 +73,19 @@ def build_reused():
         yield row
 
 
+class LongingText(str):
+    def __len__(self):
+        raise RuntimeError("desc len boom")
+
+    def __bool__(self):
+        raise RuntimeError("desc bool boom")
+
+
 @hookimpl
 def register_dataset_builders(register):
+    register("described-odd", build_reused, description=LongingText("reused rows"))
+    register("described-bytes", build_reused, description=b"bytes desc")
+    register("described-number", build_reused, description=123)
     register("mappings", build_mappings)
     register("lying", build_lying)
     register("reused", build_reused)
@@ -332,3 +343,20 @@ def test_a_row_edited_between_yields_is_written_as_it_was_yielded(
     assert main(["data", "reused", "--output", str(out)]) == 0
     read = list(SampleReader(out))
     assert [s["prompt"][0]["content"] for s in read] == [f"question {i}" for i in range(3)]
+
+
+def test_one_builders_odd_description_breaks_no_listing(
+    builders: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A description of a str subclass whose __len__ raises failed every `data` command
+    (`unexpected RuntimeError`), bytes failed the listing, a number was listed as one."""
+    assert main(["data"]) == 0
+    out = capsys.readouterr().out
+    assert "reused rows" in out and "the description registered is of type bytes, not text" in out
+    assert main(["data", "--json"]) == 0
+    listed = {b["name"]: b for b in json.loads(capsys.readouterr().out)}
+    assert listed["described-odd"]["description"] == "reused rows"
+    assert listed["described-number"]["description"] == (
+        "<the description registered is of type int, not text>"
+    )
+    assert main(["data", "mixed", "--help"]) == 0
