@@ -257,3 +257,16 @@ def test_concurrency_beyond_the_open_file_limit_waits_instead_of_failing(tmp_pat
     assert summary["episodes"] == 100 and summary["errors"] == 0
     assert summary["requests_in_flight_max"] == 16  # 80 files less a margin of 64
     assert srv.max_in_flight <= 16
+
+
+def test_a_lone_surrogate_in_the_conversation_is_sent_escaped(
+    server: LearningServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A prompt holding a lone surrogate (valid JSON "\\ud800") failed its episode before
+    any request: `'utf-8' codec can't encode character '\\ud800'`."""
+    question = "What is 1 + 1? caf\ud800"
+    config, data = write_data(tmp_path, {question: "2"})
+    code, summary = run_json(capsys, server.url, config, data)
+    assert code == 0 and summary["errors"] == 0, summary["error_examples"]
+    (request,) = server.requests
+    assert request["messages"][0]["content"] == question  # the server read it back whole

@@ -163,11 +163,22 @@ def request_params(
 
 # One encoder for every request: json.dumps(..., ensure_ascii=False) builds a new one per call.
 _encode = json.JSONEncoder(ensure_ascii=False).encode
+_encode_ascii = json.JSONEncoder().encode
 
 
 def encode_request(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> bytes:
-    """The JSON body of one chat-completions request."""
-    return _encode({"model": model, "messages": messages, **params}).encode("utf-8")
+    """The JSON body of one chat-completions request.
+
+    A lone surrogate (a dataset's ``"\\ud800"``, or one a server sent back) has no
+    UTF-8 form: such a body is sent with every character outside ASCII escaped, as
+    JSON allows, rather than failing the episode before any request is made.
+    """
+    body = {"model": model, "messages": messages, **params}
+    text = _encode(body)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _encode_ascii(body).encode("ascii")
 
 
 def snippet(data: bytes, limit: int = 200) -> str:
