@@ -214,10 +214,24 @@ def _warn(message: str) -> None:
         sys.stderr.write(f"interactions-core: warning: {message}; continuing without the cache\n")
 
 
+#: The largest cache file read: an index of thousands of distributions is a few MB.
+MAX_CACHE_BYTES = 64 << 20
+
+
 def _read(path: str) -> dict[str, Any] | None:
+    """The cache stored at ``path``, or ``None`` when there is none to trust: missing,
+    truncated, corrupt, too deep, of another format, or no regular file of a cache's
+    size (a named pipe there had held every command, waiting for a writer; a file of
+    gigabytes had been read whole). ``None`` rebuilds it, replacing what was there."""
+    import stat
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            stored = json.load(fh)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens without a writer
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CACHE_BYTES:
+                return None
+            stored = json.loads(fh.read(MAX_CACHE_BYTES + 1))
     except (OSError, ValueError, RecursionError):  # missing, truncated, corrupt, too deep
         return None
     return stored if isinstance(stored, dict) and stored.get("format") == FORMAT else None

@@ -525,3 +525,34 @@ def test_a_cached_entry_with_a_field_of_the_wrong_type_is_rebuilt(make_dist, fie
         entry[field] = value
     path.write_text(json.dumps(stored))
     assert "acme" in names()
+
+
+@pytest.mark.usefixtures("fresh_cache")
+def test_a_cache_file_that_is_a_named_pipe_is_replaced_not_waited_on(
+    make_dist, site_dir, fresh_cache
+):
+    """Every command hung, silent, waiting for a writer to the named pipe there."""
+    import os
+    import threading
+
+    make_dist("acme-tasks", "1", {GROUP: {"acme": "acme_mod:Acme"}})
+    assert "acme" in names()
+    pipes = [*cache_files(), *fresh_cache.rglob("hooks-*.json")]
+    for path in pipes:
+        path.unlink()
+        os.mkfifo(path)
+    bump(site_dir)
+    make_dist("acme-unrelated", "1")
+    found: list[list[str]] = []
+    listing = threading.Thread(target=lambda: found.append(names()), daemon=True)
+    listing.start()
+    listing.join(60)
+    if listing.is_alive():  # before: blocked opening a pipe; a writer lets it go
+        for path in pipes:
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # no reader on that one
+                pass
+        listing.join(10)
+    assert not listing.is_alive() and found and "acme" in found[0]
+    assert not any(path.is_fifo() for path in cache_files())  # replaced by a cache file
