@@ -26,6 +26,8 @@ from .step import END_REASONS, ERROR
 
 __all__ = [
     "END_REASONS",
+    "ERRORS_NOT_KEPT",
+    "MAX_ERRORS",
     "MAX_TURNS",
     "WALL_OFFSET",
     "EpisodeRecord",
@@ -34,6 +36,13 @@ __all__ = [
     "record_problem",
     "shorten_record",
 ]
+
+#: The most errors one record keeps: a hook that raises on every turn of a long episode
+#: had kept one entry per turn (6,000 of 10 kB: a 62 MB record, and 500 MB in memory).
+#: Past it, one last entry counts the ones not kept.
+MAX_ERRORS = 100
+#: The ``type`` of that last entry.
+ERRORS_NOT_KEPT = "ErrorsNotKept"
 
 #: Add to a ``perf_counter`` reading to get wall-clock (epoch) seconds.
 WALL_OFFSET = time.time() - time.perf_counter()
@@ -208,7 +217,17 @@ class EpisodeRecord:
         entry.update(fault_location(cause))
         if self.errors is _NO_ERRORS:
             self.errors = []
-        self.errors.append(entry)
+        errors = self.errors
+        if len(errors) < MAX_ERRORS:
+            errors.append(entry)
+            return
+        if len(errors) == MAX_ERRORS:
+            errors.append({"where": "record", "type": ERRORS_NOT_KEPT, "message": ""})
+        left_out = errors[-1]["left_out"] = errors[-1].get("left_out", 0) + 1
+        errors[-1]["message"] = (
+            f"{left_out:,} more error(s) after the first {MAX_ERRORS} were not kept "
+            f"(the last: {entry['where']}: {entry['type']})"
+        )
 
     def keep_extra(self, extra: dict[str, Any]) -> None:
         """Keep the ``extra`` of the turn just judged (``{}`` fills earlier turns without one)."""

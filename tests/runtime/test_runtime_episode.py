@@ -305,3 +305,26 @@ async def test_a_plugins_own_interaction_call_error_is_told_as_it_raised_it() ->
     assert error["where"] == "generate_response" and error["type"] == "InteractionCallError"
     assert error["interaction"] == "d" and len(error["message"]) < 11_000, error["message"][:300]
     assert error["message"].startswith("interaction 'd', session "), error["message"][:300]
+
+
+class RaisesEveryTurn:
+    @hookimpl
+    def on_turn(
+        self, interaction_name: str, instance_id: str, turn: int, messages: Any, result: Any
+    ) -> None:
+        raise ValueError(f"turn {turn} " + "x" * 1000)
+
+
+async def test_a_hook_failing_every_turn_keeps_a_bounded_record() -> None:
+    """One error entry per turn was kept: 6,000 turns of a 10 kB message made a 62 MB
+    record and 500 MB of memory for one episode."""
+    registry = Registry.from_classes({})
+    registry.plugin_host.register_object(RaisesEveryTurn(), name="raises")
+    loop = loop_for({"rec": Recorder()}, observers=Observers.from_registry(registry))
+    answers = ["a"] * 250
+    record = await loop.run(sample(answers, kwargs={"name": "rec", "answer": "b"}))
+    assert record.turns == 250 and len(record.errors) == 101, len(record.errors)
+    assert all(e["where"] == "observer on_turn" for e in record.errors[:100])
+    last = record.errors[-1]
+    assert last["type"] == "ErrorsNotKept" and last["left_out"] == 150
+    assert last["message"].startswith("150 more error(s) after the first 100 were not kept")
