@@ -71,6 +71,7 @@ from ..errors import (
     cut_text,
     exception_kind,
     exception_text,
+    shown,
     stops_the_program,
 )
 from ..registry import BuilderInfo, Registry, get_registry
@@ -554,11 +555,17 @@ def builder_options(builder: Any) -> dict[str, inspect.Parameter]:
     return keyword_options(builder)
 
 
-def _convert(name: str, value: Any, param: inspect.Parameter | None) -> Any:
+def _convert(name: str, value: Any, param: inspect.Parameter | None, given: bool = True) -> Any:
+    """``value`` of option ``name`` as the type of the builder's default for it.
+
+    ``given``: the user passed it; else it is a default the plugin registered, and a
+    value that does not convert is told as the plugin's (it had been blamed on an
+    option the user never passed).
+    """
     if param is None or param.default is param.empty or param.default is None:
         return value
     if isinstance(value, list):
-        return [_convert(name, v, param) for v in value]
+        return [_convert(name, v, param, given) for v in value]
     kind = type(param.default)
     if not isinstance(value, str) or kind is str:
         return value
@@ -570,11 +577,23 @@ def _convert(name: str, value: Any, param: inspect.Parameter | None) -> Any:
             if lowered in ("0", "false", "no", "off"):
                 return False
             raise ValueError(value)
-        if kind in (int, float):
-            return kind(value)
+        if kind is int:
+            return int(value)
+        if kind is float:
+            number = float(value)
+            if not math.isfinite(number):  # "nan" and "inf" parse, but are no value
+                raise ValueError(value)
+            return number
     except ValueError:
+        flag = f"--{name.replace('_', '-')}"
+        told = f"{shown(value)} is not a valid {kind.__name__}"
+        if given:
+            raise ConfigError([f"option {flag}: {told}"]) from None
         raise ConfigError(
-            [f"option --{name.replace('_', '-')}: {value!r} is not a valid {kind.__name__}"]
+            [
+                f"the default the plugin registered for {flag}: {told} (a bug in the "
+                f"plugin; pass {flag} to give a value)"
+            ]
         ) from None
     return value
 
@@ -619,7 +638,7 @@ def run_builder(info: BuilderInfo, options: Mapping[str, Any]) -> Iterable[Mappi
     )
     if problems:
         raise ConfigError(problems)
-    merged = {k: _convert(k, v, accepted.get(k)) for k, v in merged.items()}
+    merged = {k: _convert(k, v, accepted.get(k), k in options) for k, v in merged.items()}
     try:
         rows = info.builder(**merged)
     except BaseException as exc:  # any class: a builder's sys.exit() is its own fault

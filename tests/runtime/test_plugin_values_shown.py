@@ -81,8 +81,15 @@ class LongingText(str):
         raise RuntimeError("desc bool boom")
 
 
+def build_counted(*, n: int = 1, ratio: float = 0.5):
+    """One row; options of a number type."""
+    yield _row(0)
+
+
 @hookimpl
 def register_dataset_builders(register):
+    register("bad-default", build_counted, defaults={"n": "notanint"})
+    register("counted", build_counted)
     register("described-odd", build_reused, description=LongingText("reused rows"))
     register("described-bytes", build_reused, description=b"bytes desc")
     register("described-number", build_reused, description=123)
@@ -360,3 +367,19 @@ def test_one_builders_odd_description_breaks_no_listing(
         "<the description registered is of type int, not text>"
     )
     assert main(["data", "mixed", "--help"]) == 0
+
+
+def test_a_plugins_bad_default_is_told_as_the_plugins(
+    builders: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A registered default that is no int read "option --n: 'notanint' is not a valid
+    int", an option the user never passed; and a float option took "nan"."""
+    out = str(tmp_path / "rows.jsonl")
+    assert main(["data", "bad-default", "--output", out]) == 1
+    err = capsys.readouterr().err
+    assert "the default the plugin registered for --n: 'notanint' is not a valid int" in err
+    assert main(["data", "bad-default", "--n", "3", "--output", out]) == 0
+    capsys.readouterr()
+    for value in ("nan", "inf", "-inf"):
+        assert main(["data", "counted", "--ratio", value, "--output", out, "--overwrite"]) == 1
+        assert f"option --ratio: '{value}' is not a valid float" in capsys.readouterr().err
