@@ -269,8 +269,9 @@ def _finalize_fails_slowly(server: Server, how: str, **kwargs: Any) -> None:
         env.reset(interaction_kwargs=kwargs)
         if how == "reset again":
             env.reset(interaction_kwargs={"name": "blocking"})
-        elif how == "done":
-            env.step({"content": "final del"})  # the last turn: the episode ends
+        elif how == "done":  # the last turn: the finalize, charged the block, times out
+            with pytest.raises(Exception, match="finalize_interaction timed out after 1 s"):
+                env.step({"content": "final del"})
         elif how == "too long":
             with pytest.raises(Exception, match="over this server's limit"):
                 env.step({"content": "x" * 20_000})
