@@ -83,13 +83,32 @@ class Observers:
 
 
 def observe(_record: Any, _hook: str, _caller: Callable[..., Any], /, **kw: Any) -> None:
-    """Call an observer hook; its bug is recorded in the episode, which goes on."""
+    """Call an observer hook; a bug in it is recorded in the episode, which goes on.
+
+    Each plugin's implementation is called apart, in pluggy's order: pluggy's own call
+    stops at the first that raises, so one plugin's bug (a ``tryfirst`` observer
+    that raises) had kept the others, the trace included, from the event. A hook
+    with a wrapper among its implementations is called through pluggy whole, as the
+    wrapper expects.
+    """
+    get = getattr(_caller, "get_hookimpls", None)  # a pluggy hook caller
+    impls = get() if get is not None else None
+    if not impls or any(i.hookwrapper or getattr(i, "wrapper", False) for i in impls):
+        _observed(_record, _hook, _caller, (), kw)
+        return
+    for impl in reversed(impls):  # pluggy calls the last registered (and tryfirst) first
+        _observed(_record, _hook, impl.function, [kw[name] for name in impl.argnames], {})
+
+
+def _observed(
+    record: Any, hook: str, call: Callable[..., Any], args: Any, kwargs: dict[str, Any]
+) -> None:
     try:
-        _caller(**kw)
+        call(*args, **kwargs)
     except BaseException as exc:
         if stops_the_run(exc):
             raise
-        _record.add_error(f"observer {_hook}", exc)
+        record.add_error(f"observer {hook}", exc)
 
 
 # -- the trace: the built-in observer --------------------------------------------

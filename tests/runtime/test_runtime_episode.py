@@ -328,3 +328,39 @@ async def test_a_hook_failing_every_turn_keeps_a_bounded_record() -> None:
     last = record.errors[-1]
     assert last["type"] == "ErrorsNotKept" and last["left_out"] == 150
     assert last["message"].startswith("150 more error(s) after the first 100 were not kept")
+
+
+class FailsFirst:
+    @hookimpl(tryfirst=True)
+    def on_session_start(self, interaction_name: str, instance_id: str, kwargs: Any) -> None:
+        raise ValueError("start boom")
+
+    @hookimpl(tryfirst=True)
+    def on_turn(
+        self, interaction_name: str, instance_id: str, turn: int, messages: Any, result: Any
+    ) -> None:
+        raise ValueError("turn boom")
+
+    @hookimpl(tryfirst=True)
+    def on_session_end(
+        self, interaction_name: str, instance_id: str, record: Any, error: Any
+    ) -> None:
+        raise ValueError("end boom")
+
+
+async def test_an_observer_that_raises_keeps_no_other_from_the_event() -> None:
+    """pluggy's call stops at the first implementation that raises: a `tryfirst` observer's
+    bug had kept every other observer, the trace included, from each event."""
+    registry = Registry.from_classes({})
+    watcher = Watcher()
+    registry.plugin_host.register_object(watcher, name="watcher")
+    registry.plugin_host.register_object(FailsFirst(), name="fails-first")
+    loop = loop_for({"rec": Recorder()}, observers=Observers.from_registry(registry))
+    record = await loop.run(sample(["a", "b"], kwargs={"name": "rec", "answer": "b"}))
+    assert [e[0] for e in watcher.events] == ["start", "turn", "turn", "end"]
+    assert [e["where"] for e in record.errors] == [
+        "observer on_session_start",
+        "observer on_turn",
+        "observer on_turn",
+        "observer on_session_end",
+    ]
