@@ -192,13 +192,18 @@ def fault_location(exc: BaseException) -> dict[str, str]:
 
 
 def describe(exc: BaseException) -> str:
-    """One line: the exception and where in the plugin it was raised (or the entry-point fix)."""
-    from .errors import exception_kind, exception_text
+    """One line: the exception and where in the plugin it was raised (or the entry-point fix).
+
+    Its message is cut to what a record keeps: a plugin's of 100 kB went whole into
+    ``list --check`` and its ``--json``.
+    """
+    from .errors import MAX_MESSAGE, cut_text, exception_kind, exception_text
 
     if issubclass(type(exc), MissingAttributeError):
         return exc.hint()  # type: ignore[attr-defined]
     where = plugin_frame(exc)
-    return f"{exception_kind(exc)}: {exception_text(exc)}" + (f" (at {where})" if where else "")
+    text = cut_text(exception_text(exc), MAX_MESSAGE)
+    return f"{exception_kind(exc)}: {text}" + (f" (at {where})" if where else "")
 
 
 def import_failure(what: str, exc: BaseException) -> str:

@@ -524,8 +524,13 @@ class Registry:
             "run 'interactions cache clear' if it was upgraded in place"
         )
 
-    def check(self, import_timeout: float | None = None) -> list[Entry]:
-        """Import and validate every usable entry; return all entries with updated status.
+    def check(
+        self,
+        import_timeout: float | None = None,
+        only: Callable[[Entry], bool] | None = None,
+    ) -> list[Entry]:
+        """Import and validate every usable entry (those ``only`` accepts, when given);
+        return all entries with updated status.
 
         Each import is waited for at most ``import_timeout`` seconds (default:
         ``$INTERACTIONS_IMPORT_TIMEOUT``, else 60): a plugin that hangs while
@@ -535,7 +540,7 @@ class Registry:
 
         timeout = default_import_timeout() if import_timeout is None else import_timeout
         for entry in self.entries():
-            if entry.status != "ok":
+            if entry.status != "ok" or (only is not None and not only(entry)):
                 continue
             worker = threading.Thread(
                 target=self._load_quietly, args=(entry,), name="interactions-check", daemon=True

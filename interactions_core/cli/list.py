@@ -59,18 +59,25 @@ def run(args: argparse.Namespace) -> int:
     from ..registry import get_registry
 
     registry = get_registry()
-    entries = registry.check() if args.check else registry.entries()
-    rows = [e.as_dict() for e in entries] + [e.as_dict() for e in registry.plugin_problems()]
     patterns = getattr(args, "patterns", None) or []
     distribution = getattr(args, "distribution", None)
-    if patterns or distribution:
+    filtered = bool(patterns or distribution)
+    if args.check:  # only what is listed is imported: other plugins' code never runs
+        rows = [e.as_dict() for e in registry.entries()]
+        listed = {(r["name"], r["distribution"]) for r in select(rows, patterns, distribution)}
+        entries = registry.check(
+            only=(lambda e: (e.name, e.distribution) in listed) if filtered else None
+        )
+    else:
+        entries = registry.entries()
+    rows = [e.as_dict() for e in entries] + [e.as_dict() for e in registry.plugin_problems()]
+    if filtered:
         rows = select(rows, patterns, distribution)
     if args.json:
         from ._command import print_json
 
         print_json(rows)
     else:
-        filtered = bool(patterns or distribution)
         _print_table(rows, expand=bool(getattr(args, "all", False) or patterns), filtered=filtered)
         if not rows and filtered:
             return 1

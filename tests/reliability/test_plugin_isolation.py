@@ -181,3 +181,35 @@ def test_a_held_index_lock_is_waited_for_a_bounded_time(site: Path, tmp_path: Pa
     assert proc.returncode == 0
     assert "chatty" in {row["name"] for row in json.loads(proc.stdout)}
     assert "held the index lock" in proc.stderr and "INTERACTIONS_LOCK_TIMEOUT" in proc.stderr
+
+
+def test_list_check_with_a_pattern_imports_only_what_it_lists(
+    site: Path, tmp_path: Path, make_dist
+) -> None:
+    """`list --check gsm*` imported every installed plugin first: one that closes standard
+    output at import failed the listing of names it did not match, and the hanger made
+    every filtered check wait its full import timeout."""
+    make_dist("acme-closer", "1.0", {INTERACTIONS: {"closer": "acme_closer:Thing"}},
+              {"acme_closer": "import os\nos.close(1)\n"})  # fmt: skip
+    began = time.monotonic()
+    proc = cli(site, tmp_path, "list", "--check", "chatty")
+    assert time.monotonic() - began < 30  # the hanger's 3 s were never waited for
+    assert proc.returncode == 0, proc.stderr
+    assert "chatty" in proc.stdout and "ok" in proc.stdout
+    assert "exiter" not in proc.stdout + proc.stderr and "closer" not in proc.stdout
+
+
+def test_list_check_cuts_a_plugins_error_of_100_kb(make_dist, site_dir: Path, tmp_path: Path,
+                                                    forget_modules) -> None:  # fmt: skip
+    """A plugin's import error of 100 kB went whole into the table and into --json."""
+    code = "raise RuntimeError('\\x1b[31m' + 'A' * 100_000 + '\\nline2')\n"
+    make_dist("acme-huge", "1.0", {INTERACTIONS: {"huge": "acme_huge:Thing"}},
+              {"acme_huge": code})  # fmt: skip
+    proc = cli(site_dir, tmp_path, "list", "--check", "--json", "huge")
+    assert proc.returncode == 1, proc.stderr
+    (row,) = json.loads(proc.stdout)
+    assert row["status"] == "broken" and len(row["error"]) < 11_000, len(row["error"])
+    assert "more characters]" in row["error"]
+    proc = cli(site_dir, tmp_path, "list", "--check", "huge")
+    assert proc.returncode == 1 and len(proc.stdout) < 12_000, len(proc.stdout)
+    assert "\x1b" not in proc.stdout
