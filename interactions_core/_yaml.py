@@ -246,7 +246,11 @@ def read_config_file(source: str | os.PathLike[str]) -> tuple[Any, Lines, str]:
                     f"{MAX_CONFIG_BYTES // (1024 * 1024)} MiB — is this the right file?"
                 ]
             )
-        with open(path, "rb") as fh:
+        # A named pipe nobody writes to: opened without waiting, it reads as empty (and
+        # is told so) where a plain open() had waited for a writer, silent, for ever.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        os.set_blocking(fd, True)  # a pipe with its writer (`<(...)`) is read to its end
+        with os.fdopen(fd, "rb") as fh:
             raw = fh.read(MAX_CONFIG_BYTES + 1)  # a device or FIFO has no size
         if len(raw) > MAX_CONFIG_BYTES:
             raise ConfigError(

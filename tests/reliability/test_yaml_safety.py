@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from interactions_core import ConfigError, load_config, load_interactions
-from interactions_core._yaml import read_yaml
+from interactions_core._yaml import read_config_file, read_yaml
 from interactions_core.compat.verl import initialize_interactions_from_config
 
 
@@ -124,3 +124,27 @@ def test_check_command_refuses_without_side_effect(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     assert "is not allowed" in proc.stderr and "config.yaml:4" in proc.stderr
     assert not marker.exists()
+
+
+def test_a_config_that_is_a_named_pipe_with_no_writer_is_told_empty(tmp_path: Path) -> None:
+    """`interactions check FIFO` waited for a writer, silent, for ever."""
+    fifo = tmp_path / "config.yaml"
+    os.mkfifo(fifo)
+    done = subprocess.run(
+        [sys.executable, "-m", "interactions_core", "check", str(fifo)],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1 and "the config is empty" in done.stderr, done.stderr
+
+
+def test_a_config_read_from_a_pipe_with_its_writer_is_read_whole(tmp_path: Path) -> None:
+    """As `interactions check <(generate-config)` hands it: the pipe is read to its end."""
+    read, write = os.pipe()
+    text = b"interaction:\n  - name: gsm8k\n"
+    os.write(write, text)
+    os.close(write)
+    try:
+        data, _, _ = read_config_file(f"/dev/fd/{read}")
+    finally:
+        os.close(read)
+    assert data == {"interaction": [{"name": "gsm8k"}]}
