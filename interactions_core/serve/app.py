@@ -245,7 +245,10 @@ class InteractionEnvironment(
             try:
                 future.result(timeout=CLOSE_WAIT)
             except Exception as exc:  # the loop is going away or the plugin hangs
-                log.warning("finalizing session %s: %r", episode.instance_id, exc)
+                from ..errors import exception_kind, exception_text, printable
+
+                told = f"{exception_kind(exc)}: {exception_text(exc)}"
+                log.warning("finalizing session %s: %s", episode.instance_id, printable(told))
 
 
 # -- the application ---------------------------------------------------------------

@@ -57,6 +57,7 @@ from ..errors import (
     InteractionCallError,
     ServeError,
     exception_text,
+    printable,
 )
 from ..runtime.datasets import MAX_NESTING, too_deep
 from ..runtime.session import Session
@@ -252,8 +253,11 @@ class ServedEpisode:
 
         With ``split`` and ``index``, the episode plays that served row: both are
         needed, and neither ``prompt`` nor ``interaction_kwargs`` may come too.
+
+        A reset refused by its checks (the token, the row, the route, the bounds)
+        leaves the episode in progress playing: it had ended it first, and the next
+        step was told the episode "ended with an error".
         """
-        await self.end()
         hub = self.hub
         hub.check_token(token)
         if split is not None or index is not None:
@@ -266,6 +270,7 @@ class ServedEpisode:
         name, interaction, kwargs = hub.route(interaction_kwargs)
         messages, chars = _bounded_prompt(prompt, hub.max_episode_chars)
         _bounded_kwargs(interaction_kwargs, chars, hub.max_episode_chars)
+        await self.end()  # a new episode replaces the one in progress
         async with self._lock:
             hub.admit(self)
             # This connection took a session: never evicted now, even while the start
@@ -463,7 +468,7 @@ class ServedEpisode:
             f"{limit:,} (--max-episode-chars): the episode is over and its session "
             "finalized; call reset to start another"
         )
-        log.warning("%s (interaction %r)", error, self.name)
+        log.warning("%s", printable(f"{error} (interaction {self.name!r})"))
         raise ServeError(error)
 
     def _reward(self, turn_score: float) -> float:
@@ -503,7 +508,7 @@ class ServedEpisode:
             if error is None:
                 return None
             told = exception_text(error)
-            log.warning("%s", told)
+            log.warning("%s", printable(told))  # one line: a plugin's text may hold breaks
             del error
             return told
 
@@ -562,7 +567,7 @@ class ServeWatchdog:
             self._logged[name] = count
             log.warning(
                 "%s blocked the event loop for %.1f s (%d time(s) so far): %s",
-                name,
+                printable(name),
                 longest,
                 count,
                 BLOCKING_ADVICE,
@@ -584,5 +589,7 @@ def _answer(exc: BaseException, then: str) -> ServeError:
     Dropped where this answer is made, it is charged to this step.
     """
     text = exception_text(exc)  # the runtime's own error: its text is the runtime's
-    log.warning("%s", text)  # the text, not the error: a log record keeps its arguments
+    # The text, not the error (a log record keeps its arguments), on one line: a plugin's
+    # message often quotes the client's text, which must not forge lines of the log.
+    log.warning("%s", printable(text))
     return ServeError(text + then)

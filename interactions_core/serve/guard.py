@@ -468,7 +468,8 @@ class _WebSocket:
             wrong = _not_an_object(text) if text is not None else None
             if wrong is None:
                 return message
-            error = {"type": "error", "data": {"message": wrong, "code": "INVALID_JSON"}}
+            told = "VALIDATION_ERROR" if wrong.startswith(_SHAPE) else "INVALID_JSON"
+            error = {"type": "error", "data": {"message": wrong, "code": told}}
             await self.send({"type": "websocket.send", "text": json.dumps(error)})
             return None
         self.guard._refusals.warning("closed a WebSocket: %s", problem)
@@ -530,7 +531,8 @@ def _not_an_object(text: str) -> str | None:
     first-character test let them through to OpenEnv's handler, which closed the
     connection on them.
     """
-    if text.lstrip()[:1] == "{" and text.count("[") + text.count("{") <= MOST_LEVELS:
+    usual = text.lstrip()[:1] == "{" and text.count("[") + text.count("{") <= MOST_LEVELS
+    if usual and _SURROGATE_ESCAPE.search(text) is None:
         return None
     try:
         parsed = json.loads(text)
@@ -548,7 +550,70 @@ def _not_an_object(text: str) -> str | None:
             f"a message nests lists and objects more than {MOST_LEVELS} levels deep; send "
             f"flatter data (a prompt or interaction_kwargs may nest {MAX_NESTING} levels)"
         )
+    return _echo_fails(parsed)
+
+
+#: An escaped surrogate in a message's text: half of an escaped pair (an emoji, as
+#: ``ensure_ascii`` writes it) or a lone one, which has no UTF-8 form.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+#: The keys of each message OpenEnv validates, and whether ``data`` is required:
+#: its message models forbid any other key, and ``data`` must be an object.
+_ENVELOPES = {
+    "reset": ({"type", "data"}, False),
+    "step": ({"type", "data"}, True),
+    "state": ({"type"}, False),
+    "close": ({"type"}, False),
+}
+
+
+def _echo_fails(message: dict[str, Any]) -> str | None:
+    """Why OpenEnv would refuse ``message`` with an error it cannot send, or ``None``.
+
+    OpenEnv answers a message of the wrong shape (a key it does not know, ``data``
+    that is not an object) with its validation errors, which echo the input; when
+    that input holds a lone surrogate, the echo cannot be written as UTF-8, and the
+    handler closed the connection, its episode finalized. Such a message is
+    answered here instead (a lone surrogate elsewhere is the runtime's to carry:
+    it is sent back as its escape).
+    """
+    envelope = _ENVELOPES.get(message.get("type"))  # type: ignore[arg-type]
+    if envelope is None or not _holds_lone_surrogate(message):
+        return None
+    allowed, needs_data = envelope
+    extra = sorted(k for k in message if k not in allowed)
+    kind = message["type"]
+    if extra:
+        told = ", ".join(repr(k).encode("ascii", "backslashreplace").decode() for k in extra[:5])
+        return f"{_SHAPE}a {kind} message holds only {' and '.join(sorted(allowed))}, not {told}"
+    data = message.get("data")
+    if (needs_data or "data" in message) and type(data) is not dict:
+        return f"{_SHAPE}a {kind} message's data must be a JSON object"
     return None
+
+
+#: How the guard's answer to a message of the wrong shape begins (OpenEnv's code for it:
+#: ``VALIDATION_ERROR``).
+_SHAPE = "invalid message: "
+
+
+def _holds_lone_surrogate(value: Any) -> bool:
+    """Whether any text in ``value`` (parsed JSON, keys included) has no UTF-8 form."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is str:
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return True
+        elif type(item) is dict:
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
+    return False
 
 
 def _deeper_than(value: Any, most: int) -> bool:

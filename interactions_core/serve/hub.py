@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AuthError, BadResetError, CapacityError, DatasetError
+from ..errors import AuthError, BadResetError, CapacityError, DatasetError, shown
 from ..runtime.session import SessionTracker
 
 if TYPE_CHECKING:
@@ -513,11 +513,11 @@ class Tasks:
         if rows is None:
             if not self.splits:
                 raise BadResetError(
-                    f"no split {split!r}: this server serves no data (start it with "
+                    f"no split {shown(split)}: this server serves no data (start it with "
                     "--data FILE to serve tasks); reset with prompt and interaction_kwargs"
                 )
             served = ", ".join(f"{name} ({len(r)} rows)" for name, r in self.splits.items())
-            raise BadResetError(f"unknown split {split!r}; served splits: {served}")
+            raise BadResetError(f"unknown split {shown(split)}; served splits: {served}")
         return rows
 
     def row(self, split: object, index: object) -> Mapping[str, Any]:

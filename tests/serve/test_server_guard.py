@@ -155,6 +155,11 @@ def test_a_message_that_is_not_an_object_is_answered_and_the_connection_serves_o
             # writer gives up near 255 levels) failed, and it closed the connection
             (echoed(300, "step"), "more than 200 levels deep"),
             (echoed(900, "state"), "more than 200 levels deep"),
+            # a lone surrogate OpenEnv would echo in its refusal, which cannot be
+            # written as UTF-8: its handler closed the connection
+            ('{"type": "state", "note": "\\ud800"}', "a state message holds only type"),
+            ('{"type": "reset", "data": "\\ud800"}', "data must be a JSON object"),
+            ('{"type": "close", "data": "\\ud800"}', "a close message holds only type"),
         ]:
             ws.send(wrong)
             answer = json.loads(ws.recv(timeout=10))
@@ -274,3 +279,29 @@ def test_a_forwarded_client_address_does_not_cut_its_connection(tmp_path: Path) 
     finally:
         assert running.stop() == 0, running.output()
     assert "no complete request within" not in running.output()
+
+
+def test_a_refused_reset_leaves_the_episode_in_progress_playing(guarded: Server) -> None:
+    # A reset refused by its token, its route or its row had ended the episode first:
+    # the next step was told "the episode ended with an error".
+    import json
+
+    from websockets.sync.client import connect
+
+    url = guarded.url.replace("http://", "ws://") + "/ws"
+    reset = {"type": "reset", "data": {"interaction_kwargs": {"name": "weather"}, "token": TOKEN}}
+    step = {"type": "step", "data": {"content": "What is the weather?"}}
+    with connect(url) as ws:
+        for refused in [
+            {"interaction_kwargs": {"name": "weather"}, "token": "wrong"},
+            {"interaction_kwargs": {"name": "no-such"}, "token": TOKEN},
+            {"split": "none", "index": 0, "token": TOKEN},
+        ]:
+            ws.send(json.dumps(reset))
+            assert json.loads(ws.recv(timeout=10))["type"] == "observation"
+            ws.send(json.dumps({"type": "reset", "data": refused}))
+            assert json.loads(ws.recv(timeout=10))["type"] == "error"
+            ws.send(json.dumps(step))
+            answer = json.loads(ws.recv(timeout=10))
+            assert answer["type"] == "observation", (refused, answer)
+    assert guarded.wait_sessions(0)["open"] == 0

@@ -172,6 +172,10 @@ def test_reset_errors_name_the_splits_and_rows(server: Server) -> None:
             env.reset(split="test", index=1319, token=TOKEN)
         with pytest.raises(RuntimeError, match="either split and index"):
             env.reset(split="test", index=0, prompt="hi", token=TOKEN)
+        # an unknown split of megabytes was echoed whole (15 MB back per request)
+        with pytest.raises(RuntimeError, match="unknown split 'sss") as caught:
+            env.reset(split="s" * 1_000_000, index=0, token=TOKEN)
+        assert len(str(caught.value)) < 2_000, len(str(caught.value))
         # the connection goes on, and a prompt with interaction_kwargs still works
         result = env.reset(
             prompt="2+2?", interaction_kwargs={"name": "gsm8k", "ground_truth": "4"}, token=TOKEN

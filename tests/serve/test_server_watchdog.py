@@ -420,3 +420,23 @@ def test_what_a_failed_start_kept_in_its_kwargs_is_dropped_within_the_reset(
     finally:
         assert server.stop() == 0, server.output()
     assert "blocking_plugins.SlowDel.__del__ blocked the event loop" in server.output()
+
+
+def test_a_plugins_error_quoting_the_client_is_one_escaped_log_line(tmp_path: Path) -> None:
+    # A plugin's error quoting the client's text ("ground_truth must be digits, got ...")
+    # was logged raw: the client forged whole lines of the operator's log, and terminal
+    # escapes.
+    server = start_server(tmp_path, CONFIG)
+    try:
+        forged = "1\nWARNING:  forged: server compromised\r\x1b[2Kfake"
+        with (
+            GenericEnvClient(base_url=server.url).sync() as env,
+            pytest.raises(Exception, match="ground_truth must be digits"),
+        ):
+            env.reset(interaction_kwargs={"name": "blocking", "ground_truth": forged})
+    finally:
+        assert server.stop() == 0, server.output()
+    log = server.output()
+    assert "ground_truth must be digits, got 1\\nWARNING:  forged" in log, log
+    assert not any(line.startswith("WARNING:  forged") for line in log.splitlines())
+    assert "\x1b" not in log and "\r" not in log
