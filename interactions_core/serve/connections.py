@@ -556,21 +556,35 @@ _expansions = Throttled()
 _floods = Throttled()
 
 
-class _QuietBadText(logging.Filter):
-    """uvicorn's traceback for a text frame that is not UTF-8, as a rate-limited line.
+#: What uvicorn logs for each refusal a client can repeat at will, and the line it
+#: becomes here, at most once per ``LOG_EVERY`` seconds.
+_NOISY = {
+    "Invalid UTF-8 sequence received from client.": (
+        "closed a connection that sent a text message that is not UTF-8 (1007)"
+    ),
+    "Invalid HTTP request received.": (
+        "refused a request that is not valid HTTP/1.1 (400): a bad Content-Length, say"
+    ),
+}
 
-    uvicorn closes such a connection (1007) and logs the whole traceback each time:
-    200 connections sending two bad bytes each added 120 KB to the log.
+
+class _QuietBadText(logging.Filter):
+    """uvicorn's lines about refusals a client repeats at will, rate-limited.
+
+    uvicorn closes a connection that sends a text frame that is not UTF-8 (1007)
+    and logs the whole traceback each time: 200 connections sending two bad bytes
+    each added 120 KB to the log. It answers a request that is not valid HTTP (a
+    negative ``Content-Length``) with 400 and a line: 2,000 such requests in half a
+    second added 2,000 lines.
     """
 
-    throttled = Throttled()  # one filter is installed: its own
+    throttled = {message: Throttled() for message in _NOISY}  # one filter is installed
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.msg != "Invalid UTF-8 sequence received from client.":
+        told = _NOISY.get(record.msg) if isinstance(record.msg, str) else None
+        if told is None:
             return True
-        self.throttled.warning(
-            "closed a connection that sent a text message that is not UTF-8 (1007)"
-        )
+        self.throttled[record.msg].warning(told)
         return False
 
 

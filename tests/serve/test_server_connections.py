@@ -465,3 +465,17 @@ def test_a_token_holder_is_not_evicted_while_its_session_starts(tmp_path: Path) 
             sock.close()
     finally:
         assert server.stop() == 0, server.output()
+
+
+def test_a_flood_of_invalid_http_requests_logs_a_line_not_one_each(quick: Server) -> None:
+    # uvicorn logged "Invalid HTTP request received." for each: 2,000 requests in half a
+    # second added 2,000 lines to the log, from one client with no token.
+    port = int(quick.url.rsplit(":", 1)[1])
+    for _ in range(300):
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -1\r\n\r\n")
+            assert sock.recv(4096).startswith(b"HTTP/1.1 400")
+    assert quick.get("/health")["status"] == "healthy"
+    log = quick.output()
+    assert log.count("Invalid HTTP request received") == 0, log[-2000:]
+    assert 1 <= log.count("refused a request that is not valid HTTP/1.1") <= 3, log[-2000:]
