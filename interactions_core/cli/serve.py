@@ -219,7 +219,11 @@ def run(args: argparse.Namespace) -> int:
         rewards=args.rewards,
     )
     if args.data:  # read before OpenEnv is imported: a bad file is an error in seconds
-        hub.tasks = Tasks.load(args.data, hub)
+        import functools
+
+        from ..serve.episode import playable
+
+        hub.tasks = Tasks.load(args.data, hub, check=functools.partial(playable, hub))
     from ..serve.app import run as serve
 
     warning = host_warning(args.host, token)

@@ -76,6 +76,7 @@ __all__ = [
     "ServedEpisode",
     "check_prompt",
     "message_limit",
+    "playable",
 ]
 
 log = logging.getLogger("interactions_core.serve")
@@ -185,6 +186,20 @@ def _bounded_kwargs(interaction_kwargs: object, prompt_chars: int, max_chars: in
             "episode (--max-episode-chars); send shorter arguments"
         )
     return chars
+
+
+def playable(hub: Hub, row: Mapping[str, Any]) -> None:
+    """Refuse (:class:`BadResetError`) a served row whose reset would be refused for its
+    size or shape: the checks :meth:`ServedEpisode.start` makes of a row it plays."""
+    from ..runtime.episode import interaction_kwargs_of, prompt_of
+
+    interaction_kwargs = interaction_kwargs_of(row)
+    if too_deep(interaction_kwargs):
+        raise BadResetError(
+            f"interaction_kwargs nests lists and objects more than {MAX_NESTING} levels deep"
+        )
+    _, chars = _bounded_prompt(prompt_of(row), hub.max_episode_chars)
+    _bounded_kwargs(interaction_kwargs, chars, hub.max_episode_chars)
 
 
 class ServedEpisode:

@@ -25,7 +25,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AuthError, BadResetError, CapacityError, DatasetError, shown
@@ -444,13 +444,20 @@ class Tasks:
         return ends
 
     @classmethod
-    def load(cls, specs: Sequence[tuple[str, str]], hub: Hub | None = None) -> Tasks:
+    def load(
+        cls,
+        specs: Sequence[tuple[str, str]],
+        hub: Hub | None = None,
+        check: Callable[[Mapping[str, Any]], None] | None = None,
+    ) -> Tasks:
         """Read every ``(split, path)`` now; a one-paragraph :class:`DatasetError` if one fails.
 
         A bad row refuses the whole file rather than being skipped: indexes must
         be the file's row numbers for a client's ``get_task(split, i)`` to mean
         the ``i``-th row. With ``hub``, each row must also name (or default to) an
-        interaction it serves, checked here rather than at the first reset.
+        interaction it serves, and pass ``check`` (the bounds a reset of it meets,
+        raising :class:`BadResetError`), here rather than at the first reset: a row
+        no reset could play had been handed out by the Task API.
         """
         from ..runtime.datasets import SampleReader
         from ..runtime.episode import interaction_kwargs_of
@@ -484,6 +491,8 @@ class Tasks:
                 for number, row in enumerate(rows):
                     try:
                         hub.route(interaction_kwargs_of(row))
+                        if check is not None:
+                            check(row)
                     except BadResetError as exc:
                         raise DatasetError(
                             f"{path}: row {number + 1} cannot be played here: {exc}"
