@@ -634,4 +634,18 @@ def choose(
             f"{suggest(name, interactions, n=1) or '.'} "
             f"{'Served' if served else 'Configured'}: {', '.join(interactions) or 'none'}."
         )
+    reserved = sorted(RESERVED_KWARGS.intersection(kwargs))
+    if reserved:
+        raise error(
+            f"interaction_kwargs hold {', '.join(map(repr, reserved))}, a name the runtime "
+            "passes itself (instance_id: the session id; messages: the conversation); "
+            "rename the key"
+        )
     return name, interaction, kwargs
+
+
+#: Names ``interaction_kwargs`` may not use: the lifecycle calls pass the session id and
+#: the conversation under them (and ``self`` is the interaction), so such a key had
+#: failed the plugin's call ("got multiple values for argument 'instance_id'"), told
+#: as the plugin's error.
+RESERVED_KWARGS = frozenset({"instance_id", "messages", "self"})

@@ -58,3 +58,23 @@ def test_the_run_reports_a_listed_name_as_the_episodes_error(
     main(["run", EXAMPLE_CONFIG, "--data", str(data), "--output", str(out)])
     text = out.read_text() + capsys.readouterr().err
     assert "'name' must be a string" in text and "is not configured" not in text
+
+
+@pytest.mark.parametrize("key", ["instance_id", "messages", "self"])
+def test_a_key_the_runtime_passes_itself_is_refused_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str
+) -> None:
+    """`interaction_kwargs` holding `instance_id` failed the plugin's call ("got multiple
+    values for argument 'instance_id'"), told as the plugin's TypeError; `messages`
+    started the episode and failed its first step."""
+    data = tmp_path / "rows.jsonl"
+    kwargs = {"name": "gsm8k", "ground_truth": "42", key: "x"}
+    row = {"prompt": PROMPT, "responses": ["#### 42"], "interaction_kwargs": kwargs}
+    data.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "records.jsonl"
+    assert main(["run", EXAMPLE_CONFIG, "--data", str(data), "--output", str(out)]) == 1
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    (error,) = record["errors"]
+    assert error["type"] == "SampleError" and record["turns"] == 0, error
+    assert f"interaction_kwargs hold '{key}', a name the runtime passes itself" in error["message"]
+    assert "TypeError" not in capsys.readouterr().err

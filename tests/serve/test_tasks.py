@@ -365,3 +365,11 @@ def test_a_row_no_reset_could_play_refuses_the_file_at_start(
     assert main(["serve", str(config), "--data", str(path), "--port", "0"]) == 1
     err = capsys.readouterr().err
     assert f"{path}: row 2 cannot be played here: {told}" in err, err[:500]
+
+
+def test_a_reset_whose_kwargs_hold_a_name_the_runtime_passes_is_refused() -> None:
+    """It had started a session and failed the plugin's start (or its first step) with
+    "got multiple values for argument 'instance_id'", logged as the plugin's fault."""
+    for key in ("instance_id", "messages", "self"):
+        with pytest.raises(BadResetError, match=f"interaction_kwargs hold '{key}'"):
+            hub().route({"name": "gsm8k", key: "serve-1"})
