@@ -366,4 +366,6 @@ async def test_a_prompt_at_the_nesting_limit_is_played() -> None:
     assert first["messages"] == [deepest] and h.open_sessions == 1
     with pytest.raises(BadResetError, match="more than 100 levels"):
         await episode.start([{"role": "user", "content": nested(101, "list")}], {})
-    assert h.open_sessions == 0  # the new reset ended the previous episode first
+    assert h.open_sessions == 1  # a refused reset leaves the episode in progress playing
+    await episode.end()
+    assert h.open_sessions == 0

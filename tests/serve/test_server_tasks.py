@@ -29,6 +29,7 @@ from openenv.core import GenericEnvClient
 from openenv.core.env_server import interfaces
 from server_harness import Server, start_server
 
+from interactions_core.cli import main
 from interactions_core.runtime.datasets import get_builder, run_builder, write_rows
 
 #: Whether the installed OpenEnv has the Task API (``openenv`` 0.10 does, ``openenv-core`` 0.3 not).
@@ -266,3 +267,30 @@ else:
         """openenv-core 0.3 has no Task API: no routes, a warning, and resets still play rows."""
         assert call(server, "/interactions/splits")[0] == 404
         assert "this OpenEnv has no Task API" in server.output()
+
+
+@pytest.mark.parametrize(
+    ("prompt", "told"),
+    [
+        ([{"role": "user", "content": "x" * 3_000_000}], "the prompt holds 3,000,000 characters"),
+        ([{"role": "user", "content": "x"}] * 9_000, "the prompt holds 9,000 messages"),
+        ([{"role": "r" * 100, "content": "x"}], "prompt[0]'s role is 100 characters long"),
+    ],
+)
+def test_a_row_no_reset_could_play_refuses_the_file_at_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], prompt: Any, told: str
+) -> None:
+    """Such rows were served (and handed out by the Task API, 3 MB a range), then every
+    reset of them was refused for its size or shape."""
+    path = tmp_path / "rows.jsonl"
+    good = {
+        "prompt": [{"role": "user", "content": "2+2?"}],
+        "interaction_kwargs": {"name": "gsm8k"},
+    }
+    bad = {**good, "prompt": prompt}
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    config = tmp_path / "c.yaml"
+    config.write_text("default: gsm8k\ninteraction:\n  - name: gsm8k\n", encoding="utf-8")
+    assert main(["serve", str(config), "--data", str(path), "--port", "0"]) == 1
+    err = capsys.readouterr().err
+    assert f"{path}: row 2 cannot be played here: {told}" in err, err[:500]

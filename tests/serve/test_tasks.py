@@ -343,30 +343,6 @@ def test_a_task_api_token_beyond_latin1_is_taken() -> None:
     assert sent[0]["status"] == 401
 
 
-@pytest.mark.parametrize(
-    ("prompt", "told"),
-    [
-        ([{"role": "user", "content": "x" * 3_000_000}], "the prompt holds 3,000,000 characters"),
-        ([{"role": "user", "content": "x"}] * 9_000, "the prompt holds 9,000 messages"),
-        ([{"role": "r" * 100, "content": "x"}], "prompt[0]'s role is 100 characters long"),
-    ],
-)
-def test_a_row_no_reset_could_play_refuses_the_file_at_start(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], prompt: Any, told: str
-) -> None:
-    """Such rows were served (and handed out by the Task API, 3 MB a range), then every
-    reset of them was refused for its size or shape."""
-    path = tmp_path / "rows.jsonl"
-    good = {"prompt": [{"role": "user", "content": "2+2?"}], "extra_info": ROWS[0]["extra_info"]}
-    bad = {**good, "prompt": prompt}
-    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
-    config = tmp_path / "c.yaml"
-    config.write_text("default: gsm8k\ninteraction:\n  - name: gsm8k\n", encoding="utf-8")
-    assert main(["serve", str(config), "--data", str(path), "--port", "0"]) == 1
-    err = capsys.readouterr().err
-    assert f"{path}: row 2 cannot be played here: {told}" in err, err[:500]
-
-
 def test_a_reset_whose_kwargs_hold_a_name_the_runtime_passes_is_refused() -> None:
     """It had started a session and failed the plugin's start (or its first step) with
     "got multiple values for argument 'instance_id'", logged as the plugin's fault."""
