@@ -58,6 +58,7 @@ from ..errors import (
     ServeError,
     exception_text,
     printable,
+    sendable,
 )
 from ..runtime.datasets import MAX_NESTING, too_deep
 from ..runtime.session import Session
@@ -144,8 +145,18 @@ def check_prompt(prompt: object) -> list[dict[str, Any]]:
                 f"prompt[{i}] nests lists and objects more than {MAX_NESTING} levels deep; "
                 "a chat message needs a few: send its content as text or a flat list of parts"
             )
-        messages.append(dict(message))
+        messages.append({_key(k): v for k, v in message.items()})
     return messages
+
+
+def _key(key: Any) -> Any:
+    """A message's key as it can be sent: a lone surrogate in it written as its escape.
+
+    The observation's check (``openenv_app.sendable``) writes a message's own keys
+    lossily rather than failing, while OpenEnv's reply failed on them: the episode
+    played on with every answer an error.
+    """
+    return sendable(key) if type(key) is str and not key.isascii() else key
 
 
 def _bounded_prompt(prompt: object, max_chars: int) -> tuple[list[dict[str, Any]], int]:

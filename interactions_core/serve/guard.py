@@ -577,12 +577,17 @@ def _echo_fails(message: dict[str, Any]) -> str | None:
     answered here instead (a lone surrogate elsewhere is the runtime's to carry:
     it is sent back as its escape).
     """
-    envelope = _ENVELOPES.get(message.get("type"))  # type: ignore[arg-type]
-    if envelope is None or not _holds_lone_surrogate(message):
+    kind = message.get("type")
+    if type(kind) is not str:  # OpenEnv answers "Unknown message type" with its repr
         return None
+    if not _holds_lone_surrogate(message):
+        return None
+    envelope = _ENVELOPES.get(kind)
+    if envelope is None:  # OpenEnv's answer would echo the type
+        told = kind.encode("ascii", "backslashreplace").decode()[:100]
+        return f"{_SHAPE}unknown message type '{told}': send reset, step, state or close"
     allowed, needs_data = envelope
     extra = sorted(k for k in message if k not in allowed)
-    kind = message["type"]
     if extra:
         told = ", ".join(repr(k).encode("ascii", "backslashreplace").decode() for k in extra[:5])
         return f"{_SHAPE}a {kind} message holds only {' and '.join(sorted(allowed))}, not {told}"

@@ -160,6 +160,11 @@ def test_a_message_that_is_not_an_object_is_answered_and_the_connection_serves_o
             ('{"type": "state", "note": "\\ud800"}', "a state message holds only type"),
             ('{"type": "reset", "data": "\\ud800"}', "data must be a JSON object"),
             ('{"type": "close", "data": "\\ud800"}', "a close message holds only type"),
+            # a type that is a list or an object: the guard's lookup of it raised
+            # ("unhashable type"), and OpenEnv's handler closed the connection
+            ('{"type": [], "x": "caf\\u00e9 \\ud83d\\ude00"}', "Unknown message type: []"),
+            ('{"type": {}, "x": "\\ud800"}', "Unknown message type: {}"),
+            ('{"type": "zz\\ud800zz"}', "unknown message type 'zz\\ud800zz'"),
         ]:
             ws.send(wrong)
             answer = json.loads(ws.recv(timeout=10))

@@ -37,6 +37,23 @@ def test_a_lone_surrogate_is_escaped_and_the_score_arrives(server: Server) -> No
     assert server.wait_sessions(0)["open"] == 0
 
 
+def test_a_lone_surrogate_in_a_messages_own_key_is_escaped_too(server: Server) -> None:
+    # The observation's check wrote a message's own key lossily instead of failing, and
+    # OpenEnv's reply then failed on it: over /ws every answer was a serialiser error
+    # while the plugin judged every turn; over HTTP each reset was a 500 and a traceback.
+    prompt = [{"role": "user", "content": "hi", "\ud800": 1}]
+    with GenericEnvClient(base_url=server.url).sync() as env:
+        first = env.reset(prompt=prompt)
+        assert first.observation["messages"][0] == {"role": "user", "content": "hi", "\\ud800": 1}
+        env.step({"content": "a"})
+        second = env.step({"content": "b"})
+        assert (second.done, second.reward) == (True, 1.0)
+    status, body = server.post("/reset", {"prompt": prompt})
+    assert status == 200, body
+    assert server.wait_sessions(0)["open"] == 0
+    assert "Traceback" not in server.output()
+
+
 def test_a_prompt_too_deep_to_send_gives_its_session_back(server: Server) -> None:
     nested: Any = "x"
     for _ in range(900):
