@@ -530,6 +530,14 @@ class _BoundedReads:
         return message
 
     async def send(self, message: Any) -> None:
+        if self.close_sent and message.get("type") == "websocket.send":
+            # Closed here (a flood, a message grown too large) while the application
+            # was still answering: told as a client gone, as it is. uvicorn raised
+            # "Unexpected ASGI message" instead, and every such connection left three
+            # chained tracebacks in the log.
+            from uvicorn.protocols.utils import ClientDisconnected
+
+            raise ClientDisconnected
         await super().send(message)  # type: ignore[misc]
         if self.unparsed and not self.read_paused:
             self._parse()  # after a close, the client's close frame may be waiting

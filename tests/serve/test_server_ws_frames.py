@@ -206,3 +206,44 @@ def test_a_turn_of_the_loop_parses_a_bounded_number_of_frames() -> None:
     assert sum(protocol.per_feed) == 2_001
     assert protocol.per_feed[0] > FEED_FRAMES  # the first piece is 4 KiB of them
     assert max(protocol.per_feed[1:]) <= FEED_FRAMES + 1, protocol.per_feed[:10]
+
+
+def test_a_flood_closed_while_its_reset_is_answered_leaves_no_traceback(server: Server) -> None:
+    # The connection was closed (1008) while the application was still answering the
+    # reset sent before the flood: its answer went to uvicorn after the close, which
+    # raised "Unexpected ASGI message 'websocket.send', after sending 'websocket.close'",
+    # and each such connection left three chained tracebacks in the log.
+    import asyncio
+
+    port = int(server.url.rsplit(":", 1)[1])
+    reset = json.dumps({"type": "reset", "data": {"prompt": "hi"}}).encode()
+
+    async def one() -> None:
+        client = ClientProtocol(parse_uri(f"ws://127.0.0.1:{port}/ws"))
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        client.send_request(client.connect())
+        writer.write(b"".join(client.data_to_send()))
+        while client.state.name == "CONNECTING":
+            client.receive_data(await reader.read(65536))
+        client.send_text(reset)
+        writer.write(b"".join(client.data_to_send()))
+        with contextlib.suppress(OSError):
+            for _ in range(300):  # a frame a write: the flood arrives while the reset plays
+                client.send_ping(b"")
+                writer.write(b"".join(client.data_to_send()))
+                await writer.drain()
+        with contextlib.suppress(OSError, asyncio.TimeoutError):
+            while await asyncio.wait_for(reader.read(65536), 3):
+                pass
+        writer.close()
+
+    async def all_of_them() -> None:
+        for _ in range(20):
+            await one()
+
+    asyncio.run(all_of_them())
+    assert server.get("/health")["status"] == "healthy"
+    assert server.wait_sessions(0)["open"] == 0
+    log = server.output()
+    assert "Exception in ASGI application" not in log, log[-3000:]
+    assert "Traceback" not in log
