@@ -480,7 +480,8 @@ def record_key(record: Mapping[str, Any]) -> tuple[int, int]:
 
 
 #: A resumed record in memory: ``(interaction, end_reason, turns, user_turns, scores,
-#: final_score, errors, sample_id)``, the last two for records with errors only.
+#: final_score, errors, sample_id, usage, interaction_usage)``; errors and sample_id for
+#: records with errors only, each usage (see :func:`_usage`) for records that have one.
 Compact = tuple[Any, ...]
 _SHARED_LIMIT = 4096  # distinct compact values shared between records, at most
 
@@ -498,7 +499,39 @@ def _compact(data: Mapping[str, Any]) -> Compact:
         float(final) if isinstance(final, (int, float)) else None,
         [dict(error_entry(e)) for e in errors] if errors else None,
         data.get("sample_id") if errors else None,
+        _usage(data.get("usage")),
+        _usage(_interaction_calls(data.get("extras"))),
     )
+
+
+def _interaction_calls(extras: Any) -> dict[str, Any] | None:
+    from .summary import interaction_calls
+
+    return interaction_calls(extras) if type(extras) is list else None
+
+
+def _usage(usage: Any) -> tuple[Any, Any, tuple[Any, ...]] | None:
+    """``(prompt_tokens, completion_tokens, latencies)`` of a record's usage: what the
+    summary adds up of it (the earlier records' usage had been left out of a resumed
+    run's summary), kept small; ``None`` when the record has none."""
+    if type(usage) is not dict:
+        return None
+    turns = usage.get("turns")
+    latencies = tuple(
+        turn["latency_s"]
+        for turn in (turns if type(turns) is list else ())
+        if type(turn) is dict and type(turn.get("latency_s")) in (int, float)
+    )
+    counts = [usage.get(key) for key in ("prompt_tokens", "completion_tokens")]
+    prompt, completion = (c if type(c) is int else None for c in counts)
+    return prompt, completion, latencies
+
+
+def _usage_of(kept: tuple[Any, Any, tuple[Any, ...]]) -> dict[str, Any]:
+    """A usage mapping the summary counts as it counted the one :func:`_usage` kept."""
+    prompt, completion, latencies = kept
+    turns = [{"latency_s": latency} for latency in latencies]
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "turns": turns}
 
 
 class ResumeState:
@@ -542,6 +575,13 @@ class ResumeState:
                 record.scores = list(value[4])
                 if value[6]:
                     record.errors = [dict(e) for e in value[6]]
+                if value[8] is not None:
+                    record.usage = _usage_of(value[8])
+                if value[9] is not None:  # as an extra holding the interaction's calls
+                    calls = _usage_of(value[9])
+                    turns = calls.pop("turns") or [{}]
+                    turns[0] = {**turns[0], **calls}
+                    record.extras = [{"usage": turns}]
                 yield record
 
 

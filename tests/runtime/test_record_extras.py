@@ -65,3 +65,49 @@ def test_counts_not_reported_stay_unknown() -> None:
         "turns": [{"latency_s": 0.1}],
     }
     assert interaction_calls([{}, {"other": 1}]) is None
+
+
+def test_a_resumed_summary_counts_the_earlier_records_interaction_usage(tmp_path: Any) -> None:
+    """After --resume, interaction_usage covered only the episodes played then."""
+    import json
+    import sys
+
+    from interactions_core.cli import main
+
+    (tmp_path / "metered_extras.py").write_text(
+        "from interactions_core import InteractionResult, SessionInteraction\n"
+        "class Metered(SessionInteraction):\n"
+        "    def respond(self, state, messages, **kwargs):\n"
+        "        turn = sum(1 for m in messages if m['role'] == 'assistant')\n"
+        "        calls = [{'prompt_tokens': 7, 'completion_tokens': 2, 'latency_s': 0.5}] * turn\n"
+        "        return InteractionResult(turn == 3, 'again', 0.5, {'usage': calls})\n",
+        encoding="utf-8",
+    )
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "interaction:\n  - name: x\n    class_name: metered_extras.Metered\n", encoding="utf-8"
+    )
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    rows = [
+        {"prompt": [{"role": "user", "content": f"q{i}"}], "responses": ["a", "b", "c"],
+         "interaction_kwargs": {"name": "x"}}
+        for i in range(5)
+    ]  # fmt: skip
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        command = ["run", str(config), "--data", str(data), "--output", str(out)]
+        assert main(command) == 0
+        whole = out.read_text().splitlines()
+        out.write_text("\n".join(whole[:2]) + "\n")
+        import contextlib
+        import io
+
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            assert main([*command, "--resume", "--json"]) == 0
+    finally:
+        sys.path.remove(str(tmp_path))
+    usage = json.loads(printed.getvalue())["interaction_usage"]
+    assert (usage["episodes"], usage["requests"]) == (5, 5 * 6), usage
+    assert (usage["prompt_tokens"], usage["completion_tokens"]) == (5 * 42, 5 * 12), usage

@@ -270,3 +270,25 @@ def test_a_lone_surrogate_in_the_conversation_is_sent_escaped(
     assert code == 0 and summary["errors"] == 0, summary["error_examples"]
     (request,) = server.requests
     assert request["messages"][0]["content"] == question  # the server read it back whole
+
+
+def test_a_resumed_summary_counts_the_earlier_records_usage(
+    server: LearningServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After --resume the summary's tokens and requests covered only the episodes played
+    then (6 of 10), and resuming a complete file printed no usage at all."""
+    config, data = write_data(tmp_path)
+    out = tmp_path / "records.jsonl"
+    code, _ = run_json(capsys, server.url, config, data, "--output", str(out))
+    assert code == 0
+    lines = out.read_text().splitlines()
+    out.write_text("\n".join(lines[:4]) + "\n")  # as if stopped after four episodes
+    for _ in range(2):  # then again, with nothing left to play
+        code, summary = run_json(capsys, server.url, config, data, "--output", str(out), "--resume")
+        assert code == 0
+        records = read_records(out)
+        usage = summary["usage"]
+        assert usage["episodes"] == len(records) == len(QUESTIONS)
+        assert usage["prompt_tokens"] == sum(r["usage"]["prompt_tokens"] for r in records)
+        assert usage["completion_tokens"] == sum(r["usage"]["completion_tokens"] for r in records)
+        assert usage["requests"] == sum(len(r["usage"]["turns"]) for r in records)
