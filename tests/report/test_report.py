@@ -407,3 +407,22 @@ def test_a_pipe_is_counted_as_the_file_would_be(tmp_path: Path) -> None:
     (run,) = read_records([str(pipe)])
     writer.join(timeout=10)
     assert (run.seen, run.superseded) == (2, 1)
+
+
+def test_the_turns_chart_counts_long_episodes_in_ranges(tmp_path: Path) -> None:
+    """One bar per turn count: one record of 100,000 turns made a 12 MB page of 100,000
+    bars, and five such files compared 59 MB."""
+    paths = []
+    for i, turns in enumerate([100_000, 3, 77_777]):
+        path = tmp_path / f"r{i}.jsonl"
+        line = {"index": 0, "end_reason": "max_assistant_turns", "turns": turns, "errors": []}
+        path.write_text(json.dumps(line) + "\n")
+        paths.append(str(path))
+    out = tmp_path / "page.html"
+    assert main(["report", *paths, "-o", str(out)]) == 0
+    page = out.read_text()
+    assert len(page) < 200_000, len(page)
+    turns_chart = page[page.index('data-chart="turns"') :][:100_000]
+    assert "1-2500" in turns_chart and "97501-100000" in turns_chart
+    small = render(read_records([paths[1]]))
+    assert ">3<" in small[small.index('data-chart="turns"') :]  # short runs: a bar per count
