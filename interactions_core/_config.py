@@ -538,18 +538,38 @@ def check_options(schema: type, options: Mapping[str, Any]) -> list[tuple[str | 
     if not problems:
         try:
             schema(**options)
-        except (TypeError, ValueError) as exc:
-            problems.append((None, f"invalid options: {exc}"))
+        except BaseException as exc:  # the plugin's constructor: any class
+            problems.append((None, _refused(exc)))
     return problems
+
+
+def _refused(exc: BaseException) -> str:
+    """The config problem of a schema's constructor that raised ``exc``.
+
+    ``TypeError`` and ``ValueError`` are how a schema says an option is wrong; any
+    other (an ``assert`` in ``__attrs_post_init__``, a factory that raises) is told
+    with its type, as the config's problem, not as a bug of the program's own.
+    """
+    from .errors import MAX_MESSAGE, cut_text, exception_kind, exception_text, stops_the_program
+
+    if stops_the_program(exc):
+        raise exc
+    text = cut_text(exception_text(exc), MAX_MESSAGE)
+    if issubclass(type(exc), (TypeError, ValueError)):
+        return f"invalid options: {text}"
+    return f"invalid options: {exception_kind(exc)}: {text}"
 
 
 def build_settings(schema: type, options: Mapping[str, Any], owner: str = "") -> Any:
     """Validate ``options`` and return the schema instance, or raise :class:`ConfigError`."""
     problems = check_options(schema, options)
+    prefix = f"interaction {owner!r}: " if owner else ""
     if problems:
-        prefix = f"interaction {owner!r}: " if owner else ""
         raise ConfigError([prefix + p for _, p in problems])
-    return schema(**options)
+    try:
+        return schema(**options)
+    except BaseException as exc:  # raised this time only: told as the check tells it
+        raise ConfigError([prefix + _refused(exc)]) from None
 
 
 def _default(field: attrs.Attribute) -> Any:
@@ -557,7 +577,16 @@ def _default(field: attrs.Attribute) -> Any:
     if default is attrs.NOTHING:
         return None
     if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
-        return None if default.takes_self else default.factory()
+        if default.takes_self:
+            return None
+        try:
+            return default.factory()
+        except BaseException as exc:  # the plugin's factory: `show` describes the rest
+            from .errors import class_name, stops_the_program
+
+            if stops_the_program(exc):
+                raise
+            return f"<its factory raised {class_name(type(exc))}>"
     return default
 
 

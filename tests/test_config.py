@@ -86,3 +86,61 @@ def test_misspelt_key_before_a_block_points_at_its_own_line(tmp_path, capsys):
     )
     (problem,) = [ln for ln in lines if "confg" in ln]
     assert "c.yaml:3:" in problem and "did you mean 'config'?" in problem
+
+
+RAISING_SCHEMA = """
+import attrs
+from interactions_core import InteractionResult, SessionInteraction
+
+
+def boom():
+    raise RuntimeError("factory boom")
+
+
+@attrs.frozen
+class Cfg:
+    low: int = 0
+    high: int = 10
+    extra: list = attrs.field(factory=boom)
+
+    def __attrs_post_init__(self):
+        assert self.low <= self.high, "low must not exceed high"
+
+
+class Ranged(SessionInteraction):
+    config_schema = Cfg
+
+    async def respond(self, state, messages, **kwargs):
+        return InteractionResult(True, "x", 1.0)
+"""
+
+
+@pytest.mark.parametrize(
+    ("config", "told"),
+    [
+        ("{low: 5, high: 1, extra: []}", "options: AssertionError: low must not exceed high"),
+        ("{low: 1, high: 5}", "options: RuntimeError: factory boom"),
+    ],
+)
+def test_a_schema_constructor_that_raises_is_the_configs_located_problem(
+    tmp_path, monkeypatch, capsys, config, told
+):
+    """Any exception but TypeError and ValueError from the schema's constructor (an assert
+    in __attrs_post_init__, a raising factory) stopped `check` and `run` as "unexpected
+    AssertionError ... please report it", naming neither the plugin nor the line."""
+    from interactions_core.cli import main
+
+    (tmp_path / "ranged_schema.py").write_text(RAISING_SCHEMA, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        f"interaction:\n  - name: r\n    class_name: ranged_schema.Ranged\n    config: {config}\n",
+        encoding="utf-8",
+    )
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"prompt": [{"role": "user", "content": "q"}]}\n', encoding="utf-8")
+    for command in (["check", str(path)], ["run", str(path), "--data", str(data)]):
+        assert main(command) == 1
+        err = capsys.readouterr().err
+        assert f"{path}:4: interaction[0].config: invalid {told}" in err, err
+        assert "unexpected" not in err and "please report it" not in err
