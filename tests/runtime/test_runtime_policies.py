@@ -517,3 +517,65 @@ async def test_a_malformed_status_or_framing_is_a_protocol_error(head: bytes, to
     finally:
         await policy.aclose()
         server.close()
+
+
+class ExtraAnswerServer:
+    """A keep-alive server that follows each response with one nobody asked for."""
+
+    def __init__(self) -> None:
+        import socket
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @staticmethod
+    def _response(text: str) -> bytes:
+        body = json.dumps({"choices": [{"message": {"content": text}}]}).encode()
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
+        return head.encode() + b"\r\n\r\n" + body
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._talk, args=(conn,), daemon=True).start()
+
+    def _talk(self, conn: Any) -> None:
+        with conn:
+            data = b""
+            try:
+                while True:
+                    while b"\r\n\r\n" not in data:
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            return
+                        data += chunk
+                    head, _, data = data.partition(b"\r\n\r\n")
+                    size = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                    while len(data) < size:
+                        data += conn.recv(65536)
+                    body, data = data[:size], data[size:]
+                    question = json.loads(body)["messages"][-1]["content"]
+                    conn.sendall(self._response(f"reply to {question}") + self._response("STALE"))
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+async def test_a_response_nobody_asked_for_never_answers_the_next_request() -> None:
+    """A server (or proxy) sending a second, unrequested response after each one: the kept-
+    alive connection was reused, and each reply went to the next request, silently."""
+    server = ExtraAnswerServer()
+    policy = OpenAIPolicy(model="m", base_url=server.url, retries=1, backoff=0.01, timeout=10)
+    try:
+        for i in range(4):
+            reply = await policy.reply(None, [{"role": "user", "content": f"q{i}"}])
+            assert reply == f"reply to q{i}", (i, reply)
+    finally:
+        await policy.aclose()
+        server.close()

@@ -231,7 +231,7 @@ class ConnectionPool:
         idle = self._idle
         while idle:
             stream = idle.pop()
-            if not stream[0].at_eof() and not stream[1].is_closing():
+            if not stream[0].at_eof() and not stream[1].is_closing() and not _unread(stream[0]):
                 return stream
             stream[1].close()
         return None
@@ -286,7 +286,10 @@ class ConnectionPool:
             await _read_body(reader, response)
             if writer in self._expired:  # cut by the deadline: the end of file is not the end
                 raise asyncio.TimeoutError
-            reuse = response.keep_alive
+            # Bytes after a complete response were never asked for (a server or proxy
+            # that breaks HTTP framing): on a reused connection they had answered the
+            # next request, each reply landing in another episode.
+            reuse = response.keep_alive and not _unread(reader)
             return response
         except BaseException:
             if writer in self._expired:
@@ -336,6 +339,15 @@ class Response:
             if sep and field.strip().lower() == key:
                 found = value.strip()
         return found
+
+
+def _unread(reader: asyncio.StreamReader) -> bool:
+    """Whether ``reader`` holds bytes no request asked for yet (its buffer is not empty).
+
+    ``StreamReader`` has no public way to ask; its buffer is read, as a ``bytearray``
+    it has kept since Python 3.5. A reader without one is taken as holding nothing.
+    """
+    return bool(getattr(reader, "_buffer", None))
 
 
 def _field(lower: bytes, name: bytes) -> bytes | None:
