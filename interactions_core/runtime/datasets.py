@@ -646,6 +646,8 @@ def run_builder(info: BuilderInfo, options: Mapping[str, Any]) -> Iterable[Mappi
             raise
         raise _failed(info, exc) from exc
     if not isinstance(rows, Iterable) or isinstance(rows, (str, bytes, Mapping)):
+        if inspect.iscoroutine(rows):
+            rows.close()  # refused: Python would also warn that it was never awaited
         raise PluginLoadError(
             f"builder {info.qualified} returned {type(rows).__name__}; it must return an "
             "iterable of rows (mappings)"

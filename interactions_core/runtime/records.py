@@ -510,27 +510,27 @@ def _interaction_calls(extras: Any) -> dict[str, Any] | None:
     return interaction_calls(extras) if type(extras) is list else None
 
 
-def _usage(usage: Any) -> tuple[Any, Any, tuple[Any, ...]] | None:
-    """``(prompt_tokens, completion_tokens, latencies)`` of a record's usage: what the
-    summary adds up of it (the earlier records' usage had been left out of a resumed
-    run's summary), kept small; ``None`` when the record has none."""
+def _usage(usage: Any) -> tuple[Any, Any, tuple[Any, ...], int] | None:
+    """``(prompt_tokens, completion_tokens, latencies, requests)`` of a record's usage:
+    what the summary adds up of it (the earlier records' usage had been left out of a
+    resumed run's summary), kept small; ``None`` when the record has none."""
     if type(usage) is not dict:
         return None
     turns = usage.get("turns")
+    requests = [turn for turn in (turns if type(turns) is list else ()) if type(turn) is dict]
     latencies = tuple(
-        turn["latency_s"]
-        for turn in (turns if type(turns) is list else ())
-        if type(turn) is dict and type(turn.get("latency_s")) in (int, float)
+        turn["latency_s"] for turn in requests if type(turn.get("latency_s")) in (int, float)
     )
     counts = [usage.get(key) for key in ("prompt_tokens", "completion_tokens")]
     prompt, completion = (c if type(c) is int else None for c in counts)
-    return prompt, completion, latencies
+    return prompt, completion, latencies, len(requests)
 
 
-def _usage_of(kept: tuple[Any, Any, tuple[Any, ...]]) -> dict[str, Any]:
+def _usage_of(kept: tuple[Any, Any, tuple[Any, ...], int]) -> dict[str, Any]:
     """A usage mapping the summary counts as it counted the one :func:`_usage` kept."""
-    prompt, completion, latencies = kept
-    turns = [{"latency_s": latency} for latency in latencies]
+    prompt, completion, latencies, requests = kept
+    turns: list[dict[str, Any]] = [{"latency_s": latency} for latency in latencies]
+    turns += [{} for _ in range(requests - len(latencies))]  # requests not timed
     return {"prompt_tokens": prompt, "completion_tokens": completion, "turns": turns}
 
 

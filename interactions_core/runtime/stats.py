@@ -589,6 +589,7 @@ class UsageStats:
 
     def __init__(self) -> None:
         self.episodes = 0
+        self.requests = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.latencies = array("d")
@@ -607,6 +608,8 @@ class UsageStats:
         if type(turns) is list:
             append = self.latencies.append
             for turn in turns:
+                if type(turn) is dict:  # a request, timed or not
+                    self.requests += 1
                 latency = turn.get("latency_s") if type(turn) is dict else None
                 if (type(latency) is float or type(latency) is int) and (
                     0 <= latency <= MAX_LATENCY  # NaN compares false
@@ -626,7 +629,7 @@ class UsageStats:
             latency["max"] = ordered[-1]
         return {
             "episodes": n,
-            "requests": len(ordered),
+            "requests": self.requests,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "prompt_tokens_per_episode": self.prompt_tokens / n,

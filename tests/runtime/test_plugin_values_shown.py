@@ -86,8 +86,14 @@ def build_counted(*, n: int = 1, ratio: float = 0.5):
     yield _row(0)
 
 
+async def build_async():
+    """A coroutine function: builders are plain functions or generators."""
+    return [_row(0)]
+
+
 @hookimpl
 def register_dataset_builders(register):
+    register("async", build_async)
     register("bad-default", build_counted, defaults={"n": "notanint"})
     register("counted", build_counted)
     register("described-odd", build_reused, description=LongingText("reused rows"))
@@ -383,3 +389,19 @@ def test_a_plugins_bad_default_is_told_as_the_plugins(
     for value in ("nan", "inf", "-inf"):
         assert main(["data", "counted", "--ratio", value, "--output", out, "--overwrite"]) == 1
         assert f"option --ratio: '{value}' is not a valid float" in capsys.readouterr().err
+
+
+def test_a_coroutine_builder_is_refused_without_pythons_warning(
+    builders: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Refused, and then Python warned that the coroutine "was never awaited"."""
+    import gc
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["data", "async", "--output", str(tmp_path / "rows.jsonl")]) == 1
+        gc.collect()
+    err = capsys.readouterr().err
+    assert "returned coroutine; it must return an iterable of rows" in err, err
+    assert not [w for w in caught if "never awaited" in str(w.message)], caught

@@ -340,9 +340,12 @@ def test_usage_figures_a_server_or_plugin_could_not_mean_are_left_out() -> None:
             "turns": [{"latency_s": v} for v in (float("nan"), float("inf"), -1.0, 0.25)],
         }
     )
+    usage.add({"prompt_tokens": 1, "turns": [{}, {"latency_s": None}]})  # requests untimed
     data = usage.as_dict()
     assert data is not None
-    assert (data["prompt_tokens"], data["completion_tokens"], data["requests"]) == (7, 3, 1)
+    # Every request is counted (they read 1: only those with a latency), each latency
+    # only when it is one.
+    assert (data["prompt_tokens"], data["completion_tokens"], data["requests"]) == (8, 3, 7)
     assert data["latency_s"]["max"] == 0.25
     assert usage.format_lines()  # prints
 
