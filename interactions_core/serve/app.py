@@ -247,7 +247,8 @@ class InteractionEnvironment(
             except Exception as exc:  # the loop is going away or the plugin hangs
                 from ..errors import exception_kind, exception_text, printable
 
-                told = f"{exception_kind(exc)}: {exception_text(exc)}"
+                text = exception_text(exc)
+                told = exception_kind(exc) + (f": {text}" if text else "")
                 log.warning("finalizing session %s: %s", episode.instance_id, printable(told))
 
 

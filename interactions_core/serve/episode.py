@@ -202,9 +202,13 @@ def _bounded_kwargs(interaction_kwargs: object, prompt_chars: int, max_chars: in
 def playable(hub: Hub, row: Mapping[str, Any]) -> None:
     """Refuse (:class:`BadResetError`) a served row whose reset would be refused for its
     size or shape: the checks :meth:`ServedEpisode.start` makes of a row it plays."""
+    import warnings
+
     from ..runtime.episode import interaction_kwargs_of, prompt_of
 
-    interaction_kwargs = interaction_kwargs_of(row)
+    with warnings.catch_warnings():  # the routing check has said what it warns of
+        warnings.simplefilter("ignore")
+        interaction_kwargs = interaction_kwargs_of(row)
     if too_deep(interaction_kwargs):
         raise BadResetError(
             f"interaction_kwargs nests lists and objects more than {MAX_NESTING} levels deep"

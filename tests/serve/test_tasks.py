@@ -349,3 +349,26 @@ def test_a_reset_whose_kwargs_hold_a_name_the_runtime_passes_is_refused() -> Non
     for key in ("instance_id", "messages", "self"):
         with pytest.raises(BadResetError, match=f"interaction_kwargs hold '{key}'"):
             hub().route({"name": "gsm8k", key: "serve-1"})
+
+
+def test_a_rows_routing_warning_is_given_once_at_start(tmp_path: Path) -> None:
+    """Checking that a row can be played read its kwargs a second time, and a row whose
+    two interaction_kwargs disagree warned twice."""
+    import functools
+    import warnings
+
+    from interactions_core.serve.episode import playable
+
+    row = {
+        "prompt": [{"role": "user", "content": "7 + 5?"}],
+        "interaction_kwargs": {"name": "weather"},
+        "extra_info": {"interaction_kwargs": {"name": "gsm8k", "ground_truth": "12"}},
+    }
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    h = hub()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        Tasks.load([("t", str(path))], h, check=functools.partial(playable, h))
+    told = [w for w in caught if "interaction_kwargs" in str(w.message)]
+    assert len(told) == 1, [str(w.message) for w in caught]
