@@ -33,8 +33,12 @@ __all__ = [
     "EpisodeRecord",
     "error_entry",
     "error_kind",
+    "extras_of_counts",
+    "interaction_calls",
     "record_problem",
     "shorten_record",
+    "usage_counts",
+    "usage_of_counts",
 ]
 
 #: The most errors one record keeps: a hook that raises on every turn of a long episode
@@ -453,6 +457,71 @@ def error_kind(error: Any) -> str:
     return f"{entry.get('where') or '?'}: {entry.get('type') or 'Error'}"
 
 
+# -- usage, as the summary counts it ---------------------------------------------------
+# A record's ``usage`` (the policy's) and the ``extra["usage"]`` of its turns (an
+# interaction's own model requests) are what the summary adds up. Where a record is
+# kept small (``--resume`` keeps counters, a record cut to fit its line drops its
+# extras) they are kept in the form below, which the summary counts the same.
+
+#: ``(prompt_tokens, completion_tokens, latencies, requests)``.
+UsageCounts = tuple[Any, Any, tuple[Any, ...], int]
+
+
+def interaction_calls(extras: Any) -> dict[str, Any] | None:
+    """An episode's interaction requests, shaped as a policy's usage; ``None`` if it made none.
+
+    An interaction that calls models reports each turn's requests in its
+    ``extra["usage"]``: a list of ``{"prompt_tokens", "completion_tokens", "latency_s"}``.
+    """
+    if type(extras) is not list:
+        return None
+    calls = [
+        call
+        for extra in extras
+        if type(extra) is dict and type(extra.get("usage")) is list
+        for call in extra["usage"]
+        if type(call) is dict
+    ]
+    if not calls:
+        return None
+    totals: dict[str, int | None] = {}
+    for key in ("prompt_tokens", "completion_tokens"):
+        counts = [c[key] for c in calls if type(c.get(key)) is int]
+        totals[key] = sum(counts) if counts else None
+    return {**totals, "turns": calls}
+
+
+def usage_counts(usage: Any) -> UsageCounts | None:
+    """What the summary adds up of a usage mapping, small; ``None`` when there is none."""
+    if type(usage) is not dict:
+        return None
+    turns = usage.get("turns")
+    requests = [turn for turn in (turns if type(turns) is list else ()) if type(turn) is dict]
+    latencies = tuple(
+        turn["latency_s"] for turn in requests if type(turn.get("latency_s")) in (int, float)
+    )
+    counts = [usage.get(key) for key in ("prompt_tokens", "completion_tokens")]
+    prompt, completion = (c if type(c) is int else None for c in counts)
+    return prompt, completion, latencies, len(requests)
+
+
+def usage_of_counts(kept: UsageCounts) -> dict[str, Any]:
+    """A usage mapping the summary counts as it counted the one :func:`usage_counts` read."""
+    prompt, completion, latencies, requests = kept
+    turns: list[dict[str, Any]] = [{"latency_s": latency} for latency in latencies]
+    turns += [{} for _ in range(requests - len(latencies))]  # requests not timed
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "turns": turns}
+
+
+def extras_of_counts(kept: UsageCounts) -> list[dict[str, Any]]:
+    """Extras whose interaction requests (:func:`interaction_calls`) count as ``kept``: one
+    turn's ``extra["usage"]``, the totals on its first request."""
+    calls = usage_of_counts(kept)
+    requests = calls.pop("turns") or [{}]
+    requests[0] = {**requests[0], **calls}
+    return [{"usage": requests}]
+
+
 def shorten_record(record: Mapping[str, Any], limit: int) -> dict[str, Any]:
     """``record`` cut to fit a line of ``limit`` bytes, which every reader of records takes.
 
@@ -469,7 +538,11 @@ def shorten_record(record: Mapping[str, Any], limit: int) -> dict[str, Any]:
     messages = record.get("messages") or []
     each = max(256, limit // (8 * (len(messages) + 1)))  # 6 bytes a character at worst
     short = {**record, "messages": [_cut(message, each) for message in messages]}
-    short.pop("extras", None)
+    # The extras go, but for the interaction's requests they report: a resumed run's
+    # summary counts them from the record, as the run's own did.
+    calls = usage_counts(interaction_calls(short.pop("extras", None)))
+    if calls is not None:
+        short["extras"] = extras_of_counts(calls)
     if len(json.dumps(short, default=str)) > limit // 2:  # a great many messages
         note = f"[{len(messages):,} messages left out: the record would not fit a line]"
         short["messages"] = [{"role": "system", "content": note}]
@@ -485,8 +558,9 @@ def shorten_record(record: Mapping[str, Any], limit: int) -> dict[str, Any]:
         if len(errors) > _ERRORS_KEPT:
             kept.append({"message": f"[{len(errors) - _ERRORS_KEPT:,} more errors left out]"})
         short["errors"] = kept
-    if len(json.dumps(short, default=str)) > limit // 2:  # a policy's usage of megabytes
-        short.pop("usage", None)
+    counted = usage_counts(short.get("usage"))
+    if counted is not None and len(json.dumps(short, default=str)) > limit // 2:
+        short["usage"] = usage_of_counts(counted)  # a policy's usage of megabytes: its counts
     if len(json.dumps(short, default=str)) > limit * 3 // 4:  # still: keep the counters only
         short = _counters_only(short)
     return short
@@ -519,6 +593,14 @@ def _counters_only(record: Mapping[str, Any]) -> dict[str, Any]:
     for field in ("sample_id", "instance_id"):
         short[field] = _cut_id(record.get(field), 200)
     short["scores"] = record.get("scores")
+    usage, calls = (
+        usage_counts(record.get("usage")),
+        usage_counts(interaction_calls(record.get("extras"))),
+    )
+    if usage is not None:  # counted by the summary: kept as their counts
+        short["usage"] = usage_of_counts(usage)
+    if calls is not None:
+        short["extras"] = extras_of_counts(calls)
     errors = record.get("errors")
     if isinstance(errors, list) and errors:
         short["errors"] = [_cut_error(errors[0], 1000)]

@@ -45,7 +45,14 @@ from typing import IO, Any, NamedTuple
 from .. import _files
 from .._files import as_text, bounded_lines, json_safe, line_too_long, lock_fd
 from ..errors import DatasetError
-from .record import EpisodeRecord, error_entry
+from .record import (
+    EpisodeRecord,
+    error_entry,
+    extras_of_counts,
+    interaction_calls,
+    usage_counts,
+    usage_of_counts,
+)
 
 __all__ = [
     "BadLine",
@@ -481,7 +488,8 @@ def record_key(record: Mapping[str, Any]) -> tuple[int, int]:
 
 #: A resumed record in memory: ``(interaction, end_reason, turns, user_turns, scores,
 #: final_score, errors, sample_id, usage, interaction_usage)``; errors and sample_id for
-#: records with errors only, each usage (see :func:`_usage`) for records that have one.
+#: records with errors only, each usage (:func:`.record.usage_counts`) for records that
+#: have one.
 Compact = tuple[Any, ...]
 _SHARED_LIMIT = 4096  # distinct compact values shared between records, at most
 
@@ -499,39 +507,9 @@ def _compact(data: Mapping[str, Any]) -> Compact:
         float(final) if isinstance(final, (int, float)) else None,
         [dict(error_entry(e)) for e in errors] if errors else None,
         data.get("sample_id") if errors else None,
-        _usage(data.get("usage")),
-        _usage(_interaction_calls(data.get("extras"))),
+        usage_counts(data.get("usage")),
+        usage_counts(interaction_calls(data.get("extras"))),
     )
-
-
-def _interaction_calls(extras: Any) -> dict[str, Any] | None:
-    from .summary import interaction_calls
-
-    return interaction_calls(extras) if type(extras) is list else None
-
-
-def _usage(usage: Any) -> tuple[Any, Any, tuple[Any, ...], int] | None:
-    """``(prompt_tokens, completion_tokens, latencies, requests)`` of a record's usage:
-    what the summary adds up of it (the earlier records' usage had been left out of a
-    resumed run's summary), kept small; ``None`` when the record has none."""
-    if type(usage) is not dict:
-        return None
-    turns = usage.get("turns")
-    requests = [turn for turn in (turns if type(turns) is list else ()) if type(turn) is dict]
-    latencies = tuple(
-        turn["latency_s"] for turn in requests if type(turn.get("latency_s")) in (int, float)
-    )
-    counts = [usage.get(key) for key in ("prompt_tokens", "completion_tokens")]
-    prompt, completion = (c if type(c) is int else None for c in counts)
-    return prompt, completion, latencies, len(requests)
-
-
-def _usage_of(kept: tuple[Any, Any, tuple[Any, ...], int]) -> dict[str, Any]:
-    """A usage mapping the summary counts as it counted the one :func:`_usage` kept."""
-    prompt, completion, latencies, requests = kept
-    turns: list[dict[str, Any]] = [{"latency_s": latency} for latency in latencies]
-    turns += [{} for _ in range(requests - len(latencies))]  # requests not timed
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "turns": turns}
 
 
 class ResumeState:
@@ -576,12 +554,9 @@ class ResumeState:
                 if value[6]:
                     record.errors = [dict(e) for e in value[6]]
                 if value[8] is not None:
-                    record.usage = _usage_of(value[8])
+                    record.usage = usage_of_counts(value[8])
                 if value[9] is not None:  # as an extra holding the interaction's calls
-                    calls = _usage_of(value[9])
-                    turns = calls.pop("turns") or [{}]
-                    turns[0] = {**turns[0], **calls}
-                    record.extras = [{"usage": turns}]
+                    record.extras = extras_of_counts(value[9])
                 yield record
 
 

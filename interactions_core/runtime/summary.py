@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import MAX_MESSAGE, cut_text, printable, shown
-from .record import EpisodeRecord
+from .record import EpisodeRecord, interaction_calls
 from .stats import PASS_SCORE, GroupStats, PromptGroups, UsageStats, told_reasons
 
 __all__ = ["ERROR_EXAMPLES", "NO_INTERACTION", "RunSummary", "SummaryStats"]
@@ -362,25 +362,3 @@ class RunSummary:
         if self.interrupted:
             lines.append("interrupted       yes (the run was stopped before the end)")
         return "\n".join(lines)
-
-
-def interaction_calls(extras: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """An episode's interaction requests, shaped as a policy's usage; ``None`` if it made none.
-
-    An interaction that calls models reports each turn's requests in its
-    ``extra["usage"]``: a list of ``{"prompt_tokens", "completion_tokens", "latency_s"}``.
-    """
-    calls = [
-        call
-        for extra in extras
-        if type(extra) is dict and type(extra.get("usage")) is list
-        for call in extra["usage"]
-        if type(call) is dict
-    ]
-    if not calls:
-        return None
-    totals: dict[str, int | None] = {}
-    for key in ("prompt_tokens", "completion_tokens"):
-        counts = [c[key] for c in calls if type(c.get(key)) is int]
-        totals[key] = sum(counts) if counts else None
-    return {**totals, "turns": calls}

@@ -1310,3 +1310,46 @@ def test_what_a_plugin_keeps_in_its_kwargs_costs_its_own_episode_only(
     assert code == 0, out + err
     awaiting = next(r for r in read_lines(records) if r["interaction"] == "p")
     assert awaiting["errors"] == [] and awaiting["turns"] == 12, awaiting["errors"]
+
+
+METERED_FEEDBACK = '''
+from interactions_core import BaseInteraction, InteractionResult
+
+
+class MeteredFeedback(BaseInteraction):
+    """Long feedback every turn, and one model request of its own in each turn's extra."""
+
+    async def generate_response(self, instance_id, messages, **kwargs):
+        call = {"prompt_tokens": 10, "completion_tokens": 5, "latency_s": 0.5}
+        return InteractionResult(False, "f" * 40_000, 0.5, {"usage": [call]})
+
+    async def calculate_score(self, instance_id, **kwargs):
+        return 0.5
+'''
+
+
+def test_a_record_cut_to_fit_its_line_keeps_what_the_summary_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record cut to fit its line dropped its extras (and a long usage): the summary of
+    a resumed run with nothing left to play then left their interaction usage out."""
+    from interactions_core import _files
+
+    monkeypatch.setattr(_files, "MAX_LINE", 64 << 10)
+    config = plugin_config(tmp_path, monkeypatch, "metered", METERED_FEEDBACK, "MeteredFeedback")
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    with data.open("w", encoding="utf-8") as file:
+        for i in range(3):
+            prompt = [{"role": "user", "content": f"q{i}"}]
+            row = {"prompt": prompt, "responses": ["a", "b", "c"], "interaction_kwargs": {}}
+            file.write(json.dumps(row) + "\n")
+    run = ["run", str(config), "--data", str(data), "--output", str(out), "--json"]
+    code, stdout, err = run_cli(*run)
+    assert code == 0, err
+    fresh = json.loads(stdout)
+    assert all(len(line) <= 64 << 10 for line in out.read_bytes().splitlines())
+    code, stdout, err = run_cli(*run, "--resume")
+    assert code == 0, err
+    resumed = json.loads(stdout)
+    assert fresh["interaction_usage"]["requests"] == 9
+    assert resumed["interaction_usage"] == fresh["interaction_usage"], resumed
