@@ -60,7 +60,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .._classes import check_options, keyword_options
-from .._files import MAX_NESTING, bounded_lines, line_too_long, replacing
+from .._files import MAX_NESTING, MAX_VALUES, bounded_lines, line_too_long, replacing
 from ..errors import (
     MAX_MESSAGE,
     ConfigError,
@@ -262,50 +262,111 @@ def plain_row(row: Any) -> Any:
     and a builder that reuses one row, editing it between yields, writes each row as
     it was when yielded, in parquet too.
     """
+    if _holds_over(row, MAX_VALUES):
+        shared = "a part it shares counted each time it appears"
+        raise Unwritable("<row>", f"a row of over {MAX_VALUES:,} values ({shared})")
     top: list[Any] = [None]
-    stack: list[tuple[str, Any, int, Any, Any]] = [("", row, 0, top, 0)]
+    # Each value's place, as (its parent's place, its key): made a text (``a.b[2]``)
+    # only for the value refused, not for every value copied.
+    stack: list[tuple[Any, Any, int, Any, Any]] = [(None, row, 0, top, 0)]
+    copied = 0
     while stack:
-        where, obj, depth, parent, key = stack.pop()
+        trail, obj, depth, parent, key = stack.pop()
+        copied += 1
+        if copied > MAX_VALUES:  # shared through mappings of a builder's own kind
+            raise Unwritable("<row>", f"a row of over {MAX_VALUES:,} values")
         kind = type(obj)  # never the value's own __class__
         if kind is str or kind is bool or obj is None:
             parent[key] = obj
             continue
         if kind is float:
             if not math.isfinite(obj):
-                raise Unwritable(where or "<row>", repr(obj))
+                raise Unwritable(_where(trail), repr(obj))
             parent[key] = obj
             continue
         if kind is int:
             if obj.bit_length() > _MAX_INT_BITS:
-                raise Unwritable(where or "<row>", f"an integer of {obj.bit_length():,} bits")
+                raise Unwritable(_where(trail), f"an integer of {obj.bit_length():,} bits")
             parent[key] = obj
             continue
         if depth >= MAX_ROW_DEPTH:
             deep = f"nested over {MAX_ROW_DEPTH} levels (a row that contains itself?)"
-            raise Unwritable(where or "<row>", deep)
+            raise Unwritable(_where(trail), deep)
         if issubclass(kind, (dict, Mapping)):
             pairs = list(dict.items(obj) if issubclass(kind, dict) else obj.items())
             mapping: dict[str, Any] = {}
             for k, _ in pairs:
                 if type(k) is not str:
-                    raise Unwritable(f"{where}[{class_name(type(k))}]", "a key that is not text")
+                    place = f"{_where(trail, '')}[{class_name(type(k))}]"
+                    raise Unwritable(place, "a key that is not text")
                 mapping[k] = None  # the order the items came in
             parent[key] = mapping
-            stack.extend(
-                reversed(
-                    [(f"{where}.{k}" if where else k, v, depth + 1, mapping, k) for k, v in pairs]
-                )
-            )
+            stack.extend(reversed([((trail, k), v, depth + 1, mapping, k) for k, v in pairs]))
         elif issubclass(kind, (list, tuple)):
             values = list(list.__iter__(obj) if issubclass(kind, list) else tuple.__iter__(obj))
             items: list[Any] = [None] * len(values)
             parent[key] = items
             stack.extend(
-                reversed([(f"{where}[{i}]", v, depth + 1, items, i) for i, v in enumerate(values)])
+                reversed([((trail, i), v, depth + 1, items, i) for i, v in enumerate(values)])
             )
         else:
-            raise Unwritable(where or "<row>", f"a {class_name(kind)}")
+            raise Unwritable(_where(trail), f"a {class_name(kind)}")
     return top[0]
+
+
+def _where(trail: Any, root: str = "<row>") -> str:
+    """The place ``trail`` names in a row, as ``a.b[2]``; ``root`` for the row itself."""
+    keys = []
+    while trail is not None:
+        trail, key = trail
+        keys.append(key)
+    text = ""
+    for key in reversed(keys):
+        text += f"[{key}]" if type(key) is int else (f".{key}" if text else key)
+    return text or root
+
+
+def _holds_over(row: Any, most: int) -> bool:
+    """Whether ``row`` holds over ``most`` values as JSON would write it: a list or
+    object it holds twice is written twice. Each is measured once (by its identity), so
+    a row of 31 lists, each holding the next twice, is found out at once: copying it had
+    taken 2.7 GB and a minute before any check. Only ``dict``, ``list`` and ``tuple``
+    are measured (by their own methods); other mappings are counted as :func:`plain_row`
+    copies them."""
+    sizes: dict[int, int] = {}
+    held: list[Any] = []  # kept alive while measured: an id is not reused meanwhile
+    stack: list[tuple[Any, bool]] = [(row, False)]
+    while stack:
+        obj, measured = stack.pop()
+        children = _containers(obj)
+        if children is None:
+            continue
+        key = id(obj)
+        if not measured:
+            if key in sizes:
+                continue
+            sizes[key] = 1  # in progress: a cycle counts once (the depth bound ends it)
+            held.append(obj)
+            stack.append((obj, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+            continue
+        total = 1 + sum(sizes.get(id(child), 1) for child in _containers(obj) or ())
+        if total > most:
+            return True
+        sizes[key] = total
+    return False
+
+
+def _containers(obj: Any) -> list[Any] | None:
+    """The values of a ``dict``, ``list`` or ``tuple`` (read by the type's own method)."""
+    kind = type(obj)
+    if issubclass(kind, dict):
+        return list(dict.values(obj))
+    if issubclass(kind, list):
+        return list(list.__iter__(obj))
+    if issubclass(kind, tuple):
+        return list(tuple.__iter__(obj))
+    return None
 
 
 class BadRow:

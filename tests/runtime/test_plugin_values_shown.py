@@ -91,8 +91,17 @@ async def build_async():
     return [_row(0)]
 
 
+def build_shared(*, n: int = 30):
+    """One row holding a list that holds the next one twice, n deep: 2**n values."""
+    x = ["a" * 10]
+    for _ in range(n):
+        x = [x, x]
+    yield {**_row(0), "blow": x}
+
+
 @hookimpl
 def register_dataset_builders(register):
+    register("shared", build_shared)
     register("async", build_async)
     register("bad-default", build_counted, defaults={"n": "notanint"})
     register("counted", build_counted)
@@ -405,3 +414,21 @@ def test_a_coroutine_builder_is_refused_without_pythons_warning(
     err = capsys.readouterr().err
     assert "returned coroutine; it must return an iterable of rows" in err, err
     assert not [w for w in caught if "never awaited" in str(w.message)], caught
+
+
+def test_a_row_sharing_its_parts_is_measured_as_written_and_refused_at_once(
+    builders: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """31 lists each holding the next twice: copied value by value (2**30 of them), it had
+    taken 2.7 GB and a minute before any check."""
+    import time
+
+    began = time.monotonic()
+    assert main(["data", "shared", "--output", str(tmp_path / "rows.jsonl")]) == 1
+    assert time.monotonic() - began < 10
+    err = capsys.readouterr().err
+    assert "is a row of over 16,777,216 values (a part it shares counted each time" in err, err
+    out = tmp_path / "small.jsonl"
+    assert main(["data", "shared", "--n", "3", "--output", str(out)]) == 0
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row["blow"] == [[[["a" * 10]] * 2] * 2] * 2  # shared parts written out in full
