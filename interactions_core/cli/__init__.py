@@ -154,11 +154,11 @@ def _raise_interrupted(signum: int) -> None:
 
 def _dispatch(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run a subcommand, turning every failure into a message and an exit code."""
-    from ._command import checked_stdout
+    from ._command import checked_stdout, kept_stdout
 
     stops = _user_interrupts()
     try:
-        with stops, checked_stdout():
+        with stops, checked_stdout(), kept_stdout():
             if getattr(args, "json", False):
                 from ._command import json_output
 
@@ -166,6 +166,9 @@ def _dispatch(run: Callable[[argparse.Namespace], int], args: argparse.Namespace
                     code = int(run(args) or 0)
             else:
                 code = int(run(args) or 0)
+            from ._command import own_stdout
+
+            own_stdout()  # put back, when plugin code replaced it, before it is flushed
             try:  # a full disk is told here, not by Python's flush at exit
                 sys.stdout.flush()
             except ValueError:  # closed by plugin code: the command has said so

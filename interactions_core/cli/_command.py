@@ -22,7 +22,14 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from ..errors import MOST_INT_BITS, printable, printable_lines, shown, stops_the_program
+from ..errors import (
+    MOST_INT_BITS,
+    class_name,
+    printable,
+    printable_lines,
+    shown,
+    stops_the_program,
+)
 
 # ``typing`` is imported for type checkers only: this module is on the path of a
 # warm ``interactions list``, where importing ``typing`` alone costs about a
@@ -50,7 +57,9 @@ __all__ = [
     "duration",
     "finite_number",
     "flag",
+    "kept_stdout",
     "leave_strays",
+    "own_stdout",
     "pipe_note",
     "positive_int",
     "positive_seconds",
@@ -244,6 +253,42 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 #: Where JSON goes while a ``--json`` command runs (see :func:`json_output`).
 _json_stream: Any = None
+
+#: The standard output the running command began with (see :func:`own_stdout`).
+_began_with: list[Any] = []
+
+
+class kept_stdout:
+    """While a command runs, remember the standard output it began with, for
+    :func:`own_stdout`."""
+
+    def __enter__(self) -> None:
+        _began_with.append(sys.stdout)
+
+    def __exit__(self, *exc_info: object) -> None:
+        own_stdout()
+        _began_with.pop()
+
+
+def own_stdout() -> Any:
+    """The standard output the command began with, put back as ``sys.stdout`` when
+    plugin code replaced it (said once, on standard error).
+
+    A plugin silencing a chatty library at import (``sys.stdout = io.StringIO()``, or
+    ``None``) had swallowed the text summary of a run that then ended with exit 0, or
+    ended it as an "unexpected" error of the program's own.
+    """
+    if not _began_with or _json_stream is not None:  # --json swaps it on purpose
+        return sys.stdout
+    began = _began_with[-1]
+    if sys.stdout is not began:
+        now = "None" if sys.stdout is None else class_name(type(sys.stdout))
+        sys.stdout = began
+        sys.stderr.write(
+            f"interactions: warning: plugin code replaced sys.stdout (with {now}); the "
+            "command's output goes to standard output all the same\n"
+        )
+    return began
 
 
 class _FdWriter:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from ._command import Command, config_file, flag
+from ._command import Command, config_file, flag, own_stdout
 
 if TYPE_CHECKING:
     import argparse
@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
         for problem in exc.problems:
             sys.stderr.write(f"  {printable_lines(problem)}\n")
         return 1
+    own_stdout()  # the plugins, imported to be checked, may have replaced sys.stdout
     n = len(loaded.entries)
     print(printable(f"{args.config}: OK, {n} interaction{'s' if n != 1 else ''}"))
     for r in loaded.entries:

@@ -7,7 +7,7 @@ import os
 import sys
 
 from ..errors import cut_text
-from ._command import Arg, Command, flag, positive_int, printable, printable_lines
+from ._command import Arg, Command, flag, own_stdout, positive_int, printable, printable_lines
 
 #: The command's own options. They may also follow BUILDER, among the builder's
 #: options: :func:`_split` picks them out there by these same declarations.
@@ -92,6 +92,7 @@ def _list(as_json: bool) -> int:
 
         print_json([b.as_dict() for b in builders])
         return 0
+    own_stdout()  # a hook plugin, imported for its builders, may have replaced sys.stdout
     if not builders:
         print("No dataset builders installed. Plugins provide them (see docs/run.md).")
         return 0
@@ -122,6 +123,7 @@ def _help(info: object) -> int:
         default = info.defaults.get(name, param.default)
         told = "required" if default is param.empty else f"default {shown(default)}"
         lines.append(f"  --{name.replace('_', '-')}  ({told})")
+    own_stdout()
     print(printable_lines("\n".join(lines)))  # the builder's own text, escaped
     return 0
 

@@ -14,7 +14,7 @@ broken; ``--all`` or a pattern lists them one by one.
 
 from __future__ import annotations
 
-from ._command import Arg, Command, flag, printable
+from ._command import Arg, Command, flag, own_stdout, printable
 
 # ``typing`` is imported for type checkers only: this module is on the path of a
 # warm ``interactions list``, where importing ``typing`` alone costs about a
@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
         print_json(rows)
     else:
+        own_stdout()  # a plugin imported by --check may have replaced sys.stdout
         _print_table(rows, expand=bool(getattr(args, "all", False) or patterns), filtered=filtered)
         if not rows and filtered:
             return 1

@@ -29,6 +29,7 @@ from ._command import (
     default_interaction,
     finite_number,
     flag,
+    own_stdout,
     positive_int,
     printable,
     printable_lines,
@@ -319,6 +320,7 @@ def _summary_to_stdout(args: argparse.Namespace, summary: Any, watchdog: Any) ->
         # Error kinds are plugin class names, which may hold control characters.
         text = printable_lines(summary.format())
         try:
+            own_stdout()  # a plugin may have replaced sys.stdout: the summary is not its
             print(text)
             sys.stdout.flush()
         except BrokenPipeError:

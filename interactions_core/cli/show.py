@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import shown
-from ._command import Arg, Command, flag, printable_lines
+from ._command import Arg, Command, flag, own_stdout, printable_lines
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -88,5 +88,6 @@ def run(args: argparse.Namespace) -> int:
             lines.append(f"  {f['name']}: {f['type']}  ({default})")
             if f["help"]:
                 lines.append(f"      {f['help']}")
+    own_stdout()  # the plugin, imported to be described, may have replaced sys.stdout
     print(printable_lines("\n".join(lines)))  # the plugin's own text, escaped
     return 0

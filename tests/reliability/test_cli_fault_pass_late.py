@@ -1353,3 +1353,45 @@ def test_a_record_cut_to_fit_its_line_keeps_what_the_summary_counts(
     resumed = json.loads(stdout)
     assert fresh["interaction_usage"]["requests"] == 9
     assert resumed["interaction_usage"] == fresh["interaction_usage"], resumed
+
+
+SILENCER = '''
+import io
+import sys
+
+from interactions_core import BaseInteraction, InteractionResult
+
+sys.stdout = {replacement}  # silences a chatty library, and never puts it back
+
+
+class Quiet(BaseInteraction):
+    async def generate_response(self, instance_id, messages, **kwargs):
+        return InteractionResult(True, "ok", 1.0)
+'''
+
+
+@pytest.mark.parametrize("replacement", ["io.StringIO()", "None"])
+@pytest.mark.parametrize("json_mode", [False, True])
+def test_a_plugin_replacing_sys_stdout_keeps_no_output_from_the_user(
+    tmp_path: Path, replacement: str, json_mode: bool
+) -> None:
+    """A plugin setting `sys.stdout = io.StringIO()` at import swallowed the text summary
+    (exit 0, nothing printed); `None` ended the run as "unexpected AttributeError ...
+    please report it"."""
+    import subprocess
+
+    source = SILENCER.replace("{replacement}", replacement)
+    config = write_plugin(tmp_path, "silencer", source, "Quiet")
+    data = tmp_path / "d.jsonl"
+    write_rows(data, 3)
+    command, env = child_run(tmp_path, config, data)
+    if json_mode:
+        command.append("--json")
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "unexpected" not in done.stderr and "Traceback" not in done.stderr
+    if json_mode:
+        assert json.loads(done.stdout)["episodes"] == 3
+    else:
+        assert "episodes          3" in done.stdout, done.stdout
+        assert "plugin code replaced sys.stdout" in done.stderr, done.stderr
