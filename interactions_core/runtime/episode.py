@@ -300,6 +300,8 @@ class EpisodeLoop:
                 record.sample_id = sample_id_of(sample, index)
                 record.messages = prompt_of(sample)
                 routed = self.route(sample)
+                if routed is not None:  # counted under it, however the episode ends
+                    record.interaction = routed[0]
                 record.stage = "policy.start"
                 start = self._start
                 if start is None:
@@ -311,7 +313,6 @@ class EpisodeLoop:
                 if routed is None:
                     await self._single_turn(record, state)
                 else:
-                    record.interaction = routed[0]
                     session = Session(  # by position: see Session
                         routed[1],
                         record.interaction,

@@ -121,6 +121,8 @@ async def test_bad_samples_are_errors_not_crashes() -> None:
     assert "reply must be a str or None, not int" in not_text.errors[0]["message"]
     no_responses = await loop.run(sample(None, kwargs={"name": "rec"}))
     assert no_responses.errors[0]["where"] == "policy.start"
+    # counted under the interaction the sample names (it read null: "(none)" in the summary)
+    assert no_responses.interaction == "rec"
     assert "no 'responses' field" in no_responses.errors[0]["message"]
     with pytest.raises(ValueError, match="default interaction 'x'"):
         loop_for({"rec": Recorder()}, default="x")
