@@ -380,9 +380,19 @@ def _limited(receive: Any, timeout: float | None, gone: str) -> Any:
             return await asyncio.wait_for(receive(), timeout)
         except asyncio.TimeoutError:
             log.info("closing a connection that sent nothing for %g s", timeout)
-            return {"type": gone, "code": 1001}
+            return {"type": gone, "code": 1001, CLOSING: (1001, _idle_reason(timeout))}
 
     return receive_or_leave
+
+
+#: The key of a ``websocket.disconnect`` the guard makes itself (an idle or evicted
+#: connection): the close frame the application then sends says why, not OpenEnv's
+#: plain 1000, so a client can tell its episode was ended.
+CLOSING = "interactions_closing"
+
+
+def _idle_reason(timeout: float) -> str:
+    return f"idle for {timeout:g} s: any episode on this connection is over; reconnect and reset"
 
 
 #: While a WebSocket's application runs: what makes it no longer evictable, called when
@@ -406,6 +416,8 @@ class _WebSocket:
         self.transport = transport
         self.watch: _IdleWatch | None = None
         self.proven = False
+        #: ``(code, reason)`` of a close the guard decided (see :data:`CLOSING`).
+        self.closing: tuple[int, str] | None = None
 
     async def serve(self, scope: Any) -> None:
         guard = self.guard
@@ -447,6 +459,7 @@ class _WebSocket:
         """The next message, or ``None`` when it was answered with an error here."""
         message = await self._receive()
         if message["type"] != "websocket.receive":
+            self.closing = message.get(CLOSING)
             return message
         text = message.get("text")
         if text is None:  # a binary frame: OpenEnv reads text only ("'text'", then closed)
@@ -488,9 +501,12 @@ class _WebSocket:
             if message.done():
                 return message.result()
             message.cancel()
-        return {"type": "websocket.disconnect", "code": 1008}
+        return {"type": "websocket.disconnect", "code": 1013, CLOSING: (1013, EVICTED)}
 
     async def send(self, message: Any) -> None:
+        if message["type"] == "websocket.close" and self.closing is not None:
+            code, reason = self.closing  # the guard ended it: say why (see CLOSING)
+            message = {**message, "code": code, "reason": reason}
         if self.watch is not None:
             await self.watch.send(self.inner_send, message)
             return
@@ -503,6 +519,13 @@ class _WebSocket:
                 self.watch = _IdleWatch.start(
                     self.inner_receive, self.guard.idle_timeout, self.transport
                 )
+
+
+#: Why an evicted WebSocket is closed (1013, try again later).
+EVICTED = (
+    "closed to make room for a client that resets: this connection had not reset in "
+    "time; connect again and reset at once"
+)
 
 
 #: Why a WebSocket that sent an ``mcp`` message is closed. OpenEnv answers them over
@@ -716,7 +739,8 @@ class _IdleWatch:
             if self.fired and self.task.uncancel() == 0:  # type: ignore[attr-defined]
                 self.fired = False
                 log.info("closing a connection that sent nothing for %g s", self.timeout)
-                return {"type": "websocket.disconnect", "code": 1001}
+                closing = (1001, _idle_reason(self.timeout))
+                return {"type": "websocket.disconnect", "code": 1001, CLOSING: closing}
             raise
         finally:
             self.waiting = False

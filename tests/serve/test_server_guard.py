@@ -310,3 +310,35 @@ def test_a_refused_reset_leaves_the_episode_in_progress_playing(guarded: Server)
             answer = json.loads(ws.recv(timeout=10))
             assert answer["type"] == "observation", (refused, answer)
     assert guarded.wait_sessions(0)["open"] == 0
+
+
+def test_an_idle_or_evicted_connection_is_told_why_it_is_closed(guarded: Server) -> None:
+    # Both were closed with OpenEnv's plain 1000 and no reason: a client could not tell
+    # its episode had been ended.
+    import json
+
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    url = guarded.url.replace("http://", "ws://") + "/ws"
+    reset = {"type": "reset", "data": {"interaction_kwargs": {"name": "weather"}, "token": TOKEN}}
+    with connect(url) as ws:  # --idle-timeout 1
+        ws.send(json.dumps(reset))
+        assert json.loads(ws.recv(timeout=10))["type"] == "observation"
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=10)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
+    assert "idle for 1 s: any episode on this connection is over" in closed.value.rcvd.reason
+    waiting = [connect(url) for _ in range(4)]  # the connection limit, none of them reset
+    try:
+        with connect(url) as newcomer:  # takes the place of the oldest
+            newcomer.send(json.dumps(reset))
+            assert json.loads(newcomer.recv(timeout=10))["type"] == "observation"
+        with pytest.raises(ConnectionClosed) as evicted:
+            waiting[0].recv(timeout=10)
+        assert evicted.value.rcvd is not None and evicted.value.rcvd.code == 1013
+        assert "closed to make room for a client that resets" in evicted.value.rcvd.reason
+    finally:
+        for ws in waiting:
+            ws.close()
+    assert guarded.wait_sessions(0)["open"] == 0
