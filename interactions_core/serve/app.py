@@ -55,6 +55,7 @@ from .openenv_app import (
     TASK_API_ENV,
     TaskApiGate,
     publish_reset_schema,
+    readable_msg,
     reset_schema_options,
     sendable,
     serves_task_api,
@@ -96,7 +97,7 @@ class InteractionAction(Action):
             problems = []
             for error in exc.errors():
                 where = ".".join(str(part) for part in error.get("loc", ())) or "action"
-                problems.append(f"{where}: {error.get('msg', 'invalid')}")
+                problems.append(f"{where}: {readable_msg(error)}")
             raise BadActionError(
                 "bad action (" + "; ".join(problems) + '): send {"content": "<the assistant\'s '
                 'message>"}'

@@ -18,7 +18,7 @@ import inspect
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..errors import ServeError
@@ -32,6 +32,7 @@ __all__ = [
     "escape_surrogates",
     "plain_openenv_app",
     "publish_reset_schema",
+    "readable_msg",
     "reset_schema_options",
     "sendable",
     "serves_task_api",
@@ -90,8 +91,25 @@ async def _readable_validation_error(request: Any, exc: Any) -> Any:
 
     # A lone surrogate in the input (valid to Python's JSON reader) has no UTF-8 form:
     # the 422 was a 500 with two tracebacks too. It is echoed as its escape.
-    detail = escape_surrogates(json_safe(jsonable_encoder(exc.errors())))
+    errors = [{**error, "msg": readable_msg(error)} for error in exc.errors()]
+    detail = escape_surrogates(json_safe(jsonable_encoder(errors)))
     return JSONResponse(status_code=422, content={"detail": detail})
+
+
+#: What pydantic's ``string_unicode`` error means here: its own words ("Input should
+#: be a valid string, unable to parse raw data as a unicode string") named the wrong
+#: problem for a key holding a lone surrogate, the real refusal unseen.
+LONE_SURROGATE = (
+    "a key or text holds a lone surrogate (such as \\ud800), which UTF-8 cannot "
+    "carry: send valid text"
+)
+
+
+def readable_msg(error: Mapping[str, Any]) -> str:
+    """The message of one of pydantic's validation errors, said plainly."""
+    if error.get("type") == "string_unicode":
+        return LONE_SURROGATE
+    return str(error.get("msg", "invalid"))
 
 
 # ``/schema`` with the reset observation, on every supported OpenEnv release.

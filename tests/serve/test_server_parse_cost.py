@@ -246,6 +246,16 @@ def test_an_http_request_refused_with_a_lone_surrogate_is_a_readable_422(tmp_pat
         status, body = server.post("/reset", {"seed": "\ud83d", "interaction_kwargs": {}})
         assert status == 422, (status, body)
         assert "\\ud83d" in json.dumps(body), body
+        # a lone surrogate in a key had been told in pydantic's words ("Input should be
+        # a valid string"), which named the wrong problem
+        for path, payload in [
+            ("/reset", {"bog\ud800us": 1}),
+            ("/step", {"action": {"content": "x", "b\ud800": 1}}),
+        ]:
+            status, body = server.post(path, payload)
+            assert status == 422, (status, body)
+            assert "holds a lone surrogate (such as" in str(body), body
+            assert "valid string" not in str(body), body
     finally:
         assert server.stop() == 0, server.output()
     assert "Exception in ASGI application" not in server.output()
