@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import json
 import logging
 import socket
 import sys
@@ -412,7 +413,7 @@ class _QuietClose:
             await self.app(scope, receive, self._lifespan_send(send))
             return
         if scope["type"] != "websocket":
-            await self.app(scope, receive, send)
+            await self._http(scope, receive, send)
             return
         from starlette import websockets
 
@@ -426,6 +427,43 @@ class _QuietClose:
             await self.app(scope, receive, send)
         except gone:
             pass
+
+    async def _http(self, scope: Any, receive: Any, send: Any) -> None:
+        """An HTTP request; one the shutdown cancels before its answer began (a reset whose
+        ``start_interaction`` outlasts the drain) is answered 503, saying so: uvicorn had
+        answered a bare 500 and logged "ASGI callable returned without starting response"."""
+        started = False
+
+        async def noting(message: Any) -> None:
+            nonlocal started
+            started = started or message.get("type") == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, noting)
+        except asyncio.CancelledError:
+            if started or not (self.forced() or self.gave_up()):
+                raise
+            body = json.dumps({"detail": SHUT_DOWN_ANSWER}).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 503,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"connection", b"close"),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+
+
+#: The answer to an HTTP request the shutdown stopped before it was answered.
+SHUT_DOWN_ANSWER = (
+    "the server is shutting down and stopped this request before its answer (a start "
+    "or step that outlasted the drain); retry on another server, or later"
+)
 
 
 class _Drain:
@@ -478,9 +516,11 @@ class _Drain:
         if not await self.hub.wait_idle(DRAIN_WAIT):
             self.gave_up = True
             log.warning(
-                "%d step(s) or start(s) still in flight after %g s: they are cancelled",
+                "%d step(s) or start(s) still in flight after %g s: they are cancelled "
+                "(an HTTP request's within %g s more, answered 503)",
                 self.hub.busy,
                 DRAIN_WAIT,
+                GRACE_AFTER_DRAIN,
             )
         self.hub.exiting()
         self.server.should_exit = True

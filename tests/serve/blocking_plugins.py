@@ -138,7 +138,8 @@ class Blocking(BaseInteraction):
     A reset with ``slow_del`` returns a :class:`SlowDel`; with ``error_del``, its
     ``start_interaction`` raises a :class:`DelError`; with ``box`` (a mapping), it keeps a
     :class:`SlowDel` in it; with ``finalize_error_del``, its finalize raises a
-    :class:`DelError`; with ``finalize_raises``, a plain ``RuntimeError``.
+    :class:`DelError`; with ``finalize_raises``, a plain ``RuntimeError``; with
+    ``start_sleep``, the start awaits that many seconds first.
     """
 
     async def start_interaction(
@@ -148,10 +149,13 @@ class Blocking(BaseInteraction):
         error_del: bool = False,
         finalize_error_del: bool = False,
         finalize_raises: bool = False,
+        start_sleep: float = 0.0,
         ground_truth: str = "0",
         box: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> Any:
+        if start_sleep:  # a start that awaits a slow service
+            await asyncio.sleep(start_sleep)
         if box is not None:  # a resource kept in a nested kwarg, as a client cache may be
             box["held"] = SlowDel()
         if slow_del:

@@ -83,3 +83,34 @@ def test_a_second_signal_during_finalizes_counts_them_as_not_finalized(tmp_path:
     assert not [line for line in server.event_lines() if line.startswith("finalize")]
     assert "3 session(s) not finalized: the second stop signal ended them" in output, output
     assert "3 started, 0 finalized, 3 open" in output, output
+
+
+BLOCKING = """\
+default: blocking
+interaction:
+  - name: blocking
+    class_name: blocking_plugins.Blocking
+"""
+
+
+def test_an_http_reset_the_shutdown_stops_is_answered_503(tmp_path: Path) -> None:
+    """An HTTP reset still starting when the shutdown cancelled it got a bare 500 and the
+    log "ASGI callable returned without starting response"."""
+    import os
+    import signal
+    import threading
+
+    server = start_server(tmp_path, BLOCKING)
+    answers: list[tuple[int, object]] = []
+    reset = {"interaction_kwargs": {"name": "blocking", "start_sleep": 60}}
+    asking = threading.Thread(target=lambda: answers.append(server.post("/reset", reset)))
+    asking.start()
+    time.sleep(1.5)  # the start awaits
+    os.kill(server.pid, signal.SIGTERM)
+    time.sleep(1)
+    assert server.stop(signal.SIGTERM, timeout=30) == 0, server.output()
+    asking.join(30)
+    ((status, body),) = answers
+    assert status == 503, (status, body)
+    assert "the server is shutting down and stopped this request" in str(body), body
+    assert "without starting response" not in server.output(), server.output()
