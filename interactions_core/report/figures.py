@@ -44,7 +44,8 @@ def num(value: Any, digits: int = 4) -> str:
         return "-"
     if isinstance(value, int):
         return f"{value:,}"
-    return f"{value:.{digits}f}"
+    # a score near the float limit is 309 digits in fixed notation
+    return f"{value:.{digits}f}" if abs(value) < 1e9 else f"{value:.{digits}g}"
 
 
 def pct(value: float | None) -> str:
@@ -109,6 +110,8 @@ def _nice_max(value: float) -> float:
 def _fmt(value: float, percent: bool) -> str:
     if percent:
         return f"{100 * value:.3g}%"
+    if abs(value) >= 1e9:  # an axis end near the float limit: 309 digits otherwise
+        return f"{value:.3g}"
     if value == int(value):
         return f"{int(value)}"
     return f"{value:.2g}" if abs(value) < 0.1 else f"{value:.2f}".rstrip("0")

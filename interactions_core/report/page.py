@@ -172,7 +172,7 @@ def _summary_rows(runs: Sequence[RunData]) -> list[list[str]]:
             [
                 "-"
                 if f["ci95"] is None
-                else "{:.4f} to {:.4f} ({})".format(*f["ci95"], f["ci95_method"])
+                else f"{num(f['ci95'][0])} to {num(f['ci95'][1])} ({f['ci95_method']})"
                 for f in finals
             ],
         ),
@@ -206,7 +206,11 @@ def _interaction_rows(runs: Sequence[RunData]) -> list[list[str]]:
         for name, g in run.shown_groups()[0]:
             final = g.final_score()
             solved = g.solved_by_turn()
-            ci = "-" if final["ci95"] is None else "{:.4f} to {:.4f}".format(*final["ci95"])
+            ci = (
+                "-"
+                if final["ci95"] is None
+                else f"{num(final['ci95'][0])} to {num(final['ci95'][1])}"
+            )
             cells = [
                 escape(name),
                 num(g.episodes),

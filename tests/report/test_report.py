@@ -426,3 +426,13 @@ def test_the_turns_chart_counts_long_episodes_in_ranges(tmp_path: Path) -> None:
     assert "1-2500" in turns_chart and "97501-100000" in turns_chart
     small = render(read_records([paths[1]]))
     assert ">3<" in small[small.index('data-chart="turns"') :]  # short runs: a bar per count
+
+
+def test_a_score_near_the_float_limit_is_shown_in_a_few_digits(tmp_path: Path) -> None:
+    """A final score of 1e308 (a score the runtime takes) was printed in 309 digits in the
+    summary table and on the score axis."""
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(record(0, [1e308])) + "\n")
+    page = render(read_records([str(path)]))
+    assert "1" + "0" * 100 not in page
+    assert "1e+308" in page
