@@ -434,5 +434,5 @@ def test_a_score_near_the_float_limit_is_shown_in_a_few_digits(tmp_path: Path) -
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(record(0, [1e308])) + "\n")
     page = render(read_records([str(path)]))
-    assert "1" + "0" * 100 not in page
+    assert re.search(r"\d{40}", page) is None, re.search(r"\d{40}", page)
     assert "1e+308" in page
