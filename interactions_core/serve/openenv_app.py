@@ -193,7 +193,11 @@ class TaskApiGate:
         if problem is not None:
             status, detail = problem
             body = json.dumps({"detail": detail}).encode("utf-8")
-            headers = [(b"content-type", b"application/json"), (b"retry-after", b"1")]
+            # A 401 asks for the token (retrying will not help); a 503 for patience.
+            headers = [(b"content-type", b"application/json")]
+            headers.append(
+                (b"www-authenticate", b"Bearer") if status == 401 else (b"retry-after", b"1")
+            )
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return

@@ -255,6 +255,9 @@ def test_the_task_api_gate_checks_the_routed_path_and_the_token() -> None:
     for path in ("/interactions/task", "/INTERACTIONS/tasks", "/list_environments"):
         sent = _gate_call(gate, path, Host="127.0.0.1#")
         assert sent[0]["status"] == 401 and b"Bearer" in sent[1]["body"]
+        # it asks for the token; it had said "retry in 1 s", which cannot help
+        headers = dict(sent[0]["headers"])
+        assert headers.get(b"www-authenticate") == b"Bearer" and b"retry-after" not in headers
         assert (
             sent[0]["status"] == _gate_call(gate, path, Authorization="Bearer wrong")[0]["status"]
         )
