@@ -452,6 +452,10 @@ class EpisodeLoop:
             self._close_policy(record, state)
         record.duration_s = _perf_counter() - record.started_at
         if session is not None and self.observers is not None:
+            # Made plain data first (the runner does it again, for what a hook adds): a
+            # value that cannot be written is this episode's error, and the hooks, the
+            # trace among them, had been told an episode the record calls an error fine.
+            record.keep_plain()
             self.observers.notify(record, "on_session_end", record=record, error=error)
 
     def _close_policy(self, record: EpisodeRecord, state: Any) -> None:

@@ -34,8 +34,10 @@ from .._classes import fault_location
 from .._files import json_safe
 from .._spec import PluginSpec, hookimpl
 from ..errors import cut_text
+from .record import error_entry
 from .records import LineWriter
 from .session import stops_the_run
+from .step import ERROR
 
 __all__ = ["Observers", "TraceWriter", "observe", "tracing"]
 
@@ -183,7 +185,7 @@ def _session_end(record: Any, error: BaseException | None) -> dict[str, Any]:
         "end_reason": record.end_reason,
         "turns": record.turns,
         "final_score": record.final_score,
-        "error": None if error is None else _error_text(error),
+        "error": _error_text(error) if error is not None else _recorded_error(record),
     }
 
 
@@ -219,6 +221,17 @@ def tracing(
             host.manager.unregister(writer)
         finally:
             writer.close()
+
+
+def _recorded_error(record: Any) -> str | None:
+    """The error a record ended with when no exception ended the episode (its record could
+    not be made plain data, say), as ``Type: message``; ``None`` for an episode that
+    did not end with an error."""
+    errors = getattr(record, "errors", None)
+    if getattr(record, "end_reason", None) != ERROR or not errors:
+        return None
+    last = error_entry(errors[-1])
+    return f"{last.get('type') or 'Error'}: {last.get('message', '')}"
 
 
 def _error_text(error: BaseException) -> str:

@@ -99,3 +99,43 @@ def test_a_session_id_of_megabytes_is_cut_on_every_line(tmp_path: Path) -> None:
     assert all(len(json.dumps(line)) < 10_000 for line in cut)
     assert all(line["instance_id"].endswith("[... 999,000 more characters]") for line in cut)
     assert short["instance_id"] == "short-id"
+
+
+SHARED_EXTRA = """
+from interactions_core import InteractionResult, SessionInteraction
+
+DOC = list(range(50))
+
+
+class Shares(SessionInteraction):
+    def respond(self, state, messages, **kwargs):
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        return InteractionResult(turn >= 5, "fb", 0.5, {"doc": DOC})
+"""
+
+
+def test_session_end_tells_what_the_record_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An episode whose extras could not be written (their shared part counted each time)
+    was recorded as an error with no score, and its trace line said terminated, 0.5 and
+    no error: the hooks were told before the record was made plain data."""
+    from interactions_core import _files
+    from interactions_core.cli import main
+
+    monkeypatch.setattr(_files, "MAX_VALUES", 200)  # five turns of the same 50 values: 250
+    (tmp_path / "shares_extra.py").write_text(SHARED_EXTRA, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = tmp_path / "c.yaml"
+    config.write_text("interaction:\n  - name: s\n    class_name: shares_extra.Shares\n")
+    data, out, trace = tmp_path / "d.jsonl", tmp_path / "o.jsonl", tmp_path / "t.jsonl"
+    row = {"prompt": [{"role": "user", "content": "q"}], "responses": ["r"] * 9}
+    row["interaction_kwargs"] = {"name": "s"}
+    data.write_text(json.dumps(row) + "\n")
+    command = ["run", str(config), "--data", str(data), "--output", str(out), "--trace", str(trace)]
+    assert main(command) == 1
+    (record,) = lines(out)
+    assert (record["end_reason"], record["final_score"]) == ("error", None)
+    (end,) = [e for e in lines(trace) if e["event"] == "session_end"]
+    assert (end["end_reason"], end["final_score"]) == ("error", None), end
+    assert end["error"] and "cannot be written as JSON" in end["error"], end
