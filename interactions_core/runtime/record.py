@@ -31,6 +31,7 @@ __all__ = [
     "MAX_TURNS",
     "WALL_OFFSET",
     "EpisodeRecord",
+    "error_count",
     "error_entry",
     "error_kind",
     "extras_of_counts",
@@ -554,10 +555,7 @@ def shorten_record(record: Mapping[str, Any], limit: int) -> dict[str, Any]:
         short[field] = _cut_id(short.get(field), limit // 64)
     errors = short.get("errors")
     if isinstance(errors, list) and len(json.dumps(errors, default=str)) > limit // 4:
-        kept = [_cut_error(error, limit // (8 * _ERRORS_KEPT)) for error in errors[:_ERRORS_KEPT]]
-        if len(errors) > _ERRORS_KEPT:
-            kept.append({"message": f"[{len(errors) - _ERRORS_KEPT:,} more errors left out]"})
-        short["errors"] = kept
+        short["errors"] = _cut_errors(errors, _ERRORS_KEPT, limit // (8 * _ERRORS_KEPT))
     counted = usage_counts(short.get("usage"))
     if counted is not None and len(json.dumps(short, default=str)) > limit // 2:
         short["usage"] = usage_of_counts(counted)  # a policy's usage of megabytes: its counts
@@ -603,14 +601,36 @@ def _counters_only(record: Mapping[str, Any]) -> dict[str, Any]:
         short["extras"] = extras_of_counts(calls)
     errors = record.get("errors")
     if isinstance(errors, list) and errors:
-        short["errors"] = [_cut_error(errors[0], 1000)]
-        if len(errors) > 1:
-            short["errors"].append({"message": f"[{len(errors) - 1:,} more errors left out]"})
+        short["errors"] = _cut_errors(errors, 1, 1000)
     else:
         short["errors"] = []
     note = "[the conversation was left out: the record would not fit a line]"
     short["messages"] = [{"role": "system", "content": note}]
     return short
+
+
+def _cut_errors(errors: list[Any], keep: int, most: int) -> list[Any]:
+    """The first ``keep`` of ``errors``, each text at most ``most`` characters, and one
+    entry per kind of those left out, with their ``count``: every reader counts the
+    record's errors by kind as the run did (a note of "N more errors left out", of no
+    kind, had been counted once, as an error of unknown origin)."""
+    kept = [_cut_error(error, most) for error in errors[:keep]]
+    left: dict[tuple[str, str], int] = {}
+    for error in errors[keep:]:
+        entry = error_entry(error)
+        where, kind = (cut_text(str(entry.get(k) or ""), 200) for k in ("where", "type"))
+        left[where, kind] = left.get((where, kind), 0) + error_count(error)
+    for (where, kind), n in left.items():
+        note = f"[{n:,} more error(s) of this kind left out: the record would not fit a line]"
+        kept.append({"where": where or "?", "type": kind or "Error", "message": note, "count": n})
+    return kept
+
+
+def error_count(error: Any) -> int:
+    """How many errors one entry of a record's ``errors`` stands for: its ``count`` (an
+    entry a record cut to fit its line made of those it left out), else one."""
+    count = error.get("count") if isinstance(error, Mapping) else None
+    return count if type(count) is int and 1 <= count <= 1 << 53 else 1
 
 
 def _cut_error(error: Any, most: int) -> Any:

@@ -28,7 +28,7 @@ from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .record import END_REASONS, error_kind
+from .record import END_REASONS, error_count, error_kind
 
 K = TypeVar("K")
 
@@ -237,7 +237,7 @@ class GroupStats:
         by_kind = self.errors_by_kind
         for error in errors:
             kind = error_kind(error)
-            by_kind[kind] = by_kind.get(kind, 0) + 1
+            by_kind[kind] = by_kind.get(kind, 0) + error_count(error)
 
     def _add_final(self, final_score: float) -> None:
         """Welford's update of the mean and the squared deviations (in ``final_scale`` units)."""

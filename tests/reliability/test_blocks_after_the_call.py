@@ -1072,3 +1072,36 @@ def test_an_exception_leaving_a_del_is_told_in_one_escaped_line(tmp_path: Path) 
         "interactions: warning: Exception ignored in <function RaisingDel.__del__"
     )
     assert "RuntimeError: del boom \\x1b[31mRED (at " in told and "slow_state.py:" in told
+
+
+@pytest.mark.parametrize("sample_id", ["s", "s" * 400_000])  # errors cut; all but counters cut
+def test_a_record_cut_to_fit_its_line_is_counted_by_error_kind_as_before(sample_id: str) -> None:
+    """Errors a cut record left out became one note of no kind: a run with 100 observer
+    errors per record counted them, and its resumed summary and report counted 20 and one
+    "?: Error"."""
+    from interactions_core.runtime.record import EpisodeRecord, shorten_record
+    from interactions_core.runtime.summary import SummaryStats
+
+    limit = 1 << 20
+    errors = [{"where": "observer on_turn", "type": "RuntimeError", "message": "m" * 9_000}] * 90
+    errors += [{"where": "finalize_interaction", "type": "OSError", "message": "x"}] * 10
+    record = {
+        "index": 0, "repeat": 0, "sample_id": sample_id, "interaction": "b",
+        "end_reason": "error", "turns": 3, "user_turns": 2, "scores": [0.5] * 3,
+        "final_score": None, "messages": [], "errors": errors,
+    }  # fmt: skip
+
+    def kinds(data: dict[str, Any]) -> dict[str, int]:
+        episode = EpisodeRecord(0, data["sample_id"], 0)
+        episode.interaction, episode.end_reason = data["interaction"], data["end_reason"]
+        episode.turns, episode.scores, episode.errors = 3, [0.5] * 3, data["errors"]
+        stats = SummaryStats()
+        stats.add_record(episode)
+        return stats.total.errors_by_kind
+
+    short = shorten_record(record, limit)
+    assert len(json.dumps(short)) <= limit and len(short["errors"]) < 100
+    assert kinds(short) == kinds(record) == {
+        "observer on_turn: RuntimeError": 90,
+        "finalize_interaction: OSError": 10,
+    }
