@@ -304,9 +304,12 @@ class SessionInteraction(BaseInteraction):
 
     #: Whether the class overrides :meth:`end_session` (else finalizing skips the call).
     _ends_sessions: bool = False
-    #: Whether :meth:`respond` / :meth:`score` are coroutine functions (awaited) or plain.
+    #: Whether :meth:`respond` / :meth:`score` / :meth:`new_session` / :meth:`end_session`
+    #: are coroutine functions (awaited) or plain.
     _awaits_respond: bool = False
     _awaits_score: bool = False
+    _awaits_new: bool = False
+    _awaits_end: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         import inspect  # deferred: classes are defined when a plugin is imported, not at start-up
@@ -315,6 +318,10 @@ class SessionInteraction(BaseInteraction):
         cls._ends_sessions = cls.end_session is not SessionInteraction.end_session
         cls._awaits_respond = inspect.iscoroutinefunction(cls.respond)
         cls._awaits_score = inspect.iscoroutinefunction(cls.score)
+        # An async new_session had handed respond a coroutine as its state, and an async
+        # end_session (closing a sandbox, say) had never run: both are awaited.
+        cls._awaits_new = inspect.iscoroutinefunction(cls.new_session)
+        cls._awaits_end = inspect.iscoroutinefunction(cls.end_session)
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         super().__init__(config)
@@ -324,11 +331,15 @@ class SessionInteraction(BaseInteraction):
         self._ends_sessions = self._ends_sessions
         self._awaits_respond = self._awaits_respond
         self._awaits_score = self._awaits_score
+        self._awaits_new = self._awaits_new
+        self._awaits_end = self._awaits_end
 
     # -- what subclasses write -------------------------------------------------
 
     def new_session(self, **kwargs: Any) -> Any:
-        """Build the state of a new session from the sample's interaction kwargs."""
+        """Build the state of a new session from the sample's interaction kwargs.
+
+        Plain ``def`` or ``async def`` (awaited before the session opens)."""
         return kwargs
 
     def respond(self, state: Any, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
@@ -348,7 +359,9 @@ class SessionInteraction(BaseInteraction):
         return 0.0
 
     def end_session(self, state: Any) -> None:
-        """Release resources held by a session's state (nothing by default)."""
+        """Release resources held by a session's state (nothing by default).
+
+        Plain ``def`` or ``async def`` (awaited when the session is finalized)."""
 
     # -- the verl lifecycle, implemented once ------------------------------------
 
@@ -379,7 +392,15 @@ class SessionInteraction(BaseInteraction):
                 f"interaction {self.name!r} already has a live session {instance_id!r}; "
                 "finalize it first or use a fresh instance_id"
             )
-        sessions[instance_id] = self.new_session(**kwargs)
+        state = self.new_session(**kwargs)
+        if self._awaits_new:
+            state = await state
+            if instance_id in sessions:  # another start of this id while it awaited
+                raise SessionError(
+                    f"interaction {self.name!r} already has a live session {instance_id!r}; "
+                    "finalize it first or use a fresh instance_id"
+                )
+        sessions[instance_id] = state
         return instance_id
 
     async def generate_response(
@@ -414,7 +435,10 @@ class SessionInteraction(BaseInteraction):
         if self._ends_sessions:
             state = self._sessions.pop(instance_id, _ABSENT)
             if state is not _ABSENT:
-                self.end_session(state)
+                end: Any = self.end_session  # returns a coroutine when it is async
+                ended = end(state)
+                if self._awaits_end:
+                    await ended
             return
         try:
             del self._sessions[instance_id]

@@ -210,3 +210,28 @@ def test_last_assistant_text_reads_every_shape_of_content() -> None:
     assert last_assistant_text([{"role": "assistant", "content": parts}]) == "The answer is #### 42"
     assert last_assistant_text([{"role": "assistant", "content": 7}]) == ""
     assert last_assistant_text(["not a message", {"role": "assistant", "content": "x"}]) == "x"
+
+
+async def test_async_new_session_and_end_session_are_awaited() -> None:
+    """An async end_session (closing a sandbox) was never awaited, and an async
+    new_session handed respond a coroutine as its state; `check` said OK to both."""
+    from interactions_core import InteractionResult, SessionInteraction
+
+    ended: list[Any] = []
+
+    class Async(SessionInteraction):
+        async def new_session(self, **kwargs: Any) -> dict[str, Any]:
+            return {"opened": True, **kwargs}
+
+        async def respond(self, state: Any, messages: Any, **kwargs: Any) -> Any:
+            return InteractionResult(True, f"state {sorted(state)}", 1.0)
+
+        async def end_session(self, state: Any) -> None:
+            ended.append(state)
+
+    interaction = Async({})
+    await interaction.start_interaction("s", ground_truth="4")
+    result = await interaction.generate_response("s", [{"role": "assistant", "content": "x"}])
+    assert result.content == "state ['ground_truth', 'opened']"
+    await interaction.finalize_interaction("s")
+    assert ended == [{"opened": True, "ground_truth": "4"}]
