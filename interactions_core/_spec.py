@@ -282,6 +282,12 @@ def _overrides(cls: type, base: type, method: str) -> bool:
     return getattr(cls, method, None) is not getattr(base, method)
 
 
+def _is_attrs(schema: type) -> bool:
+    import attrs
+
+    return bool(attrs.has(schema))
+
+
 def validate_interaction_class(cls: Any, label: str) -> None:
     """Raise :class:`InteractionValidationError` listing every way ``cls`` breaks the spec.
 
@@ -319,6 +325,13 @@ def validate_interaction_class(cls: Any, label: str) -> None:
                 + (f" (at {where})" if where else "")
             )
     problems.extend(_misspellings(cls))
+    schema = inspect.getattr_static(cls, "config_schema", None)
+    if schema is not None and not (isinstance(schema, type) and _is_attrs(schema)):
+        # every config naming it is refused (`check`); `show` failed on it as a core bug
+        problems.append(
+            f"config_schema {schema!r:.100} is not an attrs class (@attrs.define); "
+            "declare the options with attrs, or leave config_schema out"
+        )
     init = getattr(cls, "__init__", None)
     if init is not None and init is not object.__init__:
         try:

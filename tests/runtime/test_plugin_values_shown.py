@@ -432,3 +432,37 @@ def test_a_row_sharing_its_parts_is_measured_as_written_and_refused_at_once(
     assert main(["data", "shared", "--n", "3", "--output", str(out)]) == 0
     (row,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert row["blow"] == [[[["a" * 10]] * 2] * 2] * 2  # shared parts written out in full
+
+
+PLAIN_SCHEMA = """
+from interactions_core import InteractionResult, SessionInteraction
+
+
+class Weird:
+    low = 0
+
+
+class X(SessionInteraction):
+    config_schema = Weird
+
+    def respond(self, state, messages, **kwargs):
+        return InteractionResult(True, "ok", 1.0)
+"""
+
+
+def test_a_schema_that_is_no_attrs_class_is_the_plugins_problem_everywhere(
+    make_dist: Any, forget_modules: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`show` failed as "unexpected NotAnAttrsClassError ... please report it", and
+    `list --check` said ok, while `check` refused every config naming the plugin."""
+    make_dist(
+        "acme-plain-schema",
+        entry_points={"interactions_core.interactions": {"plain-schema": "acme_plain:X"}},
+        modules={"acme_plain": PLAIN_SCHEMA},
+    )
+    assert main(["show", "plain-schema"]) == 1
+    err = capsys.readouterr().err
+    assert "is not an attrs class (@attrs.define)" in err and "unexpected" not in err, err
+    assert main(["list", "--check", "plain-schema"]) == 1
+    out = capsys.readouterr().out
+    assert "broken" in out and "is not an attrs class" in out, out
