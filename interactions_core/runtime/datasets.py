@@ -323,7 +323,7 @@ def _where(trail: Any, root: str = "<row>") -> str:
     text = ""
     for key in reversed(keys):
         text += f"[{key}]" if type(key) is int else (f".{key}" if text else key)
-    return text or root
+    return cut_text(text, 200) if text else root  # a place 500 levels deep is a long one
 
 
 def _holds_over(row: Any, most: int) -> bool:
