@@ -459,7 +459,9 @@ class _WebSocket:
         """The next message, or ``None`` when it was answered with an error here."""
         message = await self._receive()
         if message["type"] != "websocket.receive":
-            self.closing = message.get(CLOSING)
+            if CLOSING in message:  # kept here; the application gets a plain ASGI message
+                message = dict(message)
+                self.closing = message.pop(CLOSING)
             return message
         text = message.get("text")
         if text is None:  # a binary frame: OpenEnv reads text only ("'text'", then closed)
@@ -501,7 +503,7 @@ class _WebSocket:
             if message.done():
                 return message.result()
             message.cancel()
-        return {"type": "websocket.disconnect", "code": 1013, CLOSING: (1013, EVICTED)}
+        return {"type": "websocket.disconnect", "code": 1008, CLOSING: (1013, EVICTED)}
 
     async def send(self, message: Any) -> None:
         if message["type"] == "websocket.close" and self.closing is not None:
