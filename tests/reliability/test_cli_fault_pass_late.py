@@ -77,6 +77,18 @@ class BigFeedback(BaseInteraction):
 '''
 
 
+def three_turn_rows(tmp_path: Path) -> tuple[Path, Path]:
+    """Three samples of three replayed replies, for the config's default interaction; the
+    data file and where the records go."""
+    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
+    with data.open("w", encoding="utf-8") as file:
+        for i in range(3):
+            prompt = [{"role": "user", "content": f"q{i}"}]
+            row = {"prompt": prompt, "responses": ["a", "b", "c"], "interaction_kwargs": {}}
+            file.write(json.dumps(row) + "\n")
+    return data, out
+
+
 def test_every_record_line_the_run_writes_is_one_its_readers_take(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -86,12 +98,7 @@ def test_every_record_line_the_run_writes_is_one_its_readers_take(
 
     monkeypatch.setattr(_files, "MAX_LINE", 64 << 10)  # the same, at 1/1024 of the size
     config = plugin_config(tmp_path, monkeypatch, "big_feedback", BIG_FEEDBACK, "BigFeedback")
-    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
-    with data.open("w", encoding="utf-8") as file:
-        for i in range(3):
-            prompt = [{"role": "user", "content": f"q{i}"}]
-            row = {"prompt": prompt, "responses": ["a", "b", "c"], "interaction_kwargs": {}}
-            file.write(json.dumps(row) + "\n")
+    data, out = three_turn_rows(tmp_path)
     run = ["run", str(config), "--data", str(data), "--output", str(out), "--json"]
     code, stdout, err = run_cli(*run)
     assert code == 0 and json.loads(stdout)["episodes"] == 3, err
@@ -1337,12 +1344,7 @@ def test_a_record_cut_to_fit_its_line_keeps_what_the_summary_counts(
 
     monkeypatch.setattr(_files, "MAX_LINE", 64 << 10)
     config = plugin_config(tmp_path, monkeypatch, "metered", METERED_FEEDBACK, "MeteredFeedback")
-    data, out = tmp_path / "d.jsonl", tmp_path / "o.jsonl"
-    with data.open("w", encoding="utf-8") as file:
-        for i in range(3):
-            prompt = [{"role": "user", "content": f"q{i}"}]
-            row = {"prompt": prompt, "responses": ["a", "b", "c"], "interaction_kwargs": {}}
-            file.write(json.dumps(row) + "\n")
+    data, out = three_turn_rows(tmp_path)
     run = ["run", str(config), "--data", str(data), "--output", str(out), "--json"]
     code, stdout, err = run_cli(*run)
     assert code == 0, err
