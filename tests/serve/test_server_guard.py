@@ -329,8 +329,10 @@ def test_an_idle_or_evicted_connection_is_told_why_it_is_closed(guarded: Server)
             ws.recv(timeout=10)
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1001
     assert "idle for 1 s: any episode on this connection is over" in closed.value.rcvd.reason
-    waiting = [connect(url) for _ in range(4)]  # the connection limit, none of them reset
-    try:
+    import contextlib
+
+    with contextlib.ExitStack() as stack:  # the connection limit, none of them reset
+        waiting = [stack.enter_context(connect(url)) for _ in range(4)]
         with connect(url) as newcomer:  # takes the place of the oldest
             newcomer.send(json.dumps(reset))
             assert json.loads(newcomer.recv(timeout=10))["type"] == "observation"
@@ -338,7 +340,4 @@ def test_an_idle_or_evicted_connection_is_told_why_it_is_closed(guarded: Server)
             waiting[0].recv(timeout=10)
         assert evicted.value.rcvd is not None and evicted.value.rcvd.code == 1013
         assert "closed to make room for a client that resets" in evicted.value.rcvd.reason
-    finally:
-        for ws in waiting:
-            ws.close()
     assert guarded.wait_sessions(0)["open"] == 0
