@@ -147,7 +147,7 @@ async def _bounded(
             # call made (the plugin's copy of the conversation, in ``make``) until the
             # collector runs, and the collector runs inside some other call.
             del frame
-    if loop.time() > deadline():
+    if me.timed_out or loop.time() > deadline():  # a block of its own was broken, or late
         raise asyncio.TimeoutError
     return result
 

@@ -121,10 +121,14 @@ class Call:
     """One plugin call under a timeout, as the watchdog knows it: how long its own blocks
     (in its own coroutines, not in tasks it starts) have held the loop."""
 
-    __slots__ = ("held",)
+    __slots__ = ("held", "timed_out")
 
     def __init__(self) -> None:
         self.held = 0.0
+        #: Whether one of its blocks was broken for holding the loop its whole timeout:
+        #: the call has then timed out, however little it ran before the block (a block
+        #: is timed from the loop's last turn, which may come before the call began).
+        self.timed_out = False
 
 
 #: The watchdogs started and not stopped yet (one per watched loop).
@@ -310,6 +314,7 @@ class LoopWatchdog:
         self._held_since = 0.0
         self._fresh = True
         self._sent = False
+        self._for_timeout = False  # whether the break sent is the timeout's (see Call)
         self._previous: Any = None
         self._can_break = False
         #: The call last broken; seen holding the loop again, it caught the exception.
@@ -495,6 +500,7 @@ class LoopWatchdog:
                 limit = self.report_after if limit is None else min(limit, self.report_after)
             if not self._sent and limit is not None and held >= limit:
                 self._sent = True
+                self._for_timeout = limit == self.limit  # not a stopping run's quicker break
                 self._break(limit)
 
     def _break(self, limit: float) -> None:
@@ -557,6 +563,9 @@ class LoopWatchdog:
             # charged up to now, not to the next heartbeat: the call that follows in the
             # same turn of the loop (the next episode's) would be forgiven the rest.
             held = now - self._held_since
+            block = self._block
+            if block is not None and self._for_timeout:
+                block[0].timed_out = True
             self._end_block(now, wait=False)
             self._beat = now
             self._broken, self._broken_named = self._held, self._named
